@@ -1,0 +1,10 @@
+//! `autoplan place_experts` (not built yet).
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`place_experts` is not implemented yet")
+}

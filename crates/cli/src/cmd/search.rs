@@ -1,0 +1,10 @@
+//! `autoplan search` (not built yet).
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`search` is not implemented yet")
+}

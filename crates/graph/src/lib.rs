@@ -1,0 +1,167 @@
+//! The model: a validated transformer description ([`ModelSpec`]) and the layer graph built from
+//! it (embedding → blocks → final norm → LM head → cross-entropy), each layer knowing its
+//! parameters, forward FLOPs per token, activation sizes and the tensors each parallelism moves.
+//!
+//! Boundary: this crate knows architectures, not hardware or plans. Sizes are element counts
+//! (parameters) and FLOPs; bytes appear only where a precision is given.
+//!
+//! The principal type is [`ModelSpec`]. All dimensions are validated on construction: a
+//! `ModelSpec` that exists is internally consistent (heads divide hidden, top-k ≤ experts...).
+
+pub use autoplan_cluster::Precision;
+
+/// Architecture family (decides defaults in the HF importer and in `show`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// GPT-2/3 style: MHA, learned positions, GELU MLP, LayerNorm, biases.
+    Gpt,
+    /// Llama style: RoPE, GQA, SwiGLU, RMSNorm, no biases.
+    Llama,
+    /// Mixtral style MoE: every layer MoE, top-2.
+    Mixtral,
+    /// DeepSeek-V2/V3: MLA attention, first k layers dense, shared + routed experts.
+    Deepseek,
+    /// Qwen2/3-MoE.
+    QwenMoe,
+}
+
+/// Position encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Positions {
+    /// Learned absolute position embedding table (`max_positions` × hidden parameters).
+    Learned,
+    Rope,
+}
+
+/// MLP non-linearity: ungated (GELU: two matrices) or gated (SwiGLU: three matrices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mlp {
+    Gelu,
+    Swiglu,
+}
+
+/// Normalisation layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    LayerNorm,
+    RmsNorm,
+}
+
+/// Attention variant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Attention {
+    /// Multi-head / grouped-query attention: `heads` query heads, `kv_heads` key/value heads
+    /// (kv_heads == heads is MHA), each `head_dim` wide.
+    Gqa { kv_heads: u32, head_dim: u32 },
+    /// DeepSeek multi-head latent attention (DeepSeek-V2 paper §2.1).
+    Mla {
+        /// Query compression rank; `None` = queries projected directly (V2-Lite).
+        q_lora_rank: Option<u32>,
+        kv_lora_rank: u32,
+        qk_nope_head_dim: u32,
+        qk_rope_head_dim: u32,
+        v_head_dim: u32,
+    },
+}
+
+/// How tokens pick experts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Routing {
+    /// Every token goes to exactly `top_k` experts.
+    TopK,
+    /// Seed 004 §3.2: top-1, or top-2 when the gap between the two best scores is below
+    /// `threshold`; `two_expert_fraction` is the expected fraction of tokens that take two.
+    DynamicTop1Top2 {
+        threshold: f64,
+        two_expert_fraction: f64,
+    },
+}
+
+/// Mixture-of-Experts configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Moe {
+    /// Routed experts per MoE layer.
+    pub experts: u32,
+    /// Experts each token is routed to (for `DynamicTop1Top2`, 2 = the maximum).
+    pub top_k: u32,
+    /// Shared (always-active) experts per MoE layer.
+    pub shared_experts: u32,
+    /// Hidden size of one routed expert's MLP.
+    pub expert_ffn_hidden: u32,
+    /// Hidden size of one shared expert's MLP.
+    pub shared_ffn_hidden: u32,
+    /// The first `first_dense_layers` blocks use a dense MLP (`ffn_hidden`), the rest are MoE.
+    pub first_dense_layers: u32,
+    pub routing: Routing,
+    /// Token capacity factor when dispatch is capacity-padded; `None` = dropless.
+    pub capacity_factor: Option<f64>,
+    /// Expected max/mean tokens per expert (≥ 1): the most loaded expert's excess.
+    pub load_imbalance: f64,
+}
+
+impl Moe {
+    /// Expected experts per token: `top_k`, or `1 + two_expert_fraction` under dynamic routing.
+    pub fn expected_experts_per_token(&self) -> f64 {
+        match self.routing {
+            Routing::TopK => self.top_k as f64,
+            Routing::DynamicTop1Top2 {
+                two_expert_fraction,
+                ..
+            } => 1.0 + two_expert_fraction,
+        }
+    }
+}
+
+/// Optimizer of the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    /// Mixed-precision Adam(W): fp32 master weights + two fp32 moments (12 bytes/param).
+    Adam,
+    /// SGD with momentum: fp32 master + one moment.
+    Sgd,
+}
+
+/// The training workload (`[training]` of a model file; the CLI may override).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Training {
+    pub seq_len: u32,
+    /// Global batch in sequences.
+    pub global_batch: u32,
+    /// GEMM precision (bf16, fp16 or fp8); weights/activations are stored in 16 bits either way.
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+}
+
+/// A validated transformer description. Construct with `ModelSpec::from_toml`/`from_hf_config`
+/// or the bundled library; every field is consistent with the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub name: String,
+    pub family: Family,
+    /// Transformer blocks (excluding MTP modules).
+    pub layers: u32,
+    pub hidden: u32,
+    /// Query heads.
+    pub heads: u32,
+    pub attention: Attention,
+    /// Dense MLP hidden size (all blocks of a dense model; the first dense blocks of DeepSeek).
+    pub ffn_hidden: u32,
+    pub mlp: Mlp,
+    pub norm: Norm,
+    pub positions: Positions,
+    /// Size of the learned position table (0 with RoPE).
+    pub max_positions: u32,
+    pub vocab: u32,
+    pub tied_embeddings: bool,
+    /// Linear layers carry biases (GPT-style).
+    pub bias: bool,
+    pub moe: Option<Moe>,
+    /// DeepSeek-V3 multi-token-prediction modules (each one extra block + projection).
+    pub mtp_modules: u32,
+    pub training: Training,
+}

@@ -1,0 +1,189 @@
+//! The vocabulary of a parallel training strategy: degrees, schedule, recompute and the
+//! communication knobs, with validity checks that give the exact reason a plan is invalid.
+//!
+//! Boundary: no costs here. `Plan` is `Copy` (no heap) so the search can build millions.
+//!
+//! Megatron's parallel folding: attention/dense layers use `tp × cp × dp` (× `pp`) GPUs, MoE
+//! layers use `moe_tp × ep × edp` (× `pp`) with `edp = tp·cp·dp / (moe_tp·ep)`.
+
+pub use autoplan_cost::{AlgoMode, Algorithm};
+use serde::{Deserialize, Serialize};
+
+/// Pipeline schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// PipeDream-flush 1F1B: bubble (pp−1) micro-batch slots.
+    OneF1B,
+    /// Interleaved 1F1B with `vpp` virtual stages per GPU: bubble (pp−1)/vpp.
+    Interleaved,
+    /// Zero-bubble (ZB-H1) schedule.
+    ZeroBubble,
+    /// DeepSeek-V3 DualPipe.
+    DualPipe,
+}
+
+/// Activation recompute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    /// Korthikanti et al. 2022 selective: attention core (scores, softmax, dropout) recomputed.
+    Selective,
+    /// Whole block recomputed from its input.
+    Full,
+}
+
+/// ZeRO stage: 0 none, 1 optimizer state sharded (= distributed optimizer), 2 + gradients,
+/// 3 + parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Zero(pub u8);
+
+/// How context parallelism exchanges K/V.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpComm {
+    /// Ring attention: K/V blocks passed around the CP ring (overlappable with compute).
+    Ring,
+    /// Ulysses-style all-to-all of heads ↔ sequence.
+    AllToAll,
+}
+
+/// Seed 001: how attention output goes from TP to SP layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TpSpTransition {
+    /// Row-parallel out_linear + all-reduce + slice (Megatron default; reduce-scatter with SP).
+    AllReduceSlice,
+    /// All-to-all (TP→SP switch) then a replicated out_linear: 1/N the volume, more weight memory.
+    AllToAll,
+}
+
+/// Seed 000: communication scheme of expert-tensor parallelism (`moe_tp` > 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MoeTpScheme {
+    /// Scheme 1: scatter tokens to the moe_tp ranks, gather the results.
+    ScatterGather,
+    /// Scheme 2: group-wise all-to-all, then AllGather / ReduceScatter inside the moe_tp group.
+    GroupAllToAll,
+}
+
+/// MoE token dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dispatcher {
+    AllToAll,
+    AllGather,
+}
+
+/// Expert placement policy (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementPolicy {
+    /// Experts laid out contiguously over the EP ranks, no replicas.
+    Contiguous,
+    /// Load-balanced placement with `redundant` replica slots per GPU.
+    Balanced { redundant: u32 },
+}
+
+/// A parallel dimension, for the rank order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dim {
+    Tp,
+    Cp,
+    Dp,
+    Pp,
+}
+
+/// Rank order: `dims[0]` is innermost (consecutive ranks), `dims[3]` outermost. Megatron's
+/// default is tp-cp-dp-pp. For MoE layers, the folded `moe_tp`, `ep`, `edp` replace `tp`,
+/// `cp`, `dp` in the same positions... see `autoplan-evaluate` for the exact rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RankOrder(pub [Dim; 4]);
+
+impl Default for RankOrder {
+    fn default() -> Self {
+        RankOrder([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp])
+    }
+}
+
+/// One parallel training plan. `Copy`: no heap.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub tp: u32,
+    /// Megatron sequence parallelism (needs tp > 1 to matter).
+    pub sp: bool,
+    pub cp: u32,
+    pub cp_comm: CpComm,
+    pub dp: u32,
+    pub zero: Zero,
+    pub pp: u32,
+    pub schedule: Schedule,
+    /// Virtual stages per GPU (1 unless interleaved).
+    pub vpp: u32,
+    /// Uneven stages: blocks on the first / last stage (the rest split evenly); `None` = even.
+    pub first_stage_layers: Option<u32>,
+    pub last_stage_layers: Option<u32>,
+    pub ep: u32,
+    pub moe_tp: u32,
+    /// Micro-batch size in sequences.
+    pub mbs: u32,
+    pub recompute: Recompute,
+    /// Recompute only the first N blocks of each stage (`None` = all).
+    pub recompute_layers: Option<u32>,
+    pub tp_sp_transition: TpSpTransition,
+    pub moe_tp_scheme: MoeTpScheme,
+    pub dispatcher: Dispatcher,
+    pub algo: AlgoMode,
+    pub order: RankOrder,
+    pub placement: PlacementPolicy,
+    /// Overlap TP communication with GEMMs (tiled / async TP).
+    pub tp_overlap: bool,
+    /// Overlap EP all-to-all with computation (e.g. DualPipe, DeepEP).
+    pub ep_overlap: bool,
+}
+
+impl Plan {
+    /// Number of GPUs the plan occupies: tp·cp·dp·pp.
+    pub fn gpus(&self) -> u64 {
+        self.tp as u64 * self.cp as u64 * self.dp as u64 * self.pp as u64
+    }
+
+    /// Expert-data-parallel degree of MoE layers under parallel folding.
+    pub fn edp(&self) -> u32 {
+        (self.tp * self.cp * self.dp) / (self.moe_tp * self.ep).max(1)
+    }
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            tp: 1,
+            sp: false,
+            cp: 1,
+            cp_comm: CpComm::Ring,
+            dp: 1,
+            zero: Zero(0),
+            pp: 1,
+            schedule: Schedule::OneF1B,
+            vpp: 1,
+            first_stage_layers: None,
+            last_stage_layers: None,
+            ep: 1,
+            moe_tp: 1,
+            mbs: 1,
+            recompute: Recompute::None,
+            recompute_layers: None,
+            tp_sp_transition: TpSpTransition::AllReduceSlice,
+            moe_tp_scheme: MoeTpScheme::GroupAllToAll,
+            dispatcher: Dispatcher::AllToAll,
+            algo: AlgoMode::Cheapest,
+            order: RankOrder::default(),
+            placement: PlacementPolicy::Contiguous,
+            tp_overlap: false,
+            ep_overlap: false,
+        }
+    }
+}
