@@ -5,5 +5,16 @@ pub mod evaluate;
 pub mod place_experts;
 pub mod search;
 pub mod show;
+pub mod show_cluster;
+pub mod show_model;
 pub mod sweep;
 pub mod validate;
+
+/// Output format shared by the commands that print results.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Table,
+    Json,
+    Csv,
+}

@@ -1,16 +1,33 @@
-//! `autoplan show`, `models`, `clusters` (not built yet).
+//! `autoplan show --model X | --cluster Y`.
 
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use super::Format;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`show` is not implemented yet")
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A bundled model name (`autoplan models`), a model TOML, or a Hugging Face config.json.
+    #[arg(long, conflicts_with = "cluster", required_unless_present = "cluster")]
+    pub model: Option<String>,
+    /// A bundled cluster name (`autoplan clusters`) or a cluster TOML.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match (args.model, args.cluster) {
+        (Some(m), _) => super::show_model::run(&m, args.format),
+        (None, Some(c)) => super::show_cluster::run(&c, args.format),
+        (None, None) => anyhow::bail!("give --model or --cluster"),
+    }
+}
+
 pub fn models() -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`models` is not implemented yet")
+    super::show_model::list()
 }
+
 pub fn clusters() -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`clusters` is not implemented yet")
+    super::show_cluster::list()
 }
