@@ -165,3 +165,98 @@ pub struct ModelSpec {
     pub mtp_modules: u32,
     pub training: Training,
 }
+
+mod layers;
+pub use layers::{Gemm, Layer, LayerKind, TpSplit};
+
+/// Small hand-made models for unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    fn training(seq_len: u32) -> Training {
+        Training {
+            seq_len,
+            global_batch: 512,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adam,
+        }
+    }
+
+    /// GPT-style: MHA, learned positions, GELU 4h, LayerNorm, biases, tied embeddings.
+    pub fn gpt(layers: u32, hidden: u32, heads: u32, vocab: u32, seq: u32) -> ModelSpec {
+        ModelSpec {
+            name: "gpt-test".into(),
+            family: Family::Gpt,
+            layers,
+            hidden,
+            heads,
+            attention: Attention::Gqa {
+                kv_heads: heads,
+                head_dim: hidden / heads,
+            },
+            ffn_hidden: 4 * hidden,
+            mlp: Mlp::Gelu,
+            norm: Norm::LayerNorm,
+            positions: Positions::Learned,
+            max_positions: seq,
+            vocab,
+            tied_embeddings: true,
+            bias: true,
+            moe: None,
+            mtp_modules: 0,
+            training: training(seq),
+        }
+    }
+
+    /// Llama-style: GQA, RoPE, SwiGLU, RMSNorm, untied, no biases, seq 8192.
+    pub fn llama(
+        layers: u32,
+        hidden: u32,
+        heads: u32,
+        kv_heads: u32,
+        ffn: u32,
+        vocab: u32,
+    ) -> ModelSpec {
+        ModelSpec {
+            name: "llama-test".into(),
+            family: Family::Llama,
+            layers,
+            hidden,
+            heads,
+            attention: Attention::Gqa {
+                kv_heads,
+                head_dim: hidden / heads,
+            },
+            ffn_hidden: ffn,
+            mlp: Mlp::Swiglu,
+            norm: Norm::RmsNorm,
+            positions: Positions::Rope,
+            max_positions: 0,
+            vocab,
+            tied_embeddings: false,
+            bias: false,
+            moe: None,
+            mtp_modules: 0,
+            training: training(8192),
+        }
+    }
+
+    /// 4 blocks, h 1024, first block dense, 16 experts of 512, top-4, 2 shared experts of 256.
+    pub fn moe_llama() -> ModelSpec {
+        let mut m = llama(4, 1024, 8, 8, 4096, 1000);
+        m.family = Family::Deepseek;
+        m.moe = Some(Moe {
+            experts: 16,
+            top_k: 4,
+            shared_experts: 2,
+            expert_ffn_hidden: 512,
+            shared_ffn_hidden: 256,
+            first_dense_layers: 1,
+            routing: Routing::TopK,
+            capacity_factor: None,
+            load_imbalance: 1.0,
+        });
+        m
+    }
+}
