@@ -110,8 +110,8 @@ pub struct Layer {
     pub hidden: u32,
     /// All parameters of the node (MoE: every routed expert + shared experts + router + norm).
     pub params: f64,
-    /// Parameters touched per token (MoE: `top_k` routed experts + shared + router + norm;
-    /// embedding: the one row looked up, i.e. `h` (+`h` for a learned position row)).
+    /// Parameters used per token (MoE: `top_k` routed experts + shared + router + norm; every
+    /// other node: all its parameters, the embedding table included).
     pub active_params: f64,
     /// Parameters of ONE routed expert (0 for nodes without experts). `params - experts ·
     /// expert_params` are the node's non-expert parameters (attention-like sharding).
@@ -533,13 +533,9 @@ impl ModelSpec {
         let hf = self.hidden as f64;
         let mut l = Layer::empty(LayerKind::Embedding, None, self.hidden);
         l.params = self.embedding_params();
-        // A token reads one row of the table (and one position row): this is what makes the
-        // DeepSeek-V2/V3 activated counts come out (see the bundled-model tests).
-        l.active_params = hf
-            * match self.positions {
-                Positions::Learned => 2.0,
-                Positions::Rope => 1.0,
-            };
+        // Counted whole, as Mistral, Meta and Qwen count "active" parameters (dense models:
+        // active = total); `ModelSpec::active_params_excluding_embedding` gives DeepSeek's.
+        l.active_params = l.params;
         l.act_bytes_per_token = if self.dropout() { hf } else { 0.0 };
         // Vocab-parallel embedding: partial lookups all-reduced (Megatron VocabParallelEmbedding).
         l.tp_fwd_allreduce_elems_per_token = hf;
@@ -677,10 +673,18 @@ impl ModelSpec {
         self.sum_main(|l| l.params)
     }
 
-    /// Parameters touched per token by the main model: every non-expert parameter except the
-    /// embedding table (one row is read), plus `top_k` routed experts per MoE block.
+    /// Parameters used per token by the main model: every non-expert parameter (embedding
+    /// table included, the convention of Mixtral's 12.9B and Qwen3's 22B) plus `top_k` routed
+    /// experts per MoE block. Equals `total_params` for dense models.
     pub fn active_params(&self) -> f64 {
         self.sum_main(|l| l.active_params)
+    }
+
+    /// [`ModelSpec::active_params`] without the embedding table (a lookup, not a matmul): the
+    /// convention of DeepSeek's "21B/37B activated" (the only one under which both V2 and V3
+    /// round to their published figures, see `tests/bundled.rs`).
+    pub fn active_params_excluding_embedding(&self) -> f64 {
+        self.active_params() - self.embedding_params()
     }
 
     /// Forward FLOPs per token of the main model (GEMMs + causal attention core), MTP excluded.
@@ -761,8 +765,11 @@ mod tests {
         assert!(close(m.dense_mlp_params(), 3.0 * 4096.0 * 14336.0 + 4096.0));
         let total = 32.0 * (attn + m.dense_mlp_params()) + 2.0 * 128256.0 * 4096.0 + 4096.0;
         assert!(close(m.total_params(), total));
-        // Active = total minus the embedding table plus the one row read.
-        assert!(close(m.active_params(), total - 128256.0 * 4096.0 + 4096.0));
+        assert!(close(m.active_params(), total));
+        assert!(close(
+            m.active_params_excluding_embedding(),
+            total - 128256.0 * 4096.0
+        ));
         // FLOPs: 2 × matmul weights (incl. the head) + causal core a·(2d)·s per block.
         let matmul = 32.0 * (attn - 4096.0 + 3.0 * 4096.0 * 14336.0) + 128256.0 * 4096.0;
         let core = 32.0 * 32.0 * 256.0 * 8192.0;
