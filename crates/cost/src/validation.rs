@@ -1,0 +1,216 @@
+//! Predicting the rows of `collectives_measured.csv` (measured NCCL / DeepEP collective
+//! bandwidths and latencies). Parsing the CSV is the caller's (the CLI and the tests); this
+//! module maps one row's hardware and algorithm to a model instance and compares.
+//!
+//! Comparison: rows with a `busbw_gbps` compare bus bandwidth (nccl-tests convention,
+//! [`Collective::busbw_factor`]) and must be within 20%; rows with only `time_us`
+//! (small-message latencies) compare time and must be within 30%.
+
+use autoplan_cluster::{Cluster, GroupPlacement};
+
+use crate::{calibration, AlgoMode, Algorithm, Collective, CostModel, Protocol};
+
+/// One row of `collectives_measured.csv`, with its optional cells as `Option`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasuredRow {
+    pub id: String,
+    pub hardware: String,
+    pub collective: String,
+    pub algorithm_used: String,
+    pub ranks: Option<u32>,
+    pub nodes: Option<u32>,
+    pub gpus_per_node: Option<u32>,
+    pub bytes: Option<f64>,
+    pub busbw_gbps: Option<f64>,
+    pub time_us: Option<f64>,
+    pub notes: String,
+}
+
+/// What a row is compared on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Bus bandwidth, tolerance 20%.
+    Busbw,
+    /// Time, tolerance 30%.
+    Time,
+}
+
+impl Metric {
+    /// Allowed relative error.
+    pub fn tolerance(self) -> f64 {
+        match self {
+            Metric::Busbw => 0.20,
+            Metric::Time => 0.30,
+        }
+    }
+}
+
+/// A row the model expresses, with its prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub id: String,
+    pub cluster: String,
+    pub collective: Collective,
+    pub group: GroupPlacement,
+    pub bytes: f64,
+    pub mode: AlgoMode,
+    pub algorithm: Algorithm,
+    pub protocol: Protocol,
+    pub metric: Metric,
+    /// Measured value: GB/s for busbw, µs for time.
+    pub measured: f64,
+    /// Predicted value, same unit.
+    pub predicted: f64,
+    /// How the bytes were obtained when the row has none.
+    pub bytes_note: Option<&'static str>,
+}
+
+impl Prediction {
+    /// Signed relative error (predicted − measured) / measured.
+    pub fn error(&self) -> f64 {
+        (self.predicted - self.measured) / self.measured
+    }
+    /// Within the metric's tolerance.
+    pub fn passes(&self) -> bool {
+        self.error().abs() <= self.metric.tolerance()
+    }
+}
+
+/// Why a row cannot be expressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unexpressible {
+    pub id: String,
+    pub reason: String,
+}
+
+/// The reference machine of a `hardware` cell, built from [`calibration`]'s presets.
+pub fn hardware_cluster(hardware: &str, nodes: u32) -> Option<Cluster> {
+    let h = hardware.to_ascii_uppercase();
+    if h.contains("H800") {
+        Some(calibration::hgx_h800(nodes))
+    } else if h.contains("H100") {
+        Some(calibration::dgx_h100(nodes))
+    } else if h.contains("A100") {
+        Some(calibration::dgx_a100(nodes))
+    } else {
+        None
+    }
+}
+
+fn collective_of(cell: &str) -> Option<Collective> {
+    let c = cell.to_ascii_lowercase();
+    let name = c.split_whitespace().next().unwrap_or("");
+    Some(match name {
+        "allreduce" => Collective::AllReduce,
+        "allgather" => Collective::AllGather,
+        "reducescatter" => Collective::ReduceScatter,
+        "alltoall" => Collective::AllToAll,
+        "broadcast" => Collective::Broadcast,
+        "reduce" => Collective::Reduce,
+        "sendrecv" => Collective::SendRecv,
+        _ => return None,
+    })
+}
+
+/// How the row's algorithm cell maps to a mode: "nccl-default…" → NCCL's tuner; "ring …"
+/// forced → ring; DeepEP's kernels (pairwise intra-node, NVLink-forwarded RDMA across nodes)
+/// → the cheapest of the model's all-to-all algorithms.
+fn mode_of(cell: &str) -> Option<AlgoMode> {
+    let c = cell.to_ascii_lowercase();
+    if c.starts_with("nccl-default") {
+        Some(AlgoMode::NcclTuner)
+    } else if c.starts_with("ring") {
+        Some(AlgoMode::Fixed(Algorithm::Ring))
+    } else if c.starts_with("deepep") {
+        Some(AlgoMode::Cheapest)
+    } else {
+        None
+    }
+}
+
+/// DeepEP's benchmark message (collectives.md §4.5, the rows' notes): 4096 tokens of hidden
+/// 7168 to top-8 experts, 1 byte (FP8) per element for dispatch, 2 (BF16) for combine; the
+/// per-rank send buffer.
+fn deepep_bytes(row: &MeasuredRow) -> Option<(f64, &'static str)> {
+    if !row
+        .algorithm_used
+        .to_ascii_lowercase()
+        .starts_with("deepep")
+    {
+        return None;
+    }
+    let tokens_x_hidden_x_topk = 4096.0 * 7168.0 * 8.0;
+    if row.collective.contains("combine") {
+        Some((
+            tokens_x_hidden_x_topk * 2.0,
+            "DeepEP benchmark: 4096 tokens x 7168 hidden x top-8 x 2 B (BF16 combine)",
+        ))
+    } else {
+        Some((
+            tokens_x_hidden_x_topk,
+            "DeepEP benchmark: 4096 tokens x 7168 hidden x top-8 x 1 B (FP8 dispatch)",
+        ))
+    }
+}
+
+/// Predict one row, or say why it cannot be expressed.
+pub fn predict(row: &MeasuredRow) -> Result<Prediction, Unexpressible> {
+    let no = |reason: String| Unexpressible {
+        id: row.id.clone(),
+        reason,
+    };
+    let op = collective_of(&row.collective)
+        .ok_or_else(|| no(format!("collective {:?} not modelled", row.collective)))?;
+    let mode = mode_of(&row.algorithm_used)
+        .ok_or_else(|| no(format!("algorithm {:?} not mapped", row.algorithm_used)))?;
+    let ppn = row
+        .gpus_per_node
+        .ok_or_else(|| no("gpus_per_node missing".into()))?;
+    let nodes = row.nodes.ok_or_else(|| no("nodes missing".into()))?;
+    let ranks = row.ranks.unwrap_or(nodes * ppn);
+    if ranks == 0 || nodes == 0 || (ranks / nodes) * nodes != ranks {
+        return Err(no(format!(
+            "ranks {ranks} not a whole number per node over {nodes} nodes"
+        )));
+    }
+    let cluster = hardware_cluster(&row.hardware, nodes).ok_or_else(|| {
+        no(format!(
+            "no reference machine for hardware {:?}",
+            row.hardware
+        ))
+    })?;
+    let group = GroupPlacement {
+        size: ranks,
+        ranks_per_node: ranks / nodes,
+        nodes,
+    };
+    let (bytes, bytes_note) = match (row.bytes, deepep_bytes(row)) {
+        (Some(b), _) => (b, None),
+        (None, Some((b, note))) => (b, Some(note)),
+        (None, None) => return Err(no("no message size".into())),
+    };
+    let model = CostModel::new(&cluster);
+    let c = model.collective(op, group, bytes, mode);
+    let (metric, measured, predicted) = match (row.busbw_gbps, row.time_us) {
+        (Some(bw), _) => {
+            let busbw = bytes * op.busbw_factor(ranks) / c.time / 1e9;
+            (Metric::Busbw, bw, busbw)
+        }
+        (None, Some(t)) => (Metric::Time, t, c.time * 1e6),
+        (None, None) => return Err(no("neither busbw nor time measured".into())),
+    };
+    Ok(Prediction {
+        id: row.id.clone(),
+        cluster: cluster.name,
+        collective: op,
+        group,
+        bytes,
+        mode,
+        algorithm: c.algorithm,
+        protocol: c.protocol,
+        metric,
+        measured,
+        predicted,
+        bytes_note,
+    })
+}

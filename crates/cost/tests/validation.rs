@@ -1,0 +1,100 @@
+//! The model against every row of `../shared/data/collectives_measured.csv`: busbw within 20%,
+//! small-message time (rows with only `time_us`) within 30%; rows it cannot express are listed
+//! with the reason.
+
+use std::path::PathBuf;
+
+use autoplan_cost::validation::{predict, MeasuredRow};
+
+fn data_file() -> PathBuf {
+    // crates/cost → workspace root → its sibling `shared/`.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.join("../shared/data/collectives_measured.csv")
+}
+
+#[derive(serde::Deserialize)]
+struct Raw {
+    id: String,
+    hardware: String,
+    collective: String,
+    algorithm_used: String,
+    ranks: Option<u32>,
+    nodes: Option<u32>,
+    gpus_per_node: Option<u32>,
+    bytes: Option<f64>,
+    busbw_gbps: Option<f64>,
+    time_us: Option<f64>,
+    notes: String,
+}
+
+fn rows() -> Vec<MeasuredRow> {
+    let path = data_file();
+    let mut rd = csv::Reader::from_path(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    rd.deserialize::<Raw>()
+        .map(|r| {
+            let r = r.expect("well-formed row");
+            MeasuredRow {
+                id: r.id,
+                hardware: r.hardware,
+                collective: r.collective,
+                algorithm_used: r.algorithm_used,
+                ranks: r.ranks,
+                nodes: r.nodes,
+                gpus_per_node: r.gpus_per_node,
+                bytes: r.bytes,
+                busbw_gbps: r.busbw_gbps,
+                time_us: r.time_us,
+                notes: r.notes,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_expressible_row_within_tolerance() {
+    let rows = rows();
+    assert!(rows.len() >= 20, "expected the 20 rows of the file");
+    let mut failures = Vec::new();
+    let mut expressed = 0;
+    for row in &rows {
+        match predict(row) {
+            Ok(p) => {
+                expressed += 1;
+                println!(
+                    "{:4} {:?} {:?}/{:?} n={} measured {:.1} predicted {:.1} ({:+.1}%)",
+                    p.id,
+                    p.collective,
+                    p.algorithm,
+                    p.protocol,
+                    p.group.size,
+                    p.measured,
+                    p.predicted,
+                    100.0 * p.error()
+                );
+                if !p.passes() {
+                    failures.push(format!("{} {:+.1}%", p.id, 100.0 * p.error()));
+                }
+            }
+            Err(u) => println!("{:4} not expressible: {}", u.id, u.reason),
+        }
+    }
+    assert!(failures.is_empty(), "rows out of tolerance: {failures:?}");
+    assert!(expressed >= 18, "only {expressed} rows expressed");
+}
+
+#[test]
+fn latency_constants_follow_from_rows_c15_c17() {
+    // START_LAT and HOP_NVLINK are the intercept and slope of c15 (2 steps) and c17 (14 steps).
+    let rows = rows();
+    let t = |id: &str| {
+        rows.iter()
+            .find(|r| r.id == id)
+            .and_then(|r| r.time_us)
+            .expect("row with a time")
+    };
+    let slope = (t("c17") - t("c15")) / 12.0;
+    let intercept = t("c15") - 2.0 * slope;
+    assert!((slope * 1e-6 - autoplan_cost::calibration::HOP_NVLINK).abs() < 0.1e-6);
+    assert!((intercept * 1e-6 - autoplan_cost::calibration::START_LAT).abs() < 0.2e-6);
+}
