@@ -198,7 +198,9 @@ impl CostModel {
             start_lat: cluster.efficiency.start_lat,
             sync_lat: cluster.efficiency.sync_lat,
             hop_intra: cluster.node.intra_latency,
-            hop_inter: cluster.network.link_delay,
+            // A step that crosses the network also crosses the node: never cheaper than a
+            // step inside it.
+            hop_inter: cluster.network.link_delay.max(cluster.node.intra_latency),
             cpufetch: cluster.efficiency.cpufetch,
         }
     }
