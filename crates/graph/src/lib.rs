@@ -166,7 +166,15 @@ pub struct ModelSpec {
     pub training: Training,
 }
 
+mod bundled;
+mod file;
+mod hf;
 mod layers;
+pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
+pub use file::{
+    AttentionKind, RawAttention, RawModel, RawModelFile, RawMoe, RawTraining, RoutingKind,
+};
+pub use hf::HF_MODEL_TYPES;
 pub use layers::{Gemm, Layer, LayerKind, TpSplit};
 
 /// Small hand-made models for unit tests.

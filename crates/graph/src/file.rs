@@ -1,0 +1,498 @@
+//! Model files (TOML): the raw, unchecked shape ([`RawModelFile`]) and its validation into a
+//! [`ModelSpec`] ("parse, don't validate": only a validated `ModelSpec` reaches the rest).
+//!
+//! ```toml
+//! [model]
+//! name = "llama3-8b"
+//! family = "llama"          # gpt | llama | mixtral | deepseek | qwen-moe
+//! layers = 32
+//! hidden = 4096
+//! heads = 32
+//! ffn_hidden = 14336        # dense MLP width (may be omitted when every block is MoE)
+//! mlp = "swiglu"            # gelu | swiglu
+//! norm = "rmsnorm"          # layernorm | rmsnorm
+//! positions = "rope"        # rope | learned (then max_positions = ...)
+//! vocab = 128256
+//! tied_embeddings = false
+//! bias = false
+//! # mtp_modules = 1         # DeepSeek-V3 multi-token prediction (default 0)
+//!
+//! [attention]
+//! kind = "gqa"              # gqa: kv_heads [, head_dim = hidden/heads]
+//! kv_heads = 8              # mla: [q_lora_rank,] kv_lora_rank, qk_nope_head_dim,
+//!                           #      qk_rope_head_dim, v_head_dim
+//! [moe]                     # optional
+//! experts = 8               # routed experts
+//! top_k = 2
+//! expert_ffn_hidden = 14336
+//! # shared_experts = 0, shared_ffn_hidden, first_dense_layers = 0,
+//! # routing = "top-k" | "dynamic-top1-top2" (+ threshold, two_expert_fraction),
+//! # capacity_factor (absent = dropless), load_imbalance = 1.0 (max/mean tokens per expert)
+//!
+//! [training]
+//! seq_len = 8192
+//! global_batch = 128        # sequences
+//! precision = "bf16"        # bf16 | fp16 | fp8
+//! optimizer = "adam"        # adam | sgd
+//! ```
+
+use autoplan_input::{InputError, Source};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Attention, Family, Mlp, ModelSpec, Moe, Norm, Optimizer, Positions, Precision, Routing,
+    Training,
+};
+
+/// A model file as written, before validation.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModelFile {
+    pub model: RawModel,
+    pub attention: RawAttention,
+    pub moe: Option<RawMoe>,
+    pub training: RawTraining,
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    pub name: String,
+    pub family: Family,
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub ffn_hidden: Option<u64>,
+    pub mlp: Mlp,
+    pub norm: Norm,
+    pub positions: Positions,
+    pub max_positions: Option<u64>,
+    pub vocab: u64,
+    pub tied_embeddings: bool,
+    pub bias: bool,
+    pub mtp_modules: Option<u64>,
+}
+
+/// `attention.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionKind {
+    Gqa,
+    Mla,
+}
+
+/// `[attention]`: the fields of the other kind must be absent.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAttention {
+    pub kind: AttentionKind,
+    pub kv_heads: Option<u64>,
+    pub head_dim: Option<u64>,
+    pub q_lora_rank: Option<u64>,
+    pub kv_lora_rank: Option<u64>,
+    pub qk_nope_head_dim: Option<u64>,
+    pub qk_rope_head_dim: Option<u64>,
+    pub v_head_dim: Option<u64>,
+}
+
+/// `moe.routing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoutingKind {
+    TopK,
+    DynamicTop1Top2,
+}
+
+/// `[moe]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMoe {
+    pub experts: u64,
+    pub top_k: u64,
+    pub expert_ffn_hidden: u64,
+    pub shared_experts: Option<u64>,
+    pub shared_ffn_hidden: Option<u64>,
+    pub first_dense_layers: Option<u64>,
+    pub routing: Option<RoutingKind>,
+    pub threshold: Option<f64>,
+    pub two_expert_fraction: Option<f64>,
+    pub capacity_factor: Option<f64>,
+    pub load_imbalance: Option<f64>,
+}
+
+/// `[training]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTraining {
+    pub seq_len: u64,
+    pub global_batch: u64,
+    pub precision: Precision,
+    pub optimizer: Optimizer,
+}
+
+impl ModelSpec {
+    /// Parse and validate a model file. Errors name the file, line, field, value and reason.
+    ///
+    /// ```
+    /// use autoplan_graph::ModelSpec;
+    /// use autoplan_input::Source;
+    /// let text = autoplan_graph::bundled_model_text("llama3-8b").unwrap();
+    /// let bad = text.replace("kv_heads = 8", "kv_heads = 5");
+    /// let err = ModelSpec::from_toml(&Source::new("l.toml", bad)).unwrap_err().to_string();
+    /// assert!(err.contains("attention.kv_heads = 5: does not divide model.heads = 32"), "{err}");
+    /// ```
+    pub fn from_toml(src: &Source) -> Result<ModelSpec, InputError> {
+        let raw: RawModelFile = src.parse()?;
+        raw.validate(src)
+    }
+}
+
+/// A positive `u32` dimension.
+fn dim(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
+    if v == 0 {
+        return Err(src.invalid(path, v, "must be positive"));
+    }
+    u32::try_from(v).map_err(|_| src.invalid(path, v, "too large (at most 4294967295)"))
+}
+
+fn opt_dim(src: &Source, path: &[&str], v: Option<u64>) -> Result<Option<u32>, InputError> {
+    v.map(|v| dim(src, path, v)).transpose()
+}
+
+fn required(src: &Source, path: &[&str], v: Option<u64>, why: &str) -> Result<u32, InputError> {
+    match v {
+        Some(v) => dim(src, path, v),
+        None => Err(src.invalid(path, "(missing)", format!("required {why}"))),
+    }
+}
+
+fn absent<T: std::fmt::Display>(
+    src: &Source,
+    path: &[&str],
+    v: &Option<T>,
+    why: &str,
+) -> Result<(), InputError> {
+    match v {
+        Some(v) => Err(src.invalid(path, v, format!("not allowed {why}"))),
+        None => Ok(()),
+    }
+}
+
+fn finite_at_least(src: &Source, path: &[&str], v: f64, min: f64) -> Result<f64, InputError> {
+    if !v.is_finite() || v < min {
+        return Err(src.invalid(path, v, format!("must be a finite number ≥ {min}")));
+    }
+    Ok(v)
+}
+
+impl RawModelFile {
+    /// Check every field and every relation between fields; the result is consistent.
+    pub fn validate(&self, src: &Source) -> Result<ModelSpec, InputError> {
+        let m = &self.model;
+        if m.name.trim().is_empty() {
+            return Err(src.invalid(&["model", "name"], "\"\"", "must not be empty"));
+        }
+        let layers = dim(src, &["model", "layers"], m.layers)?;
+        let hidden = dim(src, &["model", "hidden"], m.hidden)?;
+        let heads = dim(src, &["model", "heads"], m.heads)?;
+        let vocab = dim(src, &["model", "vocab"], m.vocab)?;
+        if (hidden / heads) * heads != hidden {
+            return Err(src.invalid(
+                &["model", "hidden"],
+                hidden,
+                format!("not divisible by model.heads = {heads}"),
+            ));
+        }
+        let mtp_modules = match m.mtp_modules {
+            None | Some(0) => 0,
+            Some(v) => dim(src, &["model", "mtp_modules"], v)?,
+        };
+
+        let training = self.training.validate(src)?;
+
+        let max_positions = match m.positions {
+            Positions::Learned => {
+                let p = required(
+                    src,
+                    &["model", "max_positions"],
+                    m.max_positions,
+                    "with positions = \"learned\" (size of the position table)",
+                )?;
+                if training.seq_len > p {
+                    return Err(src.invalid(
+                        &["training", "seq_len"],
+                        training.seq_len,
+                        format!("exceeds model.max_positions = {p} (learned position table)"),
+                    ));
+                }
+                p
+            }
+            Positions::Rope => {
+                absent(
+                    src,
+                    &["model", "max_positions"],
+                    &m.max_positions,
+                    "with positions = \"rope\" (no position table)",
+                )?;
+                0
+            }
+        };
+
+        let attention = self.attention.validate(src, hidden, heads)?;
+        let moe = match &self.moe {
+            Some(raw) => Some(raw.validate(src, layers)?),
+            None => {
+                if matches!(
+                    m.family,
+                    Family::Mixtral | Family::Deepseek | Family::QwenMoe
+                ) {
+                    return Err(src.invalid(
+                        &["model", "family"],
+                        format!("{:?}", m.family).to_lowercase(),
+                        "is a MoE family: a [moe] section is required",
+                    ));
+                }
+                None
+            }
+        };
+        let dense_blocks = moe.as_ref().map_or(layers, |m| m.first_dense_layers);
+        let ffn_hidden = match m.ffn_hidden {
+            Some(v) => dim(src, &["model", "ffn_hidden"], v)?,
+            None if dense_blocks > 0 => {
+                return Err(src.invalid(
+                    &["model", "ffn_hidden"],
+                    "(missing)",
+                    format!("required: {dense_blocks} blocks have a dense MLP"),
+                ))
+            }
+            None => 0,
+        };
+
+        Ok(ModelSpec {
+            name: m.name.clone(),
+            family: m.family,
+            layers,
+            hidden,
+            heads,
+            attention,
+            ffn_hidden,
+            mlp: m.mlp,
+            norm: m.norm,
+            positions: m.positions,
+            max_positions,
+            vocab,
+            tied_embeddings: m.tied_embeddings,
+            bias: m.bias,
+            moe,
+            mtp_modules,
+            training,
+        })
+    }
+}
+
+impl RawAttention {
+    fn validate(&self, src: &Source, hidden: u32, heads: u32) -> Result<Attention, InputError> {
+        let p = |k: &'static str| ["attention", k];
+        match self.kind {
+            AttentionKind::Gqa => {
+                let why = "with kind = \"gqa\" (an MLA dimension)";
+                absent(src, &p("q_lora_rank"), &self.q_lora_rank, why)?;
+                absent(src, &p("kv_lora_rank"), &self.kv_lora_rank, why)?;
+                absent(src, &p("qk_nope_head_dim"), &self.qk_nope_head_dim, why)?;
+                absent(src, &p("qk_rope_head_dim"), &self.qk_rope_head_dim, why)?;
+                absent(src, &p("v_head_dim"), &self.v_head_dim, why)?;
+                let kv_heads = required(
+                    src,
+                    &p("kv_heads"),
+                    self.kv_heads,
+                    "with kind = \"gqa\" (= model.heads for MHA)",
+                )?;
+                if kv_heads > heads || (heads / kv_heads) * kv_heads != heads {
+                    return Err(src.invalid(
+                        &p("kv_heads"),
+                        kv_heads,
+                        format!("does not divide model.heads = {heads}"),
+                    ));
+                }
+                // Absent head_dim is the usual hidden/heads (divisibility checked above).
+                let head_dim =
+                    opt_dim(src, &p("head_dim"), self.head_dim)?.unwrap_or(hidden / heads);
+                Ok(Attention::Gqa { kv_heads, head_dim })
+            }
+            AttentionKind::Mla => {
+                let why = "with kind = \"mla\" (a GQA field)";
+                absent(src, &p("kv_heads"), &self.kv_heads, why)?;
+                absent(src, &p("head_dim"), &self.head_dim, why)?;
+                let req = "with kind = \"mla\"";
+                Ok(Attention::Mla {
+                    q_lora_rank: opt_dim(src, &p("q_lora_rank"), self.q_lora_rank)?,
+                    kv_lora_rank: required(src, &p("kv_lora_rank"), self.kv_lora_rank, req)?,
+                    qk_nope_head_dim: required(
+                        src,
+                        &p("qk_nope_head_dim"),
+                        self.qk_nope_head_dim,
+                        req,
+                    )?,
+                    qk_rope_head_dim: required(
+                        src,
+                        &p("qk_rope_head_dim"),
+                        self.qk_rope_head_dim,
+                        req,
+                    )?,
+                    v_head_dim: required(src, &p("v_head_dim"), self.v_head_dim, req)?,
+                })
+            }
+        }
+    }
+}
+
+impl RawMoe {
+    fn validate(&self, src: &Source, layers: u32) -> Result<Moe, InputError> {
+        let p = |k: &'static str| ["moe", k];
+        let experts = dim(src, &p("experts"), self.experts)?;
+        let top_k = dim(src, &p("top_k"), self.top_k)?;
+        if top_k > experts {
+            return Err(src.invalid(
+                &p("top_k"),
+                top_k,
+                format!("exceeds moe.experts = {experts}"),
+            ));
+        }
+        let expert_ffn_hidden = dim(src, &p("expert_ffn_hidden"), self.expert_ffn_hidden)?;
+        let shared_experts = match self.shared_experts {
+            None | Some(0) => 0,
+            Some(v) => dim(src, &p("shared_experts"), v)?,
+        };
+        let shared_ffn_hidden = if shared_experts > 0 {
+            required(
+                src,
+                &p("shared_ffn_hidden"),
+                self.shared_ffn_hidden,
+                &format!("with moe.shared_experts = {shared_experts}"),
+            )?
+        } else {
+            absent(
+                src,
+                &p("shared_ffn_hidden"),
+                &self.shared_ffn_hidden,
+                "without shared experts (moe.shared_experts = 0)",
+            )?;
+            0
+        };
+        let first_dense_layers = self.first_dense_layers.unwrap_or(0);
+        if first_dense_layers >= layers as u64 {
+            return Err(src.invalid(
+                &p("first_dense_layers"),
+                first_dense_layers,
+                format!("leaves no MoE block among model.layers = {layers}"),
+            ));
+        }
+        let routing = match self.routing.unwrap_or(RoutingKind::TopK) {
+            RoutingKind::TopK => {
+                let why = "with routing = \"top-k\"";
+                absent(src, &p("threshold"), &self.threshold, why)?;
+                absent(
+                    src,
+                    &p("two_expert_fraction"),
+                    &self.two_expert_fraction,
+                    why,
+                )?;
+                Routing::TopK
+            }
+            RoutingKind::DynamicTop1Top2 => {
+                if top_k != 2 {
+                    return Err(src.invalid(
+                        &p("top_k"),
+                        top_k,
+                        "must be 2 with routing = \"dynamic-top1-top2\"",
+                    ));
+                }
+                let why = "with routing = \"dynamic-top1-top2\" (seed 004 §3.2)";
+                let threshold = match self.threshold {
+                    Some(t) if t.is_finite() && t > 0.0 && t < 1.0 => t,
+                    Some(t) => {
+                        return Err(src.invalid(
+                            &p("threshold"),
+                            t,
+                            "must lie in (0, 1): a gap between two routing probabilities",
+                        ))
+                    }
+                    None => {
+                        return Err(src.invalid(
+                            &p("threshold"),
+                            "(missing)",
+                            format!("required {why}"),
+                        ))
+                    }
+                };
+                let two_expert_fraction = match self.two_expert_fraction {
+                    Some(f) if (0.0..=1.0).contains(&f) => f,
+                    Some(f) => {
+                        return Err(src.invalid(
+                            &p("two_expert_fraction"),
+                            f,
+                            "must lie in [0, 1]: a fraction of tokens",
+                        ))
+                    }
+                    None => {
+                        return Err(src.invalid(
+                            &p("two_expert_fraction"),
+                            "(missing)",
+                            format!("required {why}"),
+                        ))
+                    }
+                };
+                Routing::DynamicTop1Top2 {
+                    threshold,
+                    two_expert_fraction,
+                }
+            }
+        };
+        let capacity_factor = match self.capacity_factor {
+            Some(c) if !(c.is_finite() && c > 0.0) => {
+                return Err(src.invalid(&p("capacity_factor"), c, "must be a positive number"))
+            }
+            c => c,
+        };
+        let load_imbalance = match self.load_imbalance {
+            Some(v) => finite_at_least(src, &p("load_imbalance"), v, 1.0)?,
+            None => 1.0, // perfectly balanced, documented in the file format
+        };
+        Ok(Moe {
+            experts,
+            top_k,
+            shared_experts,
+            expert_ffn_hidden,
+            shared_ffn_hidden,
+            first_dense_layers: first_dense_layers as u32,
+            routing,
+            capacity_factor,
+            load_imbalance,
+        })
+    }
+}
+
+impl RawTraining {
+    fn validate(&self, src: &Source) -> Result<Training, InputError> {
+        let p = |k: &'static str| ["training", k];
+        let seq_len = dim(src, &p("seq_len"), self.seq_len)?;
+        let global_batch = dim(src, &p("global_batch"), self.global_batch)?;
+        if !matches!(
+            self.precision,
+            Precision::Bf16 | Precision::Fp16 | Precision::Fp8
+        ) {
+            return Err(src.invalid(
+                &p("precision"),
+                format!("{:?}", self.precision).to_lowercase(),
+                "training precision must be bf16, fp16 or fp8",
+            ));
+        }
+        Ok(Training {
+            seq_len,
+            global_batch,
+            precision: self.precision,
+            optimizer: self.optimizer,
+        })
+    }
+}
