@@ -1,0 +1,296 @@
+//! The sweep CSV schema: the columns, and how one case becomes a block of rows.
+//!
+//! The schema is documented column by column in `results/README.md`; [`COLUMNS`] is the
+//! single source of truth and a test checks that the README lists exactly these columns.
+//!
+//! **Invariant:** one record is one line. Free text (infeasibility reasons) has its line
+//! breaks replaced by spaces before writing, so a file can be cut at any `\n` and stays a valid
+//! CSV — that is what makes resuming after a kill safe.
+
+use autoplan_plan::{Plan, RankOrder};
+use serde::Serialize;
+
+use crate::{Case, Infeasible, RankedPlan};
+
+/// The columns of a sweep CSV, in order. Changing this list changes the schema.
+pub const COLUMNS: &[&str] = &[
+    // Case keys.
+    "case",
+    "model",
+    "cluster",
+    "gpus",
+    "seq_len",
+    "global_batch",
+    "space",
+    "top_k",
+    // Outcome.
+    "status",
+    "reason",
+    "plans",
+    "rank",
+    // The plan.
+    "tp",
+    "sp",
+    "cp",
+    "cp_comm",
+    "dp",
+    "zero",
+    "pp",
+    "schedule",
+    "vpp",
+    "first_stage_layers",
+    "last_stage_layers",
+    "ep",
+    "moe_tp",
+    "edp",
+    "mbs",
+    "recompute",
+    "recompute_layers",
+    "tp_sp_transition",
+    "moe_tp_scheme",
+    "dispatcher",
+    "algo",
+    "order",
+    "placement",
+    "tp_overlap",
+    "ep_overlap",
+    // Predicted metrics.
+    "step_time_s",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "memory_peak_bytes",
+    "dominant_comm",
+    "dominant_comm_exposed_s",
+];
+
+/// Index of a column in [`COLUMNS`]. Panics on a name that is not a column: callers pass
+/// literals of this crate, checked by the tests.
+pub(crate) fn col(name: &str) -> usize {
+    COLUMNS
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or_else(|| panic!("`{name}` is not a sweep column"))
+}
+
+/// Columns that identify a case (everything before `status`).
+pub(crate) const KEY_COLUMNS: usize = 8;
+/// Columns of the plan (`tp` ..= `ep_overlap`).
+pub(crate) fn plan_columns() -> std::ops::Range<usize> {
+    col("tp")..col("step_time_s")
+}
+
+/// The header line, with its `\n`.
+pub fn header() -> String {
+    let mut s = COLUMNS.join(",");
+    s.push('\n');
+    s
+}
+
+/// Status of a case.
+pub const OK: &str = "ok";
+/// Status of a case no plan fits (or an invalid combination).
+pub const INFEASIBLE: &str = "infeasible";
+
+/// The key fields of a case, as they appear in its rows.
+pub(crate) fn key_fields(case: &Case) -> [String; KEY_COLUMNS] {
+    [
+        case.index.to_string(),
+        case.model.clone(),
+        case.cluster.clone(),
+        case.gpus.to_string(),
+        case.seq_len.to_string(),
+        case.global_batch.to_string(),
+        case.space.clone(),
+        case.top_k.to_string(),
+    ]
+}
+
+/// The rows of one finished case, as CSV text ending in `\n`: one row per ranked plan (at
+/// most `top_k`), or a single `infeasible` row with the reason. An empty plan list counts as
+/// infeasible ("no plan").
+pub fn render_case(case: &Case, outcome: &Result<Vec<RankedPlan>, Infeasible>) -> String {
+    let keys = key_fields(case);
+    let mut w = writer();
+    let plans = match outcome {
+        Ok(p) => &p[..p.len().min(case.top_k as usize)],
+        Err(_) => &[][..],
+    };
+    if plans.is_empty() {
+        let reason = match outcome {
+            Err(e) => one_line(&e.reason),
+            Ok(_) => "the planner returned no plan".to_string(),
+        };
+        let mut row: Vec<String> = keys.to_vec();
+        row.extend([INFEASIBLE.to_string(), reason, "0".into(), String::new()]);
+        row.resize(COLUMNS.len(), String::new());
+        write(&mut w, &row);
+    }
+    for (r, p) in plans.iter().enumerate() {
+        let mut row: Vec<String> = keys.to_vec();
+        row.extend([
+            OK.to_string(),
+            String::new(),
+            plans.len().to_string(),
+            (r + 1).to_string(),
+        ]);
+        plan_fields(&p.plan, &mut row);
+        let m = &p.metrics;
+        row.extend([
+            fixed(m.step_time_s, 6),
+            fixed(m.tokens_per_s, 1),
+            fixed(m.tokens_per_s_per_gpu, 2),
+            fixed(m.mfu, 4),
+            fixed(m.memory_peak_bytes, 0),
+            one_line(&m.dominant_comm),
+            fixed(m.dominant_comm_exposed_s, 6),
+        ]);
+        debug_assert_eq!(row.len(), COLUMNS.len());
+        write(&mut w, &row);
+    }
+    finish(w)
+}
+
+fn writer() -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new())
+}
+
+fn write(w: &mut csv::Writer<Vec<u8>>, row: &[String]) {
+    // Writing to a Vec cannot fail.
+    w.write_record(row).expect("in-memory CSV write");
+}
+
+fn finish(w: csv::Writer<Vec<u8>>) -> String {
+    let bytes = w.into_inner().expect("in-memory CSV flush");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
+}
+
+/// A fixed number of decimals: stable text for the same f64, no exponent, no `-0`.
+fn fixed(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    if s.starts_with('-') && s[1..].bytes().all(|b| b == b'0' || b == b'.') {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+fn plan_fields(p: &Plan, row: &mut Vec<String>) {
+    let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+    row.extend([
+        p.tp.to_string(),
+        p.sp.to_string(),
+        p.cp.to_string(),
+        name(&p.cp_comm),
+        p.dp.to_string(),
+        p.zero.0.to_string(),
+        p.pp.to_string(),
+        name(&p.schedule),
+        p.vpp.to_string(),
+        opt(p.first_stage_layers),
+        opt(p.last_stage_layers),
+        p.ep.to_string(),
+        p.moe_tp.to_string(),
+        p.edp().to_string(),
+        p.mbs.to_string(),
+        name(&p.recompute),
+        opt(p.recompute_layers),
+        name(&p.tp_sp_transition),
+        name(&p.moe_tp_scheme),
+        name(&p.dispatcher),
+        name(&p.algo),
+        order(&p.order),
+        name(&p.placement),
+        p.tp_overlap.to_string(),
+        p.ep_overlap.to_string(),
+    ]);
+}
+
+fn order(o: &RankOrder) -> String {
+    o.0.iter().map(name).collect::<Vec<_>>().join("-")
+}
+
+/// The serde name of a plan enum value, so new variants need no change here: a unit variant
+/// is its name (`one-f1b`), a newtype variant `variant:value` (`fixed:ring`), a struct variant
+/// `variant:field=value;...` (`balanced:redundant=2`).
+fn name<T: Serialize>(v: &T) -> String {
+    match toml::Value::try_from(v) {
+        Ok(value) => flat(&value),
+        Err(e) => format!("<{e}>"),
+    }
+}
+
+fn flat(v: &toml::Value) -> String {
+    use toml::Value;
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Integer(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Datetime(d) => d.to_string(),
+        Value::Array(a) => a.iter().map(flat).collect::<Vec<_>>().join("-"),
+        Value::Table(t) if t.len() == 1 => {
+            let (k, v) = t.iter().next().expect("one entry");
+            match v {
+                Value::Table(fields) => format!(
+                    "{k}:{}",
+                    fields
+                        .iter()
+                        .map(|(f, x)| format!("{f}={}", flat(x)))
+                        .collect::<Vec<_>>()
+                        .join(";")
+                ),
+                other => format!("{k}:{}", flat(other)),
+            }
+        }
+        Value::Table(t) => t
+            .iter()
+            .map(|(f, x)| format!("{f}={}", flat(x)))
+            .collect::<Vec<_>>()
+            .join(";"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autoplan_plan::{AlgoMode, Algorithm, PlacementPolicy, Schedule};
+
+    #[test]
+    fn enum_names_follow_serde() {
+        // Whatever the plan crate calls its variants (`OneF1B` is kebab-cased by serde).
+        assert_eq!(name(&Schedule::OneF1B), "one-f1-b");
+        assert_eq!(name(&Schedule::ZeroBubble), "zero-bubble");
+        assert_eq!(name(&AlgoMode::Cheapest), "cheapest");
+        assert_eq!(name(&AlgoMode::Fixed(Algorithm::Ring)), "fixed:ring");
+        assert_eq!(
+            name(&PlacementPolicy::Balanced { redundant: 2 }),
+            "balanced:redundant=2"
+        );
+        assert_eq!(order(&RankOrder::default()), "tp-cp-dp-pp");
+    }
+
+    #[test]
+    fn fixed_never_prints_negative_zero() {
+        assert_eq!(fixed(-0.0, 3), "0.000");
+        assert_eq!(fixed(-0.00001, 3), "0.000");
+        assert_eq!(fixed(-1.5, 1), "-1.5");
+        assert_eq!(fixed(1234.5678, 2), "1234.57");
+    }
+
+    #[test]
+    fn columns_are_unique_and_grouped() {
+        let mut sorted = COLUMNS.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), COLUMNS.len());
+        assert_eq!(COLUMNS[KEY_COLUMNS], "status");
+        assert_eq!(plan_columns().len(), 25);
+    }
+}
