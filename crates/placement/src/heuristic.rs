@@ -1,0 +1,343 @@
+//! The fast solver: a topology-aware greedy start, then a seeded local search over swaps and
+//! re-replications, then (when small enough) the optimal routing of the final placement.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::baseline;
+use crate::eval::{evaluate, evaluate_nearest, Placement, Routing, Traffic};
+use crate::instance::Instance;
+
+/// Knobs of [`heuristic`]. The defaults are what the CLI uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeuristicOptions {
+    /// Seed of the local search's move choices (the result is a pure function of it).
+    pub seed: u64,
+    /// Most objective evaluations; `None` sizes it so that E=256, P=64 stays well under 1 s.
+    pub max_evals: Option<usize>,
+    /// Stop after this many evaluations in a row without improvement.
+    pub patience: usize,
+    /// Solve the routing LP for the final placement when it has at most this many flow
+    /// variables (P·P·E); 0 disables it.
+    pub polish_max_vars: usize,
+}
+
+impl Default for HeuristicOptions {
+    fn default() -> Self {
+        HeuristicOptions {
+            seed: 0,
+            max_evals: None,
+            patience: 3000,
+            polish_max_vars: 4096,
+        }
+    }
+}
+
+/// Statistics of one [`heuristic`] run.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SearchStats {
+    /// Objective evaluations made by the local search.
+    pub evaluations: usize,
+    /// Moves accepted.
+    pub improvements: usize,
+    /// Whether the optimal-routing LP replaced the nearest-replica routing.
+    pub routing_polished: bool,
+}
+
+/// Topology-aware greedy placement. Every slot is used:
+///
+/// 1. replica counts: each of the `P·L − E` spare slots goes to the expert with the largest
+///    load per replica (EPLB's `replicate_experts` rule), at most one copy per GPU;
+/// 2. replicas, heaviest load-per-replica first, each go to the GPU that has a free slot, does
+///    not hold the expert, sits on the node with the fewest copies of it (so copies spread
+///    over nodes and more sources find one on their own node, seed 004 §4.1.3), and has the
+///    least load so far; ties on the lower index.
+pub fn greedy(inst: &Instance) -> Placement {
+    let (p, e_n, l) = (inst.gpus(), inst.experts(), inst.slots());
+    let t = inst.topology();
+    let loads: Vec<f64> = (0..e_n).map(|e| inst.expert_load(e)).collect();
+    let mut count = vec![1usize; e_n];
+    for _ in e_n..p * l {
+        let best = (0..e_n).filter(|&e| count[e] < p).max_by(|&a, &b| {
+            (loads[a] / count[a] as f64)
+                .total_cmp(&(loads[b] / count[b] as f64))
+                .then(b.cmp(&a))
+        });
+        match best {
+            Some(e) => count[e] += 1,
+            None => break,
+        }
+    }
+    let mut items: Vec<(usize, f64)> = Vec::new();
+    for e in 0..e_n {
+        for _ in 0..count[e] {
+            items.push((e, loads[e] / count[e] as f64));
+        }
+    }
+    items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut gpus: Vec<Vec<usize>> = vec![Vec::new(); p];
+    let mut gload = vec![0.0f64; p];
+    let mut on_node = vec![0usize; t.nodes()];
+    let mut last_e = usize::MAX;
+    for (e, w) in items {
+        if e != last_e {
+            on_node.iter_mut().for_each(|x| *x = 0);
+            last_e = e;
+        }
+        let pick = (0..p)
+            .filter(|&g| gpus[g].len() < l && !gpus[g].contains(&e))
+            .min_by(|&a, &b| {
+                on_node[t.node_of(a)]
+                    .cmp(&on_node[t.node_of(b)])
+                    .then(gload[a].total_cmp(&gload[b]))
+                    .then(a.cmp(&b))
+            });
+        if let Some(g) = pick {
+            gpus[g].push(e);
+            gload[g] += w;
+            on_node[t.node_of(g)] += 1;
+        }
+    }
+    let mut pl = Placement { gpus };
+    pl.normalise();
+    pl
+}
+
+/// The heuristic's answer.
+#[derive(Debug, Clone)]
+pub struct HeuristicResult {
+    pub placement: Placement,
+    pub routing: Routing,
+    pub stats: SearchStats,
+}
+
+/// Greedy + local search (+ routing LP when small). Starts from the best of [`greedy`],
+/// [`baseline::eplb`] and [`baseline::contiguous`], so it is never worse than either baseline
+/// under the same routing rule.
+///
+/// Moves, on a GPU that is the current bottleneck half of the time and a random one otherwise:
+/// swap one of its experts with another GPU's; move an expert to a free slot; replace a
+/// replicated expert's copy by another expert (changing replica counts); fill a free slot.
+/// A move is kept only if it lowers the objective (first improvement).
+pub fn heuristic(inst: &Instance, opts: &HeuristicOptions) -> HeuristicResult {
+    let starts = [
+        greedy(inst),
+        baseline::eplb(inst),
+        baseline::contiguous(inst),
+    ];
+    let mut best: Option<(f64, Placement)> = None;
+    for s in starts {
+        let o = evaluate_nearest(inst, &s).objective_s;
+        match &best {
+            Some((b, _)) if *b <= o => {}
+            _ => best = Some((o, s)),
+        }
+    }
+    let (_, start) = best.expect("three starts");
+    let (placement, evaluations, improvements) = local_search(inst, start, opts);
+    let mut routing = Routing::nearest(inst, &placement);
+    let mut polished = false;
+    let vars = inst.gpus() * inst.gpus() * inst.experts();
+    if opts.polish_max_vars > 0 && vars <= opts.polish_max_vars {
+        if let Ok(r) = crate::exact::optimal_routing(inst, &placement) {
+            let before = evaluate(inst, &placement, &routing).objective_s;
+            if evaluate(inst, &placement, &r).objective_s < before {
+                routing = r;
+                polished = true;
+            }
+        }
+    }
+    HeuristicResult {
+        placement,
+        routing,
+        stats: SearchStats {
+            evaluations,
+            improvements,
+            routing_polished: polished,
+        },
+    }
+}
+
+struct State<'a> {
+    inst: &'a Instance,
+    hosts: Vec<Vec<usize>>,
+    reps: Vec<Vec<usize>>,
+    tr: Traffic,
+}
+
+impl State<'_> {
+    fn objective(&mut self) -> f64 {
+        self.tr.times(self.inst).objective(self.inst.objective())
+    }
+
+    fn detach(&mut self, e: usize) {
+        let r = std::mem::take(&mut self.reps[e]);
+        self.tr.nearest_expert(self.inst, e, &r, -1);
+        self.reps[e] = r;
+    }
+
+    fn attach(&mut self, e: usize) {
+        let r = std::mem::take(&mut self.reps[e]);
+        self.tr.nearest_expert(self.inst, e, &r, 1);
+        self.reps[e] = r;
+    }
+
+    fn remove_copy(&mut self, g: usize, e: usize) {
+        self.hosts[g].retain(|&x| x != e);
+        self.reps[e].retain(|&x| x != g);
+    }
+
+    fn add_copy(&mut self, g: usize, e: usize) {
+        self.hosts[g].push(e);
+        let pos = self.reps[e].partition_point(|&x| x < g);
+        self.reps[e].insert(pos, g);
+    }
+}
+
+/// One elementary change: `(gpu, expert, add?)`. A move is up to four of them.
+type Edit = (usize, usize, bool);
+
+fn local_search(
+    inst: &Instance,
+    start: Placement,
+    opts: &HeuristicOptions,
+) -> (Placement, usize, usize) {
+    let (p, e_n, l) = (inst.gpus(), inst.experts(), inst.slots());
+    let reps = start.replicas_of(e_n);
+    let mut st = State {
+        inst,
+        hosts: start.gpus,
+        reps,
+        tr: Traffic::new(p),
+    };
+    for e in 0..e_n {
+        st.attach(e);
+    }
+    let mut cur = st.objective();
+    // About 2·10^7 pair visits in all: each evaluation costs O(P²).
+    let max_evals = opts
+        .max_evals
+        .unwrap_or_else(|| (20_000_000 / (p * p).max(1)).clamp(500, 20_000));
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let (mut evals, mut accepted, mut since) = (0usize, 0usize, 0usize);
+    let mut edits: Vec<Edit> = Vec::with_capacity(4);
+    let mut touched: Vec<usize> = Vec::with_capacity(2);
+    while evals < max_evals && since < opts.patience && p > 1 {
+        let a = if rng.gen_bool(0.5) {
+            st.tr.critical_rank(inst)
+        } else {
+            rng.gen_range(0..p)
+        };
+        edits.clear();
+        propose(&st, a, l, e_n, p, &mut rng, &mut edits);
+        if edits.is_empty() {
+            since += 1;
+            evals += 1;
+            continue;
+        }
+        touched.clear();
+        for &(_, e, _) in &edits {
+            if !touched.contains(&e) {
+                touched.push(e);
+            }
+        }
+        for &e in &touched {
+            st.detach(e);
+        }
+        for &(g, e, add) in &edits {
+            if add {
+                st.add_copy(g, e)
+            } else {
+                st.remove_copy(g, e)
+            }
+        }
+        for &e in &touched {
+            st.attach(e);
+        }
+        let o = st.objective();
+        evals += 1;
+        if o < cur * (1.0 - 1e-12) {
+            cur = o;
+            accepted += 1;
+            since = 0;
+        } else {
+            since += 1;
+            for &e in &touched {
+                st.detach(e);
+            }
+            for &(g, e, add) in edits.iter().rev() {
+                if add {
+                    st.remove_copy(g, e)
+                } else {
+                    st.add_copy(g, e)
+                }
+            }
+            for &e in &touched {
+                st.attach(e);
+            }
+        }
+    }
+    let mut pl = Placement { gpus: st.hosts };
+    pl.normalise();
+    (pl, evals, accepted)
+}
+
+/// A random valid move around GPU `a`, as edits (empty if the draw found none).
+fn propose(
+    st: &State,
+    a: usize,
+    l: usize,
+    e_n: usize,
+    p: usize,
+    rng: &mut ChaCha8Rng,
+    edits: &mut Vec<Edit>,
+) {
+    let ha = &st.hosts[a];
+    let kind = rng.gen_range(0..4);
+    // Fill a free slot on `a` with an expert it does not hold.
+    if ha.len() < l && (kind == 0 || ha.is_empty()) {
+        let y = rng.gen_range(0..e_n);
+        if !ha.contains(&y) {
+            edits.push((a, y, true));
+        }
+        return;
+    }
+    if ha.is_empty() {
+        return;
+    }
+    let x = ha[rng.gen_range(0..ha.len())];
+    let b = (a + rng.gen_range(1..p)) % p;
+    let hb = &st.hosts[b];
+    match kind {
+        // Swap x (on a) with y (on b).
+        0 | 1 => {
+            if hb.is_empty() || hb.contains(&x) {
+                return;
+            }
+            let y = hb[rng.gen_range(0..hb.len())];
+            if ha.contains(&y) {
+                return;
+            }
+            edits.extend([(a, x, false), (b, y, false), (a, y, true), (b, x, true)]);
+        }
+        // Move x from a to a free slot on b.
+        2 => {
+            if hb.len() < l && !hb.contains(&x) {
+                edits.extend([(a, x, false), (b, x, true)]);
+            } else if st.reps[x].len() > 1 {
+                // Or drop a redundant copy of x.
+                edits.push((a, x, false));
+            }
+        }
+        // Replace a redundant copy of x by a copy of y.
+        _ => {
+            if st.reps[x].len() < 2 {
+                return;
+            }
+            let y = rng.gen_range(0..e_n);
+            if y != x && !ha.contains(&y) {
+                edits.extend([(a, x, false), (a, y, true)]);
+            }
+        }
+    }
+}
