@@ -148,12 +148,30 @@ impl ModelSpec {
     }
 }
 
-/// A positive `u32` dimension.
+/// The largest architecture dimension accepted: 2^24. Ten times anything built so far, and it
+/// keeps every product of three dimensions exact in `u64` and `f64` in the layer accounting.
+pub const MAX_DIM: u64 = 1 << 24;
+
+/// The most transformer blocks accepted (the layer graph has a node per block).
+pub const MAX_LAYERS: u64 = 1 << 16;
+
+/// A positive architecture dimension, at most [`MAX_DIM`].
 fn dim(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
     if v == 0 {
         return Err(src.invalid(path, v, "must be positive"));
     }
-    u32::try_from(v).map_err(|_| src.invalid(path, v, "too large (at most 4294967295)"))
+    if v > MAX_DIM {
+        return Err(src.invalid(path, v, format!("too large (at most {MAX_DIM})")));
+    }
+    Ok(v as u32)
+}
+
+/// A positive workload count (sequence length, batch), at most `u32::MAX`.
+fn count(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
+    if v == 0 {
+        return Err(src.invalid(path, v, "must be positive"));
+    }
+    u32::try_from(v).map_err(|_| src.invalid(path, v, format!("too large (at most {})", u32::MAX)))
 }
 
 fn opt_dim(src: &Source, path: &[&str], v: Option<u64>) -> Result<Option<u32>, InputError> {
@@ -192,6 +210,13 @@ impl RawModelFile {
         let m = &self.model;
         if m.name.trim().is_empty() {
             return Err(src.invalid(&["model", "name"], "\"\"", "must not be empty"));
+        }
+        if m.layers > MAX_LAYERS {
+            return Err(src.invalid(
+                &["model", "layers"],
+                m.layers,
+                format!("too large (at most {MAX_LAYERS})"),
+            ));
         }
         let layers = dim(src, &["model", "layers"], m.layers)?;
         let hidden = dim(src, &["model", "hidden"], m.hidden)?;
@@ -476,8 +501,8 @@ impl RawMoe {
 impl RawTraining {
     fn validate(&self, src: &Source) -> Result<Training, InputError> {
         let p = |k: &'static str| ["training", k];
-        let seq_len = dim(src, &p("seq_len"), self.seq_len)?;
-        let global_batch = dim(src, &p("global_batch"), self.global_batch)?;
+        let seq_len = count(src, &p("seq_len"), self.seq_len)?;
+        let global_batch = count(src, &p("global_batch"), self.global_batch)?;
         if !matches!(
             self.precision,
             Precision::Bf16 | Precision::Fp16 | Precision::Fp8

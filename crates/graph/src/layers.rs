@@ -659,12 +659,23 @@ impl ModelSpec {
         g
     }
 
+    /// Sum `f` over the main model's nodes (MTP excluded) without building every block: all
+    /// blocks of a kind have identical accounting.
     fn sum_main(&self, f: impl Fn(&Layer) -> f64) -> f64 {
-        self.layers()
-            .iter()
-            .filter(|l| l.kind != LayerKind::Mtp)
-            .map(f)
-            .sum()
+        let ends = f(&self.embedding_layer())
+            + f(&self.final_norm_layer())
+            + f(&self.lm_head_layer())
+            + f(&self.cross_entropy_layer());
+        let attn = self.layers as f64 * f(&self.attention_layer(0));
+        let dense = match self.dense_blocks() {
+            0 => 0.0,
+            n => n as f64 * f(&self.dense_mlp_layer(0)),
+        };
+        let moe = match self.moe_blocks() {
+            0 => 0.0,
+            n => n as f64 * f(&self.moe_layer(self.dense_blocks())),
+        };
+        ends + attn + dense + moe
     }
 
     /// Parameters of the main model, MTP modules excluded (the published convention:
@@ -801,6 +812,13 @@ mod tests {
                 LayerKind::Mtp
             ]
         );
+        let main = ls.iter().filter(|l| l.kind != LayerKind::Mtp);
+        let (p, a, f) = main.fold((0.0, 0.0, 0.0), |(p, a, f), l| {
+            (p + l.params, a + l.active_params, f + l.flops_per_token())
+        });
+        assert!(close(p, m.total_params()));
+        assert!(close(a, m.active_params()));
+        assert!(close(f, m.flops_per_token()));
         for (i, l) in ls.iter().enumerate() {
             let gemm: f64 = l.gemms.iter().map(Gemm::flops_per_token).sum();
             assert!(close(gemm, l.gemm_flops_per_token), "node {i}");
