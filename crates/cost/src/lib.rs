@@ -152,3 +152,187 @@ impl Collective {
         }
     }
 }
+
+/// A name that is not a known collective or algorithm (for command-line and file parsing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being parsed: "collective" or "algorithm".
+    pub kind: &'static str,
+    /// The text given.
+    pub value: String,
+    /// The accepted names.
+    pub expected: &'static str,
+}
+
+impl std::fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown {} {:?}; expected one of: {}",
+            self.kind, self.value, self.expected
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// Lower-case, without '-', '_' or spaces: "All-Reduce" and "all_reduce" both give "allreduce".
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| !matches!(c, '-' | '_' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+impl Collective {
+    /// Kebab-case name (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Broadcast => "broadcast",
+            Collective::Scatter => "scatter",
+            Collective::Gather => "gather",
+            Collective::Reduce => "reduce",
+            Collective::AllGather => "all-gather",
+            Collective::ReduceScatter => "reduce-scatter",
+            Collective::AllReduce => "all-reduce",
+            Collective::AllToAll => "all-to-all",
+            Collective::SendRecv => "send-recv",
+            Collective::Barrier => "barrier",
+        }
+    }
+}
+
+impl std::fmt::Display for Collective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Collective {
+    type Err = UnknownName;
+    /// Case, '-' and '_' are ignored: "allreduce", "all-reduce", "AllReduce"; also "alltoall",
+    /// "a2a", "sendrecv", "p2p".
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match squash(s).as_str() {
+            "broadcast" | "bcast" => Collective::Broadcast,
+            "scatter" => Collective::Scatter,
+            "gather" => Collective::Gather,
+            "reduce" => Collective::Reduce,
+            "allgather" => Collective::AllGather,
+            "reducescatter" => Collective::ReduceScatter,
+            "allreduce" => Collective::AllReduce,
+            "alltoall" | "a2a" => Collective::AllToAll,
+            "sendrecv" | "p2p" => Collective::SendRecv,
+            "barrier" => Collective::Barrier,
+            _ => {
+                return Err(UnknownName {
+                    kind: "collective",
+                    value: s.to_string(),
+                    expected: "broadcast, scatter, gather, reduce, allgather, reducescatter, \
+                               allreduce, alltoall, sendrecv, barrier",
+                })
+            }
+        })
+    }
+}
+
+impl Algorithm {
+    /// Every algorithm, in declaration order.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::Ring,
+        Algorithm::Direct,
+        Algorithm::Tree,
+        Algorithm::DoubleBinaryTree,
+        Algorithm::HalvingDoubling,
+        Algorithm::Bruck,
+        Algorithm::Hierarchical,
+        Algorithm::InSwitch,
+        Algorithm::PointToPoint,
+    ];
+
+    /// Kebab-case name (as serialized).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Direct => "direct",
+            Algorithm::Tree => "tree",
+            Algorithm::DoubleBinaryTree => "double-binary-tree",
+            Algorithm::HalvingDoubling => "halving-doubling",
+            Algorithm::Bruck => "bruck",
+            Algorithm::Hierarchical => "hierarchical",
+            Algorithm::InSwitch => "in-switch",
+            Algorithm::PointToPoint => "point-to-point",
+        }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = UnknownName;
+    /// Case, '-' and '_' are ignored; aliases: "pairwise"/"fullmesh" (direct), "dbt",
+    /// "hd"/"recursive" (halving-doubling), "2d"/"twolevel" (hierarchical), "nvls", "p2p".
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match squash(s).as_str() {
+            "ring" => Algorithm::Ring,
+            "direct" | "pairwise" | "fullmesh" => Algorithm::Direct,
+            "tree" | "binarytree" => Algorithm::Tree,
+            "doublebinarytree" | "dbt" => Algorithm::DoubleBinaryTree,
+            "halvingdoubling" | "hd" | "recursive" | "recursivedoubling" | "recursivehalving" => {
+                Algorithm::HalvingDoubling
+            }
+            "bruck" => Algorithm::Bruck,
+            "hierarchical" | "2d" | "twolevel" | "2dh" => Algorithm::Hierarchical,
+            "inswitch" | "nvls" => Algorithm::InSwitch,
+            "pointtopoint" | "p2p" | "sendrecv" => Algorithm::PointToPoint,
+            _ => {
+                return Err(UnknownName {
+                    kind: "algorithm",
+                    value: s.to_string(),
+                    expected: "ring, direct (pairwise), tree, double-binary-tree (dbt), \
+                               halving-doubling (hd), bruck, hierarchical, in-switch (nvls), \
+                               point-to-point (p2p)",
+                })
+            }
+        })
+    }
+}
+
+impl Protocol {
+    /// Short name: "ll" or "simple".
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::LowLatency => "ll",
+            Protocol::Simple => "simple",
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for c in Collective::ALL {
+            assert_eq!(c.name().parse::<Collective>(), Ok(c));
+        }
+        for a in Algorithm::ALL {
+            assert_eq!(a.name().parse::<Algorithm>(), Ok(a));
+        }
+        assert_eq!("AllReduce".parse::<Collective>(), Ok(Collective::AllReduce));
+        assert_eq!("pairwise".parse::<Algorithm>(), Ok(Algorithm::Direct));
+        let e = "allreduse".parse::<Collective>().unwrap_err();
+        assert!(e.to_string().contains("allreduse"));
+    }
+}
