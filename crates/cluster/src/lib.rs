@@ -137,6 +137,18 @@ impl Cluster {
     pub fn gpus(&self) -> u32 {
         self.nodes * self.node.gpus_per_node
     }
+
+    /// Where the members of a parallel group sit on this cluster's nodes.
+    ///
+    /// `degrees`: the plan's parallel degrees, innermost (consecutive ranks) first, e.g.
+    /// `[tp, cp, dp, pp]`; `in_group[i]`: whether dimension `i` belongs to the group (a TP
+    /// group: `[true, false, false, false]`; an EP group of MoE layers may span several inner
+    /// dimensions). Returns the group's size, ranks per node and nodes spanned; exact when
+    /// node boundaries align with the grid (always for powers of two), a pessimistic bound
+    /// otherwise — see [`GroupPlacement::of`]. O(number of dimensions).
+    pub fn group_placement(&self, degrees: &[u32], in_group: &[bool]) -> GroupPlacement {
+        GroupPlacement::of(self.node.gpus_per_node, degrees, in_group)
+    }
 }
 
 /// Where the members of one parallel group sit. By symmetry every group of a given dimension
@@ -155,5 +167,89 @@ impl GroupPlacement {
     /// True when the whole group is inside one node.
     pub fn intra_node(&self) -> bool {
         self.nodes <= 1
+    }
+
+    /// Where the members of a parallel group sit when consecutive ranks fill nodes of
+    /// `gpus_per_node` GPUs.
+    ///
+    /// The rank grid is mixed-radix: `degrees` lists the plan's parallel degrees innermost
+    /// first (e.g. `[tp, cp, dp, pp]`), so dimension `i` has stride `S_i = d_0 ⋯ d_{i-1}`
+    /// and rank `r = Σ c_i S_i`. A group is the set of ranks that differ only in the
+    /// dimensions with `in_group[i]` (dimensions past the end of `in_group` are not in the
+    /// group; a degree of 0 counts as 1). O(number of dimensions), no rank is enumerated.
+    ///
+    /// **Aligned case (exact).** Node boundaries fall on digit boundaries when some dimension
+    /// `m` has `S_m | g` and `(g / S_m) | d_m` with `S_m ≤ g ≤ S_m d_m` (`g` = GPUs per node),
+    /// or when the whole grid fits in one node. This always holds when `g` and the degrees
+    /// are powers of two, or when `g` is a product of the innermost degrees. Then the node
+    /// index is a function of the outer digits only, every group has the same shape, and a
+    /// member dimension keeps `min(d_i, max(1, g / S_i))` of its values inside one node.
+    ///
+    /// **Misaligned case (upper bound).** Otherwise groups differ in shape (TP = 3 on 8-GPU
+    /// nodes: ranks {6, 7, 8} straddle a boundary while {0, 1, 2} do not). We then report the
+    /// worst case, never an optimistic one: `nodes` is an upper bound on the nodes any group
+    /// spans, the least of `size`, the grid's node count, and the nodes a window of the
+    /// group's rank span `L = 1 + Σ_{i∈group} (d_i − 1) S_i` can touch (`⌈(L−1)/g⌉ + 1`);
+    /// `ranks_per_node = ⌈size / nodes⌉`. A cost model using it never under-counts
+    /// inter-node traffic. The search can test [`GroupPlacement::aligned`] to avoid such
+    /// layouts.
+    ///
+    /// ```
+    /// use autoplan_cluster::GroupPlacement;
+    /// // TP = 16 innermost, DP = 4, on 8-GPU nodes: a TP group spans 2 nodes, 8 ranks on each.
+    /// let tp = GroupPlacement::of(8, &[16, 4], &[true, false]);
+    /// assert_eq!((tp.size, tp.ranks_per_node, tp.nodes), (16, 8, 2));
+    /// ```
+    pub fn of(gpus_per_node: u32, degrees: &[u32], in_group: &[bool]) -> GroupPlacement {
+        let g = u64::from(gpus_per_node.max(1));
+        let member = |i: usize| in_group.get(i).copied().unwrap_or(false);
+        let mut stride: u64 = 1;
+        let mut size: u64 = 1;
+        let mut per_node: u64 = 1;
+        let mut span: u64 = 1;
+        for (i, &d) in degrees.iter().enumerate() {
+            let d = u64::from(d.max(1));
+            if member(i) {
+                size = size.saturating_mul(d);
+                // Values of this digit that share a node with digit value 0 (aligned case).
+                per_node = per_node.saturating_mul(d.min((g / stride).max(1)));
+                span = span.saturating_add((d - 1).saturating_mul(stride));
+            }
+            stride = stride.saturating_mul(d);
+        }
+        if Self::aligned(gpus_per_node, degrees) {
+            return GroupPlacement {
+                size: size as u32,
+                ranks_per_node: per_node as u32,
+                nodes: (size / per_node) as u32,
+            };
+        }
+        // Upper bound on the nodes any group can touch: a window of `span` consecutive ranks
+        // crosses at most ⌈(span − 1)/g⌉ node boundaries.
+        let window = (span - 1).div_ceil(g) + 1;
+        let nodes = size.min(stride.div_ceil(g)).min(window).max(1);
+        GroupPlacement {
+            size: size as u32,
+            ranks_per_node: size.div_ceil(nodes) as u32,
+            nodes: nodes as u32,
+        }
+    }
+
+    /// True when node boundaries fall on digit boundaries of the rank grid `degrees`
+    /// (innermost first) for nodes of `gpus_per_node`: every group of every dimension set
+    /// then has the same shape and [`GroupPlacement::of`] is exact. See there.
+    pub fn aligned(gpus_per_node: u32, degrees: &[u32]) -> bool {
+        let g = u64::from(gpus_per_node.max(1));
+        let mut stride: u64 = 1;
+        for &d in degrees {
+            let d = u64::from(d.max(1));
+            if stride.saturating_mul(d) >= g {
+                // `g` must split this digit evenly: S_m | g and (g / S_m) | d_m.
+                return g % stride == 0 && d % (g / stride) == 0;
+            }
+            stride = stride.saturating_mul(d);
+        }
+        // The whole grid fits in one node.
+        true
     }
 }
