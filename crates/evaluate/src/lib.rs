@@ -1,1 +1,182 @@
-//! autoplan-evaluate
+//! Evaluate one parallel training plan: the per-layer communication inventory, the step time
+//! (compute + exposed communication + pipeline bubble + optimizer), throughput, MFU/HFU and the
+//! per-GPU memory peak, composed from the graph, cost and memory crates.
+//!
+//! Boundary: no IO and no search; this crate scores a plan someone else proposes. Collective
+//! times come from `autoplan-cost`, memory from `autoplan-memory`, validity from `autoplan-plan`.
+//!
+//! The principal type is [`Evaluator`]: built once per (model, cluster) — it precomputes the
+//! per-layer-kind shapes — then [`Evaluator::evaluate`] scores a plan without allocating (the
+//! search calls it millions of times) and [`Evaluator::report`] gives the full breakdown with the
+//! per-layer communication table.
+//!
+//! The model is Calculon's (`../shared/reference/calculon.md`): a step is
+//! `M · t_stage + bubble + exposed DP + optimizer`, where `t_stage` is the forward + backward
+//! (+ recompute) time of one micro-batch on the busiest pipeline stage plus the exposed
+//! communication of its layers, extended with what Calculon lacks: CP, EP/`moe_tp`, ZeRO-3,
+//! GQA/MLA/SwiGLU, the embedding, LM head and cross-entropy, algorithm choice and rank placement.
+//!
+//! ```
+//! use autoplan_evaluate::{EvalOptions, Evaluator};
+//! use autoplan_plan::Plan;
+//!
+//! let model = autoplan_graph::resolve_model("gpt3-175b").unwrap();
+//! let cluster = autoplan_cost::calibration::dgx_a100(8);
+//! let eval = Evaluator::new(&model, &cluster, EvalOptions::default());
+//! let plan = Plan { tp: 8, pp: 8, mbs: 1, recompute: autoplan_plan::Recompute::Full, ..Plan::default() };
+//! let m = eval.evaluate(&plan).unwrap();
+//! assert!(m.mfu > 0.2 && m.mfu < 0.7, "{m:?}");
+//! ```
+
+mod comm;
+mod core;
+mod flops;
+mod interim;
+pub mod validate;
+
+pub use interim::{MemoryBreakdown, MemoryOptions, PlanError};
+
+pub use comm::{CommKind, CommRow, Group, Pass};
+pub use core::{Evaluator, Partial};
+pub use flops::ModelFlops;
+
+use serde::Serialize;
+
+/// The attention kernel: fused (FlashAttention: causal half of the scores, nothing `s×s`
+/// stored) or unfused (Megatron before 2023: the full `s×s` scores computed, masked, and
+/// stored unless recomputed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionKernel {
+    Flash,
+    Unfused,
+}
+
+/// Software settings of the run that are not parallelism knobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EvalOptions {
+    pub attention: AttentionKernel,
+    /// Overlap the DP gradient reduce-scatter/all-reduce with the backward pass and the ZeRO
+    /// parameter all-gather with the forward pass (Megatron `--overlap-grad-reduce`,
+    /// `--overlap-param-gather`; PyTorch DDP buckets).
+    pub dp_overlap: bool,
+    /// Bytes per gradient element in the DP reduction: 4 (Megatron keeps fp32 main grads and
+    /// reduces them in fp32 under bf16) or 2 (`--grad-reduce-in-bf16`, fp16 runs).
+    pub grad_bytes: f64,
+    /// Parameters per DDP bucket (Megatron: 40M): the last bucket's reduction is never hidden.
+    pub bucket_params: f64,
+    /// Options passed to the memory model.
+    pub memory: MemoryOptions,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            attention: AttentionKernel::Flash,
+            dp_overlap: true,
+            grad_bytes: 4.0,
+            bucket_params: 40e6,
+            memory: MemoryOptions::default(),
+        }
+    }
+}
+
+/// Why a plan cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Infeasible {
+    /// The plan is not valid for this model and cluster (degrees, divisibility, ...).
+    #[error("invalid plan: {0}")]
+    Invalid(#[from] PlanError),
+    /// The busiest GPU needs more than its HBM.
+    #[error("out of memory: needs {need_gib:.2} GiB of {hbm_gib:.2} GiB HBM ({excess_gib:.2} GiB over)", need_gib = peak_bytes / GIB, hbm_gib = hbm_bytes / GIB, excess_gib = (peak_bytes - hbm_bytes) / GIB)]
+    OutOfMemory { peak_bytes: f64, hbm_bytes: f64 },
+}
+
+pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The figures of merit of a plan (the search's fast path result; `Copy`, no heap).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Seconds per optimizer step (global batch).
+    pub step_time_s: f64,
+    pub tokens_per_s: f64,
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs (see [`ModelFlops`]) per second per GPU / dense peak at the model precision.
+    pub mfu: f64,
+    /// Hardware FLOPs (model + recompute) per second per GPU / dense peak.
+    pub hfu: f64,
+    /// Model TFLOP/s per GPU.
+    pub tflops_per_gpu: f64,
+    /// Hardware TFLOP/s per GPU (counting recomputed FLOPs).
+    pub hw_tflops_per_gpu: f64,
+    /// Peak bytes on the most loaded GPU.
+    pub memory_peak_bytes: f64,
+    /// The communication kind with the most exposed time.
+    pub dominant_comm: CommKind,
+    /// Total exposed communication time per step, seconds.
+    pub exposed_comm_s: f64,
+    /// Pipeline bubble per step, seconds.
+    pub bubble_s: f64,
+}
+
+/// Where the step time goes (seconds per step). The fields sum to the step time.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct StepBreakdown {
+    /// GEMMs, attention core and memory-bound kernels, forward and backward, of all
+    /// micro-batches on the busiest stage (recompute excluded).
+    pub compute_s: f64,
+    /// Recomputed forward work.
+    pub recompute_s: f64,
+    pub tp_exposed_s: f64,
+    pub cp_exposed_s: f64,
+    pub ep_exposed_s: f64,
+    pub pp_exposed_s: f64,
+    pub dp_exposed_s: f64,
+    pub bubble_s: f64,
+    pub optimizer_s: f64,
+}
+
+impl StepBreakdown {
+    pub fn total(&self) -> f64 {
+        self.compute_s
+            + self.recompute_s
+            + self.tp_exposed_s
+            + self.cp_exposed_s
+            + self.ep_exposed_s
+            + self.pp_exposed_s
+            + self.dp_exposed_s
+            + self.bubble_s
+            + self.optimizer_s
+    }
+}
+
+/// Where the layers of the model sit and which pipeline stage bounds the step.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageSummary {
+    pub stage: u32,
+    pub blocks: u32,
+    pub dense_blocks: u32,
+    pub moe_blocks: u32,
+    /// Seconds of one micro-batch (forward + backward + recompute + exposed comm).
+    pub time_per_microbatch_s: f64,
+}
+
+/// The full report of one plan (allocates).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct Report {
+    pub metrics: Metrics,
+    pub breakdown: StepBreakdown,
+    pub microbatches: u32,
+    pub tokens_per_step: f64,
+    pub flops: ModelFlops,
+    /// Per-layer communication table (busiest stage for per-layer collectives).
+    pub comm: Vec<CommRow>,
+    pub stages: Vec<StageSummary>,
+    /// Index of the stage that bounds the step.
+    pub bottleneck_stage: u32,
+    pub memory: MemoryBreakdown,
+    pub hbm_bytes: f64,
+    /// Named groups of the plan and where they sit.
+    pub groups: Vec<(&'static str, Group)>,
+}

@@ -1,0 +1,1872 @@
+//! The evaluator: per-(model, cluster) precomputation, and per plan the communication
+//! inventory, the stage times, the pipeline composition and the metrics.
+
+use autoplan_cluster::{Cluster, Gpu, GroupPlacement, Precision};
+use autoplan_cost::compute::{
+    attention_core_time, gemm_efficiency, gemm_time, memory_bound_time, peak_flops,
+};
+use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
+use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
+use autoplan_plan::{
+    CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition, Zero,
+};
+
+use crate::comm::{CommKind, CommRow, Pass, Sink};
+use crate::flops::ModelFlops;
+use crate::{
+    AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSummary, StepBreakdown,
+};
+
+/// Bytes of a 16-bit activation element (activations move in bf16/fp16 even under FP8 GEMMs).
+const ACT: f64 = 2.0;
+/// Bytes of a 16-bit parameter (ZeRO parameter all-gathers).
+const PARAM: f64 = 2.0;
+/// FlashAttention-2's backward runs 5 matmuls of the forward's 2 (it recomputes `QKᵀ`):
+/// 2.5× the forward time (Dao 2023, §3.1.2).
+const FLASH_BWD: f64 = 2.5;
+/// Without sequence parallelism, the LayerNorm/dropout/residual tensors are replicated on every
+/// TP rank: Korthikanti 2022 eq. 2, `sbh(10 + 24/t + ...)` of `34·sbh` → 10/34 of the
+/// elementwise traffic is not divided by `tp`.
+const NON_TP_ACT_FRACTION: f64 = 10.0 / 34.0;
+/// HBM bytes per parameter of one mixed-precision Adam step: read fp32 grad (4), read + write
+/// fp32 master, m and v (3 × 8), write the 16-bit weight (2), grad-norm read for clipping (4).
+const ADAM_BYTES_PER_PARAM: f64 = 34.0;
+/// SGD with momentum: grad (4) + master and momentum read/write (16) + weight (2) + norm (4).
+const SGD_BYTES_PER_PARAM: f64 = 26.0;
+
+/// One weight matrix in the form the hot path needs.
+#[derive(Debug, Clone, Copy)]
+struct G {
+    in_f: f64,
+    out_f: f64,
+    count: f64,
+    rows_per_token: f64,
+    split: TpSplit,
+    /// A routed expert (sharded over `ep` and `moe_tp`, tokens arrive by dispatch).
+    expert: bool,
+}
+
+/// One kind of layer, precomputed from the graph (all blocks of a kind are identical).
+#[derive(Debug, Clone)]
+struct Class {
+    kind: LayerKind,
+    gemms: Vec<G>,
+    attn_core: f64,
+    /// Q + K + V + O elements per token (attention-core HBM traffic and Ulysses all-to-alls).
+    q_elems: f64,
+    o_elems: f64,
+    act: f64,
+    score: f64,
+    tp_fwd: f64,
+    tp_bwd: f64,
+    cp_kv: f64,
+    ep_elems: f64,
+    non_expert_params: f64,
+    expert_params: f64,
+}
+
+impl Class {
+    fn of(model: &ModelSpec, l: &autoplan_graph::Layer) -> Class {
+        let heads = model.heads as f64;
+        let has_attn = l.attn_core_flops_per_token > 0.0;
+        Class {
+            kind: l.kind,
+            gemms: l
+                .gemms
+                .iter()
+                .map(|g| G {
+                    in_f: g.in_features as f64,
+                    out_f: g.out_features as f64,
+                    count: g.count as f64,
+                    rows_per_token: g.rows_per_token,
+                    split: g.split,
+                    expert: g.count > 1 && l.experts > 0,
+                })
+                .collect(),
+            attn_core: l.attn_core_flops_per_token,
+            q_elems: if has_attn {
+                heads * model.head_dim() as f64
+            } else {
+                0.0
+            },
+            o_elems: if has_attn {
+                heads * model.v_head_dim() as f64
+            } else {
+                0.0
+            },
+            act: l.act_bytes_per_token,
+            score: l.attn_score_bytes_per_token,
+            tp_fwd: l.tp_fwd_allreduce_elems_per_token,
+            tp_bwd: l.tp_bwd_allreduce_elems_per_token,
+            cp_kv: l.cp_kv_elems_per_token,
+            ep_elems: l.ep_dispatch_elems_per_token,
+            non_expert_params: l.non_expert_params(),
+            expert_params: l.experts as f64 * l.expert_params,
+        }
+    }
+}
+
+/// Indices of the classes in `Evaluator::classes`.
+const EMB: usize = 0;
+const ATTN: usize = 1;
+const MLP: usize = 2;
+const MOE: usize = 3;
+const NORM: usize = 4;
+const HEAD: usize = 5;
+const CE: usize = 6;
+const MTP: usize = 7;
+const NCLASS: usize = 8;
+
+/// A partial plan for branch-and-bound: the degrees fixed so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Partial {
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub recompute: Option<Recompute>,
+}
+
+/// Scores plans of one model on one cluster. See the crate docs.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    model: ModelSpec,
+    cluster: Cluster,
+    gpu: Gpu,
+    cost: CostModel,
+    opts: EvalOptions,
+    precision: Precision,
+    peak: f64,
+    classes: Vec<Class>,
+    flops: ModelFlops,
+    seq: f64,
+    hidden: f64,
+    vocab: f64,
+    global_batch: u32,
+    blocks: u32,
+    dense_blocks: u32,
+    mtp: u32,
+    kv_heads: f64,
+    experts: f64,
+    top_k: f64,
+    k_eff: f64,
+    imbalance: f64,
+    capacity: Option<f64>,
+    /// Highest GEMM efficiency the curve reaches (admissible bounds).
+    eff_max: f64,
+}
+
+/// Per-plan derived quantities.
+#[derive(Debug, Clone, Copy)]
+struct Ctx {
+    tp: f64,
+    cp: f64,
+    pp: u32,
+    ep: f64,
+    mt: f64,
+    vpp: f64,
+    micro: f64,
+    /// Token rows of a TP-split GEMM per GPU: `mbs · s / cp`.
+    m_tok: f64,
+    /// Tokens a rank dispatches to the experts: `m_tok / tp` (sequence-parallel split).
+    t_rank: f64,
+    sp: bool,
+    algo: AlgoMode,
+    g_tp: GroupPlacement,
+    g_cp: GroupPlacement,
+    g_dp: GroupPlacement,
+    g_ep: GroupPlacement,
+    g_mt: GroupPlacement,
+    g_edp: GroupPlacement,
+    hop_cp: GroupPlacement,
+    hop_pp: GroupPlacement,
+}
+
+/// Costs of one class for one micro-batch on one GPU.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClassCost {
+    fwd: f64,
+    bwd: f64,
+    /// Full recompute of one block: the forward again (+ its communication, in `rc_comm`).
+    rc_full: f64,
+    rc_comm: f64,
+    /// Selective recompute: the attention core (and unfused softmax) again.
+    rc_sel: f64,
+    /// Exposed communication per kind (no recompute).
+    exposed: [f64; 5],
+}
+
+/// Where the layers go and what each stage costs.
+#[derive(Debug, Clone, Copy, Default)]
+struct StageTime {
+    t: f64,
+    compute: f64,
+    recompute: f64,
+    exposed: [f64; 5],
+    blocks: u32,
+    dense: u32,
+    moe: u32,
+    params_dense: f64,
+    params_expert: f64,
+    fwd: f64,
+    bwd: f64,
+}
+
+struct Outcome {
+    metrics: Metrics,
+    breakdown: StepBreakdown,
+    micro: u32,
+    bottleneck: u32,
+}
+
+impl Evaluator {
+    /// Precompute everything that does not depend on the plan.
+    pub fn new(model: &ModelSpec, cluster: &Cluster, opts: EvalOptions) -> Evaluator {
+        let layers = model.layers();
+        let find = |k: LayerKind| layers.iter().find(|l| l.kind == k);
+        let empty = Class {
+            kind: LayerKind::FinalNorm,
+            gemms: Vec::new(),
+            attn_core: 0.0,
+            q_elems: 0.0,
+            o_elems: 0.0,
+            act: 0.0,
+            score: 0.0,
+            tp_fwd: 0.0,
+            tp_bwd: 0.0,
+            cp_kv: 0.0,
+            ep_elems: 0.0,
+            non_expert_params: 0.0,
+            expert_params: 0.0,
+        };
+        let kinds = [
+            LayerKind::Embedding,
+            LayerKind::Attention,
+            LayerKind::DenseMlp,
+            LayerKind::Moe,
+            LayerKind::FinalNorm,
+            LayerKind::LmHead,
+            LayerKind::CrossEntropy,
+            LayerKind::Mtp,
+        ];
+        let classes: Vec<Class> = kinds
+            .iter()
+            .map(|&k| {
+                find(k).map_or(
+                    Class {
+                        kind: k,
+                        ..empty.clone()
+                    },
+                    |l| Class::of(model, l),
+                )
+            })
+            .collect();
+        let precision = model.training.precision;
+        let (experts, top_k, k_eff, imbalance, capacity) = match &model.moe {
+            Some(m) => (
+                m.experts as f64,
+                m.top_k as f64,
+                m.expected_experts_per_token(),
+                m.load_imbalance.max(1.0),
+                m.capacity_factor,
+            ),
+            None => (0.0, 0.0, 0.0, 1.0, None),
+        };
+        let gpu = cluster.gpu.clone();
+        let eff_max = gemm_efficiency(&gpu, f64::MAX / 4.0);
+        Evaluator {
+            model: model.clone(),
+            cluster: cluster.clone(),
+            cost: CostModel::new(cluster),
+            opts,
+            precision,
+            peak: peak_flops(&gpu, precision),
+            gpu,
+            classes,
+            flops: ModelFlops::of(model),
+            seq: model.training.seq_len as f64,
+            hidden: model.hidden as f64,
+            vocab: model.vocab as f64,
+            global_batch: model.training.global_batch,
+            blocks: model.layers,
+            dense_blocks: model.dense_blocks(),
+            mtp: model.mtp_modules,
+            kv_heads: model.kv_heads() as f64,
+            experts,
+            top_k,
+            k_eff,
+            imbalance,
+            capacity,
+            eff_max,
+        }
+    }
+
+    pub fn model(&self) -> &ModelSpec {
+        &self.model
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    pub fn options(&self) -> &EvalOptions {
+        &self.opts
+    }
+
+    /// FLOPs per token in the MFU/HFU conventions.
+    pub fn model_flops(&self) -> &ModelFlops {
+        &self.flops
+    }
+
+    /// Fast path: the metrics, or why the plan cannot run. Allocation-free.
+    pub fn evaluate(&self, plan: &Plan) -> Result<Metrics, Infeasible> {
+        self.run(plan, &mut ()).map(|o| o.metrics)
+    }
+
+    /// The full report: breakdown, per-layer communication table, stages, memory.
+    pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
+        let mut rows: Vec<CommRow> = Vec::new();
+        let o = self.run(plan, &mut rows)?;
+        let x = self.ctx(plan);
+        let mut stages = Vec::with_capacity(plan.pp as usize);
+        let mut st = [StageTime::default(); 1];
+        let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
+        for i in 0..plan.pp {
+            st[0] = self.stage(plan, &x, &costs, i);
+            stages.push(StageSummary {
+                stage: i,
+                blocks: st[0].blocks,
+                dense_blocks: st[0].dense,
+                moe_blocks: st[0].moe,
+                time_per_microbatch_s: st[0].t,
+            });
+        }
+        let memory = self.memory(plan);
+        let groups = vec![
+            ("tp", x.g_tp.into()),
+            ("cp", x.g_cp.into()),
+            ("dp×cp (gradients)", x.g_dp.into()),
+            ("ep", x.g_ep.into()),
+            ("moe_tp", x.g_mt.into()),
+            ("edp", x.g_edp.into()),
+            ("pp hop", x.hop_pp.into()),
+        ];
+        Ok(Report {
+            metrics: o.metrics,
+            breakdown: o.breakdown,
+            microbatches: o.micro,
+            tokens_per_step: self.global_batch as f64 * self.seq,
+            flops: self.flops,
+            comm: rows,
+            stages,
+            bottleneck_stage: o.bottleneck,
+            memory,
+            hbm_bytes: self.gpu.hbm_bytes,
+            groups,
+        })
+    }
+
+    /// An admissible lower bound on the step time of every completion of `partial` on all of the
+    /// cluster's GPUs: the model's forward + backward FLOPs (plus recompute if fixed) at the
+    /// highest GEMM efficiency, spread perfectly over the GPUs, with no communication, bubble or
+    /// memory-bound work.
+    pub fn lower_bound(&self, partial: &Partial) -> f64 {
+        let tokens = self.global_batch as f64 * self.seq;
+        let causal_fwd = self.flops.gemm_fwd + self.flops.attn_fwd_causal;
+        let mut per_token = 3.0 * causal_fwd;
+        per_token += match partial.recompute {
+            Some(Recompute::Full) => self.flops.gemm_fwd_blocks + self.flops.attn_fwd_causal,
+            Some(Recompute::Selective) => self.flops.attn_fwd_causal,
+            Some(Recompute::None) | None => 0.0,
+        };
+        let gpus = self.cluster.gpus().max(1) as f64;
+        tokens * per_token / (gpus * self.peak * self.eff_max)
+    }
+
+    fn ctx(&self, plan: &Plan) -> Ctx {
+        let gpn = self.cluster.node.gpus_per_node.max(1);
+        let edp = plan.edp().max(1);
+        let tp = plan.tp.max(1);
+        let cp = plan.cp.max(1);
+        let dp = plan.dp.max(1);
+        let pp = plan.pp.max(1);
+        let dense_deg = |d: Dim| match d {
+            Dim::Tp => tp,
+            Dim::Cp => cp,
+            Dim::Dp => dp,
+            Dim::Pp => pp,
+        };
+        // Megatron's parallel folding: the MoE grid puts moe_tp, ep, edp where the dense grid
+        // has tp, cp, dp (same rank order, same pp).
+        let moe_deg = |d: Dim| match d {
+            Dim::Tp => plan.moe_tp.max(1),
+            Dim::Cp => plan.ep.max(1),
+            Dim::Dp => edp,
+            Dim::Pp => pp,
+        };
+        let order = plan.order.0;
+        let dense = order.map(dense_deg);
+        let moe = order.map(moe_deg);
+        let sel = |dims: &[Dim]| order.map(|d| dims.contains(&d));
+        let g_tp = place(gpn, dense, sel(&[Dim::Tp]));
+        let g_cp = place(gpn, dense, sel(&[Dim::Cp]));
+        let g_dp = place(gpn, dense, sel(&[Dim::Cp, Dim::Dp]));
+        let g_pp = place(gpn, dense, sel(&[Dim::Pp]));
+        let g_mt = place(gpn, moe, sel(&[Dim::Tp]));
+        let g_ep = place(gpn, moe, sel(&[Dim::Cp]));
+        let g_edp = place(gpn, moe, sel(&[Dim::Dp]));
+        let hop = |g: GroupPlacement| {
+            if g.size <= 1 {
+                GroupPlacement {
+                    size: 1,
+                    ranks_per_node: 1,
+                    nodes: 1,
+                }
+            } else if g.nodes > 1 {
+                GroupPlacement {
+                    size: 2,
+                    ranks_per_node: 1,
+                    nodes: 2,
+                }
+            } else {
+                GroupPlacement {
+                    size: 2,
+                    ranks_per_node: 2,
+                    nodes: 1,
+                }
+            }
+        };
+        let mbs = plan.mbs.max(1) as f64;
+        let m_tok = mbs * self.seq / cp as f64;
+        let micro = (self.global_batch / (plan.mbs.max(1) * dp)).max(1) as f64;
+        Ctx {
+            tp: tp as f64,
+            cp: cp as f64,
+            pp,
+            ep: plan.ep.max(1) as f64,
+            mt: plan.moe_tp.max(1) as f64,
+            vpp: plan.vpp.max(1) as f64,
+            micro,
+            m_tok,
+            t_rank: m_tok / tp as f64,
+            sp: plan.sp || tp == 1,
+            algo: plan.algo,
+            g_tp,
+            g_cp,
+            g_dp,
+            g_ep,
+            g_mt,
+            g_edp,
+            hop_cp: hop(g_cp),
+            hop_pp: hop(g_pp),
+        }
+    }
+
+    #[inline]
+    fn coll(
+        &self,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        algo: AlgoMode,
+    ) -> CollectiveCost {
+        if g.size <= 1 || bytes <= 0.0 {
+            return CollectiveCost::ZERO;
+        }
+        self.cost.collective(op, g, bytes, algo)
+    }
+
+    /// GEMM time of one class's forward pass on one GPU.
+    fn gemm_fwd(&self, c: &Class, x: &Ctx) -> f64 {
+        let mut t = 0.0;
+        for g in &c.gemms {
+            let (rows, count, tp) = if g.expert {
+                // Tokens reaching one local expert: every rank of the expert's moe_tp × ep
+                // block sends its t_rank · rows_per_token (= k/E) tokens; padded dispatch fills
+                // the capacity `cf · top_k / E` per token, dropless dispatch waits for the most
+                // loaded expert (the model's load imbalance).
+                let skew = match self.capacity {
+                    Some(cf) => cf * self.top_k / self.k_eff.max(1e-9),
+                    None => self.imbalance,
+                };
+                let rows = x.t_rank * x.mt * x.ep * g.rows_per_token * skew;
+                (rows, g.count / x.ep, x.mt)
+            } else if c.kind == LayerKind::Moe && g.split == TpSplit::Replicated {
+                // The router sees the sequence-parallel slice.
+                (x.t_rank * g.rows_per_token, g.count, x.tp)
+            } else {
+                (x.m_tok * g.rows_per_token, g.count, x.tp)
+            };
+            let (n, k) = match g.split {
+                TpSplit::Column => (g.out_f / tp, g.in_f),
+                TpSplit::Row => (g.out_f, g.in_f / tp),
+                TpSplit::Replicated => (g.out_f, g.in_f),
+            };
+            let flops = 2.0 * rows * n * k * count;
+            // Grouped GEMM of the local experts: one launch of all their work.
+            t += gemm_time(&self.gpu, flops, rows * count, n, k, self.precision);
+        }
+        t
+    }
+
+    /// Forward/backward/recompute compute of one class (no communication).
+    fn compute(&self, c: &Class, x: &Ctx) -> (f64, f64, f64, f64, f64) {
+        let gemm = self.gemm_fwd(c, x);
+        let (mut core_f, mut core_b, mut score_f) = (0.0, 0.0, 0.0);
+        if c.attn_core > 0.0 {
+            let heads_div = x.tp;
+            let causal = c.attn_core * x.m_tok / heads_div;
+            let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
+            match self.opts.attention {
+                AttentionKernel::Flash => {
+                    core_f = attention_core_time(&self.gpu, causal, io, self.precision);
+                    core_b = FLASH_BWD * core_f;
+                }
+                AttentionKernel::Unfused => {
+                    // The full s×s scores are computed, masked, soft-maxed and stored.
+                    core_f = attention_core_time(&self.gpu, 2.0 * causal, io, self.precision);
+                    core_b = 2.0 * core_f;
+                    score_f = memory_bound_time(&self.gpu, 2.0 * c.score * x.m_tok / heads_div);
+                }
+            }
+        }
+        let split = match c.kind {
+            LayerKind::CrossEntropy | LayerKind::LmHead => 1.0 / x.tp,
+            _ if x.sp => 1.0 / x.tp,
+            _ => NON_TP_ACT_FRACTION + (1.0 - NON_TP_ACT_FRACTION) / x.tp,
+        };
+        // Elementwise kernels write what is stored for backward and read it back once.
+        let mem_f = memory_bound_time(&self.gpu, 2.0 * c.act * x.m_tok * split);
+        let fwd = gemm + core_f + score_f + mem_f;
+        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f;
+        let rc_sel = core_f + score_f;
+        (fwd, bwd, fwd, rc_sel, gemm)
+    }
+
+    /// Per-class costs for one micro-batch, pushing the inventory rows into `sink` with
+    /// `calls_per_mb × mult` calls per step (mult = micro-batches × blocks on the stage).
+    fn class_costs<S: Sink>(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        sink: &mut S,
+        micro: f64,
+        bottleneck: u32,
+    ) -> [ClassCost; NCLASS] {
+        let mut out = [ClassCost::default(); NCLASS];
+        let counts = if S::ENABLED {
+            let s = self.stage_blocks(plan, bottleneck);
+            let last = bottleneck + 1 == plan.pp.max(1);
+            let first = bottleneck == 0;
+            [
+                f64::from(u8::from(first)),
+                s.0 as f64,
+                s.1 as f64,
+                s.2 as f64,
+                f64::from(u8::from(last)),
+                f64::from(u8::from(last)),
+                f64::from(u8::from(last)),
+                if last { self.mtp as f64 } else { 0.0 },
+            ]
+        } else {
+            [0.0; NCLASS]
+        };
+        let (_, _, _, _, attn_gemm) = self.compute(&self.classes[ATTN], x);
+        let attn_cc = self.compute(&self.classes[ATTN], x);
+        for (i, c) in self.classes.iter().enumerate() {
+            if i == MOE && self.experts == 0.0 || i == MTP && self.mtp == 0 {
+                continue;
+            }
+            let (fwd, bwd, rc_full, rc_sel, gemm) = self.compute(c, x);
+            let mut cc = ClassCost {
+                fwd,
+                bwd,
+                rc_full,
+                rc_sel,
+                ..ClassCost::default()
+            };
+            let mult = counts[i] * micro;
+            let full = plan.recompute == Recompute::Full && matches!(i, ATTN | MLP | MOE | MTP);
+            let mut e = Emitter {
+                ev: self,
+                x,
+                sink,
+                layer: c.kind,
+                mult,
+                exposed: [0.0; 5],
+                rc: 0.0,
+                full,
+            };
+            self.tp_comm(plan, c, i, x, gemm, &mut e);
+            if i == ATTN || i == MTP {
+                self.cp_comm(plan, c, x, &mut e, attn_cc.0, attn_cc.1);
+            }
+            if (i == MOE || i == MTP) && c.ep_elems > 0.0 {
+                let budget = fwd + bwd + attn_cc.0 + attn_cc.1;
+                self.ep_comm(plan, c, x, &mut e, budget);
+            }
+            cc.exposed = e.exposed;
+            cc.rc_comm = e.rc;
+            out[i] = cc;
+        }
+        let _ = attn_gemm;
+        out
+    }
+
+    fn tp_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        c: &Class,
+        i: usize,
+        x: &Ctx,
+        gemm: f64,
+        e: &mut Emitter<'_, S>,
+    ) {
+        if x.tp <= 1.0 {
+            return;
+        }
+        let g = x.g_tp;
+        let a = x.m_tok * self.hidden * ACT;
+        // TP-comm overlap (tiled GEMM + collective, Calculon `tensor_par_overlap`): one tile is
+        // exposed, the rest hide behind the GEMM of the same pass.
+        let ov = |t: f64, gemm_pass: f64| -> f64 {
+            if plan.tp_overlap {
+                t / x.tp + (x.tp - 1.0) / x.tp * (t - gemm_pass).max(0.0)
+            } else {
+                t
+            }
+        };
+        use Collective::*;
+        match i {
+            ATTN | MLP => {
+                // Seed 003 §4: the conjugate f/g pair of Megatron's attention and MLP: one
+                // all-reduce of b·s·h forward (g, after the row-parallel GEMM) and one backward
+                // (f, the input gradient). With SP (Korthikanti 2022 §4.2.2) each becomes an
+                // all-gather before the column-parallel GEMM + a reduce-scatter after the
+                // row-parallel one, forward and (swapped) backward, each (t−1)/t of b·s·h.
+                if i == ATTN && plan.tp_sp_transition == TpSpTransition::AllToAll {
+                    // Seed 001 scheme 2: all-to-all of the attention output (b·s·a·d_v/t per
+                    // rank) to the sequence layout, then a replicated out_linear.
+                    let y = x.m_tok * c.o_elems / x.tp * ACT;
+                    e.emit(
+                        CommKind::Tp,
+                        "attention input all-gather (SP)",
+                        Pass::Forward,
+                        AllGather,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        "attention out TP→SP all-to-all (seed 001)",
+                        Pass::Forward,
+                        AllToAll,
+                        g,
+                        y,
+                        1.0,
+                        |t, _| t,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        "attention input grad reduce-scatter (SP)",
+                        Pass::Backward,
+                        ReduceScatter,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        "attention out SP→TP all-to-all (grad)",
+                        Pass::Backward,
+                        AllToAll,
+                        g,
+                        y,
+                        1.0,
+                        |t, _| t,
+                        2.0 * gemm,
+                    );
+                } else if x.sp {
+                    let (ag, rs) = if i == ATTN {
+                        (
+                            "attention input all-gather (SP)",
+                            "attention out reduce-scatter (SP)",
+                        )
+                    } else {
+                        ("mlp input all-gather (SP)", "mlp out reduce-scatter (SP)")
+                    };
+                    e.emit(
+                        CommKind::Tp,
+                        ag,
+                        Pass::Forward,
+                        AllGather,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        rs,
+                        Pass::Forward,
+                        ReduceScatter,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        rs,
+                        Pass::Backward,
+                        AllGather,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        ag,
+                        Pass::Backward,
+                        ReduceScatter,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                } else {
+                    let (fg, ff) = if i == ATTN {
+                        (
+                            "attention out all-reduce (g)",
+                            "attention input-grad all-reduce (f)",
+                        )
+                    } else {
+                        ("mlp out all-reduce (g)", "mlp input-grad all-reduce (f)")
+                    };
+                    e.emit(
+                        CommKind::Tp,
+                        fg,
+                        Pass::Forward,
+                        AllReduce,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        ff,
+                        Pass::Backward,
+                        AllReduce,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                }
+            }
+            MOE if self.classes[MOE]
+                .gemms
+                .iter()
+                .any(|g| !g.expert && g.split != TpSplit::Replicated) =>
+            {
+                // Shared experts run tensor-parallel over `tp` on the sequence-parallel input
+                // (Megatron SharedExpertMLP): all-gather in, reduce-scatter out.
+                e.emit(
+                    CommKind::Tp,
+                    "shared-expert input all-gather (SP)",
+                    Pass::Forward,
+                    AllGather,
+                    g,
+                    a,
+                    1.0,
+                    ov,
+                    gemm,
+                );
+                e.emit(
+                    CommKind::Tp,
+                    "shared-expert out reduce-scatter (SP)",
+                    Pass::Forward,
+                    ReduceScatter,
+                    g,
+                    a,
+                    1.0,
+                    ov,
+                    gemm,
+                );
+                e.emit(
+                    CommKind::Tp,
+                    "shared-expert out reduce-scatter (SP)",
+                    Pass::Backward,
+                    AllGather,
+                    g,
+                    a,
+                    1.0,
+                    ov,
+                    2.0 * gemm,
+                );
+                e.emit(
+                    CommKind::Tp,
+                    "shared-expert input all-gather (SP)",
+                    Pass::Backward,
+                    ReduceScatter,
+                    g,
+                    a,
+                    1.0,
+                    ov,
+                    2.0 * gemm,
+                );
+            }
+            EMB => {
+                // Vocab-parallel embedding (seed 003 §4): partial lookups all-reduced; with SP
+                // reduce-scattered straight into the sequence layout.
+                if x.sp {
+                    e.emit(
+                        CommKind::Tp,
+                        "vocab-parallel embedding reduce-scatter",
+                        Pass::Forward,
+                        ReduceScatter,
+                        g,
+                        a,
+                        1.0,
+                        |t, _| t,
+                        0.0,
+                    );
+                } else {
+                    e.emit(
+                        CommKind::Tp,
+                        "vocab-parallel embedding all-reduce",
+                        Pass::Forward,
+                        AllReduce,
+                        g,
+                        a,
+                        1.0,
+                        |t, _| t,
+                        0.0,
+                    );
+                }
+            }
+            HEAD => {
+                if x.sp {
+                    e.emit(
+                        CommKind::Tp,
+                        "lm-head input all-gather (SP)",
+                        Pass::Forward,
+                        AllGather,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        gemm,
+                    );
+                    e.emit(
+                        CommKind::Tp,
+                        "lm-head input-grad reduce-scatter (SP)",
+                        Pass::Backward,
+                        ReduceScatter,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                } else {
+                    e.emit(
+                        CommKind::Tp,
+                        "lm-head input-grad all-reduce (f)",
+                        Pass::Backward,
+                        AllReduce,
+                        g,
+                        a,
+                        1.0,
+                        ov,
+                        2.0 * gemm,
+                    );
+                }
+            }
+            CE => {
+                // Parallel cross-entropy (seed 003 §5.2): all-reduce of the b·s row max, the
+                // target logit and the sum of exponentials (fp32), not an all-gather of logits.
+                let b = x.m_tok * 4.0;
+                e.emit(
+                    CommKind::Tp,
+                    "cross-entropy max/target/sum-exp all-reduce",
+                    Pass::Forward,
+                    AllReduce,
+                    g,
+                    b,
+                    3.0,
+                    |t, _| t,
+                    0.0,
+                );
+            }
+            MTP => {
+                let (f, b) = (x.m_tok * c.tp_fwd * ACT, x.m_tok * c.tp_bwd * ACT);
+                e.emit(
+                    CommKind::Tp,
+                    "mtp module all-reduces (fwd)",
+                    Pass::Forward,
+                    AllReduce,
+                    g,
+                    f,
+                    1.0,
+                    ov,
+                    gemm,
+                );
+                e.emit(
+                    CommKind::Tp,
+                    "mtp module all-reduces (bwd)",
+                    Pass::Backward,
+                    AllReduce,
+                    g,
+                    b,
+                    1.0,
+                    ov,
+                    2.0 * gemm,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn cp_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        c: &Class,
+        x: &Ctx,
+        e: &mut Emitter<'_, S>,
+        attn_fwd: f64,
+        attn_bwd: f64,
+    ) {
+        if x.cp <= 1.0 || c.cp_kv <= 0.0 {
+            return;
+        }
+        // K/V heads per TP rank: GQA's kv heads are split over tp, replicated when tp > g.
+        let kv_div = x.tp.min(self.kv_heads).max(1.0);
+        match plan.cp_comm {
+            CpComm::Ring => {
+                // Ring attention (Megatron CP): cp−1 steps, each passing this rank's K/V block
+                // to the next rank while attention runs on the block in hand; backward passes
+                // K/V and their gradients (2×). Exposed: what a step's transfer exceeds one
+                // block's attention time (cp blocks per pass).
+                let blk = x.m_tok * c.cp_kv / kv_div * ACT;
+                let steps = x.cp - 1.0;
+                let (f, b) = (attn_fwd / x.cp, attn_bwd / x.cp);
+                e.emit(
+                    CommKind::Cp,
+                    "ring attention K/V exchange",
+                    Pass::Forward,
+                    Collective::SendRecv,
+                    x.hop_cp,
+                    blk,
+                    steps,
+                    |t, w| (t - w).max(0.0),
+                    f,
+                );
+                e.emit(
+                    CommKind::Cp,
+                    "ring attention K/V + dK/dV exchange",
+                    Pass::Backward,
+                    Collective::SendRecv,
+                    x.hop_cp,
+                    2.0 * blk,
+                    steps,
+                    |t, w| (t - w).max(0.0),
+                    b,
+                );
+            }
+            CpComm::AllToAll => {
+                // Ulysses: all-to-all of Q, K, V (sequence → heads) before the core and of the
+                // output (heads → sequence) after it; the same backward.
+                let qkv = x.m_tok * (c.q_elems / x.tp + c.cp_kv / kv_div) * ACT;
+                let o = x.m_tok * c.o_elems / x.tp * ACT;
+                let g = x.g_cp;
+                e.emit(
+                    CommKind::Cp,
+                    "Ulysses Q/K/V all-to-all",
+                    Pass::Forward,
+                    Collective::AllToAll,
+                    g,
+                    qkv,
+                    1.0,
+                    |t, _| t,
+                    0.0,
+                );
+                e.emit(
+                    CommKind::Cp,
+                    "Ulysses output all-to-all",
+                    Pass::Forward,
+                    Collective::AllToAll,
+                    g,
+                    o,
+                    1.0,
+                    |t, _| t,
+                    0.0,
+                );
+                e.emit(
+                    CommKind::Cp,
+                    "Ulysses output-grad all-to-all",
+                    Pass::Backward,
+                    Collective::AllToAll,
+                    g,
+                    o,
+                    1.0,
+                    |t, _| t,
+                    0.0,
+                );
+                e.emit(
+                    CommKind::Cp,
+                    "Ulysses Q/K/V-grad all-to-all",
+                    Pass::Backward,
+                    Collective::AllToAll,
+                    g,
+                    qkv,
+                    1.0,
+                    |t, _| t,
+                    0.0,
+                );
+            }
+        }
+    }
+
+    fn ep_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        _c: &Class,
+        x: &Ctx,
+        e: &mut Emitter<'_, S>,
+        budget: f64,
+    ) {
+        let h = self.hidden;
+        // EP all-to-all overlap (DualPipe, DeepEP, Megatron's a2a overlap): the dispatch and
+        // combine of one micro-batch hide behind another's compute; what exceeds it is exposed.
+        let ov_total = plan.ep_overlap;
+        let ov = |t: f64, _w: f64| t;
+        let before = e.exposed[CommKind::Ep.index()];
+        use Collective::*;
+        if x.ep > 1.0 {
+            match plan.dispatcher {
+                Dispatcher::AllToAll => {
+                    // Seed 000 §7.5: dispatch and combine each move top_k × tokens × hidden;
+                    // padded dispatch sends the capacity (cf · top_k) to every expert, dropless
+                    // dispatch the expected experts per token (dynamic top-1/top-2 included),
+                    // the busiest rank `load_imbalance` times the mean.
+                    let (max, mean) = match self.capacity {
+                        Some(cf) => {
+                            let b = x.t_rank * self.top_k * cf * h * ACT;
+                            (b, b)
+                        }
+                        None => {
+                            let b = x.t_rank * self.k_eff * h * ACT;
+                            (b * self.imbalance, b)
+                        }
+                    };
+                    e.emit_a2a(
+                        "EP dispatch all-to-all",
+                        Pass::Forward,
+                        x.g_ep,
+                        max,
+                        mean,
+                        1.0,
+                    );
+                    e.emit_a2a(
+                        "EP combine all-to-all",
+                        Pass::Forward,
+                        x.g_ep,
+                        max,
+                        mean,
+                        1.0,
+                    );
+                    e.emit_a2a(
+                        "EP combine-grad all-to-all",
+                        Pass::Backward,
+                        x.g_ep,
+                        max,
+                        mean,
+                        1.0,
+                    );
+                    e.emit_a2a(
+                        "EP dispatch-grad all-to-all",
+                        Pass::Backward,
+                        x.g_ep,
+                        max,
+                        mean,
+                        1.0,
+                    );
+                }
+                Dispatcher::AllGather => {
+                    // All-gather dispatcher: every rank gathers the EP group's tokens, keeps
+                    // those of its experts, and reduce-scatters the outputs back.
+                    let b = x.t_rank * h * ACT * x.ep;
+                    e.emit(
+                        CommKind::Ep,
+                        "EP token all-gather",
+                        Pass::Forward,
+                        AllGather,
+                        x.g_ep,
+                        b,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "EP output reduce-scatter",
+                        Pass::Forward,
+                        ReduceScatter,
+                        x.g_ep,
+                        b,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "EP output-grad all-gather",
+                        Pass::Backward,
+                        AllGather,
+                        x.g_ep,
+                        b,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "EP token-grad reduce-scatter",
+                        Pass::Backward,
+                        ReduceScatter,
+                        x.g_ep,
+                        b,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                }
+            }
+        }
+        if x.mt > 1.0 {
+            // Seed 000 §7.5 (15): the expert group's tokens (datasize = moe_tp × what one rank
+            // receives) are spread over its moe_tp ranks — scheme 1 by scatter/gather from a
+            // master rank, scheme 2 by all-gather/reduce-scatter after a group-wise all-to-all.
+            let data = x.t_rank * self.k_eff * self.imbalance * h * ACT * x.mt;
+            match plan.moe_tp_scheme {
+                MoeTpScheme::ScatterGather => {
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp token scatter (scheme 1)",
+                        Pass::Forward,
+                        Scatter,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp output gather (scheme 1)",
+                        Pass::Forward,
+                        Gather,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp output-grad scatter (scheme 1)",
+                        Pass::Backward,
+                        Scatter,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp input-grad gather (scheme 1)",
+                        Pass::Backward,
+                        Gather,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                }
+                MoeTpScheme::GroupAllToAll => {
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp token all-gather (scheme 2)",
+                        Pass::Forward,
+                        AllGather,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp output reduce-scatter (scheme 2)",
+                        Pass::Forward,
+                        ReduceScatter,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp output-grad all-gather (scheme 2)",
+                        Pass::Backward,
+                        AllGather,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                    e.emit(
+                        CommKind::Ep,
+                        "moe_tp input-grad reduce-scatter (scheme 2)",
+                        Pass::Backward,
+                        ReduceScatter,
+                        x.g_mt,
+                        data,
+                        1.0,
+                        ov,
+                        0.0,
+                    );
+                }
+            }
+        }
+        if ov_total {
+            let k = CommKind::Ep.index();
+            let added = e.exposed[k] - before;
+            e.exposed[k] = before + (added - budget).max(0.0);
+        }
+    }
+
+    /// Blocks on stage `i`: (total, dense, moe). Uneven first/last stages per the plan; the
+    /// rest split evenly with the remainder on the earliest middle stages. Dense blocks are the
+    /// first `dense_blocks` of the model.
+    fn stage_blocks(&self, plan: &Plan, i: u32) -> (u32, u32, u32) {
+        let pp = plan.pp.max(1);
+        let l = self.blocks;
+        let first = if pp > 1 {
+            plan.first_stage_layers
+        } else {
+            None
+        };
+        let last = if pp > 1 { plan.last_stage_layers } else { None };
+        let fixed = first.unwrap_or(0) + last.unwrap_or(0);
+        let n_mid = pp - u32::from(first.is_some()) - u32::from(last.is_some());
+        let rest = l.saturating_sub(fixed);
+        let count = |j: u32| -> u32 {
+            if j == 0 {
+                if let Some(f) = first {
+                    return f;
+                }
+            }
+            if j + 1 == pp {
+                if let Some(v) = last {
+                    return v;
+                }
+            }
+            let k = j - u32::from(first.is_some());
+            rest.checked_div(n_mid)
+                .map_or(0, |q| q + u32::from(k < rest % n_mid))
+        };
+        let start: u32 = if i == 0 {
+            0
+        } else if first.is_some() && n_mid > 0 {
+            let k = i - 1;
+            first.unwrap_or(0) + k * (rest / n_mid) + k.min(rest % n_mid)
+        } else {
+            i * (rest / n_mid.max(1)) + i.min(rest % n_mid.max(1))
+        };
+        let n = count(i);
+        let end = (start + n).min(l);
+        let dense = self
+            .dense_blocks
+            .min(end)
+            .saturating_sub(start.min(self.dense_blocks));
+        (n, dense, n.saturating_sub(dense))
+    }
+
+    fn stage(&self, plan: &Plan, x: &Ctx, c: &[ClassCost; NCLASS], i: u32) -> StageTime {
+        let (n, dense, moe) = self.stage_blocks(plan, i);
+        let first = i == 0;
+        let last = i + 1 == x.pp;
+        let mut counts = [0.0; NCLASS];
+        counts[EMB] = f64::from(u8::from(first));
+        counts[ATTN] = n as f64;
+        counts[MLP] = dense as f64;
+        counts[MOE] = moe as f64;
+        counts[NORM] = f64::from(u8::from(last));
+        counts[HEAD] = counts[NORM];
+        counts[CE] = counts[NORM];
+        counts[MTP] = if last { self.mtp as f64 } else { 0.0 };
+        let rc_frac = if n == 0 {
+            0.0
+        } else {
+            plan.recompute_layers
+                .map_or(1.0, |r| r.min(n) as f64 / n as f64)
+        };
+        let mut s = StageTime {
+            blocks: n,
+            dense,
+            moe,
+            ..StageTime::default()
+        };
+        for (k, cc) in c.iter().enumerate() {
+            let w = counts[k];
+            if w == 0.0 {
+                continue;
+            }
+            s.fwd += w * cc.fwd;
+            s.bwd += w * cc.bwd;
+            s.compute += w * (cc.fwd + cc.bwd);
+            let block = matches!(k, ATTN | MLP | MOE | MTP);
+            if block {
+                match plan.recompute {
+                    Recompute::Full => {
+                        s.recompute += w * rc_frac * cc.rc_full;
+                        s.exposed[CommKind::Tp.index()] += w * rc_frac * cc.rc_comm;
+                    }
+                    Recompute::Selective => s.recompute += w * rc_frac * cc.rc_sel,
+                    Recompute::None => {}
+                }
+            }
+            for (e, v) in s.exposed.iter_mut().zip(cc.exposed.iter()) {
+                *e += w * v;
+            }
+            let cl = &self.classes[k];
+            s.params_dense += w * cl.non_expert_params;
+            s.params_expert += w * cl.expert_params;
+        }
+        s.params_dense /= x.tp;
+        s.params_expert /= x.ep * x.mt;
+        s
+    }
+
+    fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
+        crate::interim::check(plan, &self.model, self.cluster.gpus())?;
+        let x = self.ctx(plan);
+        let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
+
+        // Pipeline point-to-point: one activation (b·s/cp·h, /tp under SP) forward and one
+        // gradient backward per micro-batch per stage boundary (seed 000 §7.4). Megatron
+        // overlaps the extra virtual-stage transfers of the interleaved schedule.
+        let pp_bytes = x.m_tok * self.hidden * ACT / if x.sp { x.tp } else { 1.0 };
+        let pp_t = if x.pp > 1 {
+            self.coll(Collective::SendRecv, x.hop_pp, pp_bytes, x.algo)
+                .time
+        } else {
+            0.0
+        };
+
+        let mut tmax = 0.0;
+        let mut sum = 0.0;
+        let mut b = StageTime::default();
+        let mut bi = 0;
+        let mut pmax = StageTime::default();
+        for i in 0..x.pp {
+            let mut s = self.stage(plan, &x, &costs, i);
+            s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
+            s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
+            sum += s.t;
+            if s.t > tmax {
+                tmax = s.t;
+                b = s;
+                bi = i;
+            }
+            if s.params_dense + s.params_expert > pmax.params_dense + pmax.params_expert {
+                pmax = s;
+            }
+        }
+        let micro = x.micro;
+        let base = sum - tmax;
+        let bubble = match plan.schedule {
+            Schedule::OneF1B => base,
+            Schedule::Interleaved => base / x.vpp,
+            // ZB-H1 (Qi et al. 2024): (p−1)(T_F + T_B − T_W) = 1/3 of 1F1B's (p−1)(T_F + T_B)
+            // when T_F = T_B(input) = T_W.
+            Schedule::ZeroBubble => base / 3.0,
+            // DualPipe (DeepSeek-V3 Table 2): (p/2 − 1)(F&B + B − 3W) ≈ (p − 2)·t/3.
+            Schedule::DualPipe => {
+                let p = x.pp as f64;
+                if p > 2.0 {
+                    base * (p - 2.0) / (3.0 * (p - 1.0))
+                } else {
+                    0.0
+                }
+            }
+        };
+
+        // Data-parallel gradient reduction on the stage holding the most parameters.
+        let (dp_exposed, zero3_per_mb) = self.dp_comm(plan, &x, &pmax, sink, micro);
+        let pipeline = micro * (tmax + zero3_per_mb) + bubble;
+
+        // Optimizer step: memory-bound over this GPU's parameter shard.
+        let shard_d = if plan.zero >= Zero(1) {
+            x.g_dp.size as f64
+        } else {
+            1.0
+        };
+        let shard_e = if plan.zero >= Zero(1) {
+            x.g_edp.size as f64
+        } else {
+            1.0
+        };
+        let per_param = match self.model.training.optimizer {
+            Optimizer::Adam => ADAM_BYTES_PER_PARAM,
+            Optimizer::Sgd => SGD_BYTES_PER_PARAM,
+        };
+        let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
+        let optimizer = memory_bound_time(&self.gpu, per_param * opt_params);
+
+        let step = pipeline + dp_exposed + optimizer;
+
+        if S::ENABLED {
+            // The per-layer table of the bottleneck stage, and pipeline rows.
+            self.class_costs(plan, &x, sink, micro, bi);
+            if x.pp > 1 {
+                let calls = 2.0 * micro * x.vpp;
+                sink.push(CommRow {
+                    layer: None,
+                    what: "pipeline activation send/recv",
+                    kind: CommKind::Pp,
+                    pass: Pass::Forward,
+                    collective: Collective::SendRecv,
+                    algorithm: autoplan_cost::Algorithm::PointToPoint,
+                    group: x.hop_pp.into(),
+                    bytes: pp_bytes,
+                    calls_per_step: calls / 2.0,
+                    time_per_call: pp_t,
+                    time: calls / 2.0 * pp_t,
+                    exposed: micro * pp_t,
+                });
+                sink.push(CommRow {
+                    layer: None,
+                    what: "pipeline gradient send/recv",
+                    kind: CommKind::Pp,
+                    pass: Pass::Backward,
+                    collective: Collective::SendRecv,
+                    algorithm: autoplan_cost::Algorithm::PointToPoint,
+                    group: x.hop_pp.into(),
+                    bytes: pp_bytes,
+                    calls_per_step: calls / 2.0,
+                    time_per_call: pp_t,
+                    time: calls / 2.0 * pp_t,
+                    exposed: micro * pp_t,
+                });
+            }
+        }
+
+        // Memory.
+        let peak = self.memory_peak(plan);
+        if peak > self.gpu.hbm_bytes {
+            return Err(Infeasible::OutOfMemory {
+                peak_bytes: peak,
+                hbm_bytes: self.gpu.hbm_bytes,
+            });
+        }
+
+        let mut bd = StepBreakdown {
+            compute_s: micro * b.compute,
+            recompute_s: micro * b.recompute,
+            tp_exposed_s: micro * b.exposed[0],
+            cp_exposed_s: micro * b.exposed[1],
+            ep_exposed_s: micro * b.exposed[2],
+            pp_exposed_s: micro * b.exposed[3],
+            dp_exposed_s: micro * b.exposed[4] + dp_exposed + micro * zero3_per_mb,
+            bubble_s: bubble,
+            optimizer_s: optimizer,
+        };
+        // Rounding guard: the parts sum to the step.
+        let drift = step - bd.total();
+        bd.compute_s += drift;
+
+        let tokens = self.global_batch as f64 * self.seq;
+        let gpus = plan.gpus() as f64;
+        let model_flops = tokens * self.flops.model_per_token();
+        let rc_frac = {
+            let n = b.blocks.max(1);
+            plan.recompute_layers
+                .map_or(1.0, |r| r.min(n) as f64 / n as f64)
+        };
+        let hw_flops = model_flops
+            + tokens
+                * match plan.recompute {
+                    Recompute::Full => self.flops.full_recompute_per_token(rc_frac),
+                    Recompute::Selective => self.flops.selective_recompute_per_token(rc_frac),
+                    Recompute::None => 0.0,
+                };
+        let tflops = model_flops / step / gpus;
+        let hw = hw_flops / step / gpus;
+        let exposed = [
+            bd.tp_exposed_s,
+            bd.cp_exposed_s,
+            bd.ep_exposed_s,
+            bd.pp_exposed_s,
+            bd.dp_exposed_s,
+        ];
+        let mut dominant = CommKind::None;
+        let mut dmax = 0.0;
+        for (k, v) in CommKind::ALL.iter().zip(exposed.iter()) {
+            if *v > dmax {
+                dmax = *v;
+                dominant = *k;
+            }
+        }
+        let metrics = Metrics {
+            step_time_s: step,
+            tokens_per_s: tokens / step,
+            tokens_per_s_per_gpu: tokens / step / gpus,
+            mfu: tflops / self.peak,
+            hfu: hw / self.peak,
+            tflops_per_gpu: tflops / 1e12,
+            hw_tflops_per_gpu: hw / 1e12,
+            memory_peak_bytes: peak,
+            dominant_comm: dominant,
+            exposed_comm_s: exposed.iter().sum(),
+            bubble_s: bubble,
+        };
+        Ok(Outcome {
+            metrics,
+            breakdown: bd,
+            micro: micro as u32,
+            bottleneck: bi,
+        })
+    }
+
+    /// DP gradient reduction and ZeRO gathers. Returns (exposed once per step, exposed per
+    /// micro-batch under ZeRO-3).
+    fn dp_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        s: &StageTime,
+        sink: &mut S,
+        micro: f64,
+    ) -> (f64, f64) {
+        let gb = self.opts.grad_bytes;
+        let mut step_exposed = 0.0;
+        let mut per_mb = 0.0;
+        let groups = [
+            (x.g_dp, s.params_dense, "dense"),
+            (x.g_edp, s.params_expert, "expert"),
+        ];
+        for (g, p, which) in groups {
+            if g.size <= 1 || p <= 0.0 {
+                continue;
+            }
+            let buckets = (p / self.opts.bucket_params).max(1.0);
+            let hide = |t: f64, window: f64| -> f64 {
+                if self.opts.dp_overlap {
+                    (t / buckets).max(t - window)
+                } else {
+                    t
+                }
+            };
+            let mut row = |what: &'static str,
+                           pass: Pass,
+                           op: Collective,
+                           bytes: f64,
+                           calls: f64,
+                           exposed: f64,
+                           c: CollectiveCost| {
+                if S::ENABLED {
+                    sink.push(CommRow {
+                        layer: None,
+                        what,
+                        kind: CommKind::Dp,
+                        pass,
+                        collective: op,
+                        algorithm: c.algorithm,
+                        group: g.into(),
+                        bytes,
+                        calls_per_step: calls,
+                        time_per_call: c.time,
+                        time: calls * c.time,
+                        exposed,
+                    });
+                }
+            };
+            let dense = which == "dense";
+            if plan.zero >= Zero(3) {
+                // ZeRO-3 / FSDP: parameters gathered before each forward and backward of each
+                // micro-batch, gradients reduce-scattered after each backward; prefetching
+                // hides them behind the same pass's compute.
+                let ag = self.coll(Collective::AllGather, g, p * PARAM, x.algo);
+                let rs = self.coll(Collective::ReduceScatter, g, p * gb, x.algo);
+                let e_f = (ag.time - s.fwd).max(ag.time / buckets);
+                let e_b = (ag.time + rs.time - s.bwd).max((ag.time + rs.time) / buckets);
+                per_mb += e_f + e_b;
+                let (w1, w2, w3) = if dense {
+                    (
+                        "ZeRO-3 parameter all-gather (fwd)",
+                        "ZeRO-3 parameter all-gather (bwd)",
+                        "ZeRO-3 gradient reduce-scatter",
+                    )
+                } else {
+                    (
+                        "ZeRO-3 expert parameter all-gather (fwd)",
+                        "ZeRO-3 expert parameter all-gather (bwd)",
+                        "ZeRO-3 expert gradient reduce-scatter",
+                    )
+                };
+                row(
+                    w1,
+                    Pass::Forward,
+                    Collective::AllGather,
+                    p * PARAM,
+                    micro,
+                    micro * e_f,
+                    ag,
+                );
+                row(
+                    w2,
+                    Pass::Backward,
+                    Collective::AllGather,
+                    p * PARAM,
+                    micro,
+                    0.0,
+                    ag,
+                );
+                row(
+                    w3,
+                    Pass::Backward,
+                    Collective::ReduceScatter,
+                    p * gb,
+                    micro,
+                    micro * e_b,
+                    rs,
+                );
+            } else if plan.zero >= Zero(1) {
+                // Distributed optimizer / ZeRO-1/2: reduce-scatter of the gradients, all-gather
+                // of the updated 16-bit parameters (overlapped with the next forward).
+                let rs = self.coll(Collective::ReduceScatter, g, p * gb, x.algo);
+                let ag = self.coll(Collective::AllGather, g, p * PARAM, x.algo);
+                let e_rs = hide(rs.time, s.bwd);
+                let e_ag = hide(ag.time, s.fwd);
+                step_exposed += e_rs + e_ag;
+                let (w1, w2) = if dense {
+                    ("DP gradient reduce-scatter", "DP parameter all-gather")
+                } else {
+                    (
+                        "EDP expert gradient reduce-scatter",
+                        "EDP expert parameter all-gather",
+                    )
+                };
+                row(
+                    w1,
+                    Pass::Step,
+                    Collective::ReduceScatter,
+                    p * gb,
+                    1.0,
+                    e_rs,
+                    rs,
+                );
+                row(
+                    w2,
+                    Pass::Step,
+                    Collective::AllGather,
+                    p * PARAM,
+                    1.0,
+                    e_ag,
+                    ag,
+                );
+            } else {
+                let ar = self.coll(Collective::AllReduce, g, p * gb, x.algo);
+                let e = hide(ar.time, s.bwd);
+                step_exposed += e;
+                let w = if dense {
+                    "DP gradient all-reduce"
+                } else {
+                    "EDP expert gradient all-reduce"
+                };
+                row(w, Pass::Step, Collective::AllReduce, p * gb, 1.0, e, ar);
+            }
+        }
+        // Tied embedding and LM head on different stages: their gradients are all-reduced
+        // between the first and last stage (seed 003 §4).
+        if x.pp > 1 && self.model.tied_embeddings {
+            let bytes = self.vocab * self.hidden / x.tp * gb;
+            let c = self.coll(Collective::AllReduce, x.hop_pp, bytes, x.algo);
+            step_exposed += c.time;
+            if S::ENABLED {
+                sink.push(CommRow {
+                    layer: Some(LayerKind::Embedding),
+                    what: "tied embedding gradient all-reduce (first ↔ last stage)",
+                    kind: CommKind::Dp,
+                    pass: Pass::Step,
+                    collective: Collective::AllReduce,
+                    algorithm: c.algorithm,
+                    group: x.hop_pp.into(),
+                    bytes,
+                    calls_per_step: 1.0,
+                    time_per_call: c.time,
+                    time: c.time,
+                    exposed: c.time,
+                });
+            }
+        }
+        (step_exposed, per_mb)
+    }
+
+    fn memory_peak(&self, plan: &Plan) -> f64 {
+        self.memory(plan).peak_bytes
+    }
+
+    fn memory(&self, plan: &Plan) -> crate::MemoryBreakdown {
+        crate::interim::memory(&self.model, plan, &self.opts.memory)
+    }
+}
+
+/// Emits collectives of one class: costs them, accumulates exposed time per kind, and pushes
+/// table rows when the sink wants them.
+struct Emitter<'a, S: Sink> {
+    ev: &'a Evaluator,
+    x: &'a Ctx,
+    sink: &'a mut S,
+    layer: LayerKind,
+    mult: f64,
+    exposed: [f64; 5],
+    /// Forward TP communication repeated by full recompute.
+    rc: f64,
+    full: bool,
+}
+
+impl<S: Sink> Emitter<'_, S> {
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn emit(
+        &mut self,
+        kind: CommKind,
+        what: &'static str,
+        pass: Pass,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        calls: f64,
+        overlap: impl Fn(f64, f64) -> f64,
+        window: f64,
+    ) {
+        if g.size <= 1 || bytes <= 0.0 {
+            return;
+        }
+        let c = self.ev.coll(op, g, bytes, self.x.algo);
+        let t = calls * c.time;
+        let exposed = overlap(t, window);
+        self.exposed[kind.index()] += exposed;
+        if self.full && pass == Pass::Forward && kind == CommKind::Tp {
+            self.rc += exposed;
+        }
+        self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
+    }
+
+    fn emit_a2a(
+        &mut self,
+        what: &'static str,
+        pass: Pass,
+        g: GroupPlacement,
+        max: f64,
+        mean: f64,
+        calls: f64,
+    ) {
+        if g.size <= 1 || mean <= 0.0 {
+            return;
+        }
+        let c = self.ev.cost.alltoall_unequal(g, max, mean, self.x.algo);
+        let t = calls * c.time;
+        self.exposed[CommKind::Ep.index()] += t;
+        self.push(
+            CommKind::Ep,
+            what,
+            pass,
+            Collective::AllToAll,
+            g,
+            mean,
+            calls,
+            c,
+            t,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        kind: CommKind,
+        what: &'static str,
+        pass: Pass,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        calls: f64,
+        c: CollectiveCost,
+        exposed: f64,
+    ) {
+        if S::ENABLED && self.mult > 0.0 {
+            let n = calls * self.mult;
+            self.sink.push(CommRow {
+                layer: Some(self.layer),
+                what,
+                kind,
+                pass,
+                collective: op,
+                algorithm: c.algorithm,
+                group: g.into(),
+                bytes,
+                calls_per_step: n,
+                time_per_call: c.time,
+                time: n * c.time,
+                exposed: exposed * self.mult,
+            });
+        }
+    }
+}
+
+/// Where the members of a group sit, for a rank grid with `degrees` (inner-first) and the dims
+/// in `in_group`: consecutive ranks fill a node; a member dim with stride `P` (the product of
+/// the inner degrees) keeps `min(d, gpn / P)` of its values inside one node.
+fn place(gpn: u32, degrees: [u32; 4], in_group: [bool; 4]) -> GroupPlacement {
+    let mut stride: u64 = 1;
+    let mut size: u32 = 1;
+    let mut rpn: u32 = 1;
+    for (d, g) in degrees.iter().zip(in_group.iter()) {
+        let d = (*d).max(1);
+        if *g {
+            size *= d;
+            let fit = if stride >= gpn as u64 {
+                1
+            } else {
+                ((gpn as u64 / stride).max(1) as u32).min(d)
+            };
+            rpn *= fit;
+        }
+        stride *= d as u64;
+    }
+    GroupPlacement {
+        size,
+        ranks_per_node: rpn,
+        nodes: size.div_ceil(rpn.max(1)),
+    }
+}

@@ -1,0 +1,145 @@
+//! Stand-ins for `Plan::check` (autoplan-plan) and `memory()` (autoplan-memory) while those
+//! crates are being written; replaced by calls to them as soon as they land.
+
+use autoplan_graph::ModelSpec;
+use autoplan_plan::{Plan, Recompute, Zero};
+use serde::Serialize;
+
+/// Why a plan is invalid (interim: the minimal checks the evaluator relies on).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("the plan uses {plan} GPUs (tp·cp·dp·pp) but the cluster has {cluster}")]
+    GpuCount { plan: u64, cluster: u32 },
+    #[error("tp={tp} does not divide the {heads} attention heads")]
+    TpHeads { tp: u32, heads: u32 },
+    #[error("pp={pp} is more than the {layers} layers")]
+    PpLayers { pp: u32, layers: u32 },
+    #[error("global batch {batch} is not a multiple of mbs·dp = {mbs}·{dp}")]
+    Batch { batch: u32, mbs: u32, dp: u32 },
+    #[error("ep·moe_tp = {ep}·{moe_tp} does not divide tp·cp·dp = {dense}")]
+    Folding { ep: u32, moe_tp: u32, dense: u32 },
+    #[error("ep={ep} does not divide the {experts} experts")]
+    EpExperts { ep: u32, experts: u32 },
+    #[error("a degree is 0")]
+    Zero,
+}
+
+pub fn check(plan: &Plan, model: &ModelSpec, gpus: u32) -> Result<(), PlanError> {
+    if plan.tp == 0
+        || plan.cp == 0
+        || plan.dp == 0
+        || plan.pp == 0
+        || plan.ep == 0
+        || plan.moe_tp == 0
+        || plan.mbs == 0
+    {
+        return Err(PlanError::Zero);
+    }
+    if plan.gpus() != gpus as u64 {
+        return Err(PlanError::GpuCount {
+            plan: plan.gpus(),
+            cluster: gpus,
+        });
+    }
+    if !model.heads.is_multiple_of(plan.tp) {
+        return Err(PlanError::TpHeads {
+            tp: plan.tp,
+            heads: model.heads,
+        });
+    }
+    if plan.pp > model.layers {
+        return Err(PlanError::PpLayers {
+            pp: plan.pp,
+            layers: model.layers,
+        });
+    }
+    let b = model.training.global_batch;
+    if !b.is_multiple_of(plan.mbs * plan.dp) {
+        return Err(PlanError::Batch {
+            batch: b,
+            mbs: plan.mbs,
+            dp: plan.dp,
+        });
+    }
+    let dense = plan.tp * plan.cp * plan.dp;
+    if !dense.is_multiple_of(plan.ep * plan.moe_tp) {
+        return Err(PlanError::Folding {
+            ep: plan.ep,
+            moe_tp: plan.moe_tp,
+            dense,
+        });
+    }
+    if let Some(m) = &model.moe {
+        if !m.experts.is_multiple_of(plan.ep) {
+            return Err(PlanError::EpExperts {
+                ep: plan.ep,
+                experts: m.experts,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MemoryOptions {
+    pub reserve_bytes: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct MemoryBreakdown {
+    pub weights: f64,
+    pub gradients: f64,
+    pub optimizer: f64,
+    pub activations: f64,
+    pub reserve: f64,
+    pub peak_bytes: f64,
+}
+
+/// Interim estimate: 16-bit weights, fp32 gradients, 12 B/param Adam state sharded per ZeRO,
+/// Korthikanti activations × pp micro-batches in flight on the first stage.
+pub fn memory(model: &ModelSpec, plan: &Plan, opts: &MemoryOptions) -> MemoryBreakdown {
+    let layers = model.layers();
+    let pp = plan.pp.max(1) as f64;
+    let tp = plan.tp.max(1) as f64;
+    let dpcp = (plan.dp * plan.cp).max(1) as f64;
+    let edp = plan.edp().max(1) as f64;
+    let epmt = (plan.ep * plan.moe_tp).max(1) as f64;
+    let mut dense = 0.0;
+    let mut expert = 0.0;
+    let mut act_tok = 0.0;
+    let mut score_tok = 0.0;
+    for l in &layers {
+        dense += l.non_expert_params();
+        expert += l.experts as f64 * l.expert_params;
+        act_tok += l.act_bytes_per_token;
+        score_tok += l.attn_score_bytes_per_token;
+    }
+    let p_d = dense / tp / pp;
+    let p_e = expert / epmt / pp;
+    let weights = 2.0 * (p_d + p_e);
+    let zg = |z: u8, s: f64| if plan.zero >= Zero(z) { s } else { 1.0 };
+    let gradients = 4.0 * (p_d / zg(2, dpcp) + p_e / zg(2, edp));
+    let optimizer = 12.0 * (p_d / zg(1, dpcp) + p_e / zg(1, edp));
+    let tokens = plan.mbs as f64 * model.training.seq_len as f64 / plan.cp.max(1) as f64;
+    let per_layer = match plan.recompute {
+        Recompute::Full => {
+            2.0 * model.hidden as f64 * tokens / if plan.sp { tp } else { 1.0 }
+                * layers.len() as f64
+                / 2.0
+        }
+        Recompute::Selective => act_tok * tokens / tp,
+        Recompute::None => (act_tok + score_tok) * tokens / tp,
+    };
+    let in_flight = pp.min(model.training.global_batch as f64 / (plan.mbs * plan.dp).max(1) as f64);
+    let activations = per_layer / pp * in_flight;
+    let reserve = opts.reserve_bytes;
+    let peak = weights + gradients + optimizer + activations + reserve;
+    MemoryBreakdown {
+        weights,
+        gradients,
+        optimizer,
+        activations,
+        reserve,
+        peak_bytes: peak,
+    }
+}

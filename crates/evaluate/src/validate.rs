@@ -1,0 +1,496 @@
+//! Published measured runs (`../shared/data/published_runs.csv`) turned into (model, cluster,
+//! plan, options) cases, evaluated, and compared with what was measured.
+//!
+//! Boundary: no file IO here; the CLI reads the CSV into [`PublishedRun`]s. Every assumption
+//! that fills a blank cell is a rule on the row's *source* (the framework's documented
+//! default), never a per-row constant; rows that cannot be expressed are skipped with the reason.
+
+use autoplan_cluster::{Cluster, Precision};
+use autoplan_graph::{Attention, Family, Mlp, ModelSpec, Moe, Norm, Positions, Routing};
+use autoplan_plan::{Plan, Recompute, Schedule, Zero};
+use serde::{Deserialize, Serialize};
+
+use crate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Metrics};
+
+/// One row of `published_runs.csv` (the columns autoplan uses; blank cells are `None`).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PublishedRun {
+    pub id: String,
+    pub source: String,
+    pub model: String,
+    pub layers: Option<u32>,
+    pub hidden: Option<u32>,
+    pub ffn_hidden: Option<u32>,
+    pub heads: Option<u32>,
+    pub kv_heads: Option<u32>,
+    pub vocab: Option<u32>,
+    pub seq_len: Option<u32>,
+    pub moe_experts: Option<u32>,
+    pub moe_topk: Option<u32>,
+    pub moe_shared_experts: Option<u32>,
+    pub moe_ffn_hidden: Option<u32>,
+    pub gpu: String,
+    pub num_gpus: u32,
+    pub gpus_per_node: Option<u32>,
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub dp: Option<u32>,
+    pub cp: Option<u32>,
+    pub ep: Option<u32>,
+    pub etp: Option<u32>,
+    pub vpp: Option<u32>,
+    pub sp: Option<String>,
+    pub micro_batch: Option<u32>,
+    pub global_batch: Option<u32>,
+    pub recompute: Option<String>,
+    pub zero_stage: Option<String>,
+    pub precision: Option<String>,
+    pub measured_tflops_per_gpu: Option<f64>,
+    pub measured_mfu: Option<f64>,
+    pub measured_tokens_per_s_per_gpu: Option<f64>,
+    pub measured_step_time_s: Option<f64>,
+    pub tflops_convention: Option<String>,
+}
+
+/// Which measured figure a row is compared on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Figure {
+    /// TFLOP/s per GPU counting model FLOPs only.
+    ModelTflops,
+    /// TFLOP/s per GPU counting recomputed FLOPs too.
+    HardwareTflops,
+    Mfu,
+    TokensPerSPerGpu,
+    StepTimeS,
+}
+
+impl Figure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::ModelTflops => "model TFLOP/s/GPU",
+            Figure::HardwareTflops => "hw TFLOP/s/GPU",
+            Figure::Mfu => "MFU",
+            Figure::TokensPerSPerGpu => "tokens/s/GPU",
+            Figure::StepTimeS => "step time s",
+        }
+    }
+
+    fn of(&self, m: &Metrics) -> f64 {
+        match self {
+            Figure::ModelTflops => m.tflops_per_gpu,
+            Figure::HardwareTflops => m.hw_tflops_per_gpu,
+            Figure::Mfu => m.mfu,
+            Figure::TokensPerSPerGpu => m.tokens_per_s_per_gpu,
+            Figure::StepTimeS => m.step_time_s,
+        }
+    }
+}
+
+/// A row turned into something the evaluator can score.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    pub model: ModelSpec,
+    pub cluster: Cluster,
+    pub plan: Plan,
+    pub options: EvalOptions,
+    pub figure: Figure,
+    pub measured: f64,
+}
+
+/// The outcome of one row.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowResult {
+    pub id: String,
+    pub figure: Figure,
+    pub measured: f64,
+    pub predicted: f64,
+    /// (predicted − measured) / measured.
+    pub error: f64,
+    pub plan: String,
+    pub memory_peak_gib: f64,
+    pub step_time_s: f64,
+}
+
+/// A row that was not scored, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub id: String,
+    pub reason: String,
+}
+
+/// Everything `autoplan validate` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    pub rows: Vec<RowResult>,
+    pub skipped: Vec<Skipped>,
+    /// Mean absolute percentage error over `rows`, as a fraction.
+    pub mape: f64,
+    /// The row with the largest |error|.
+    pub worst: Option<String>,
+    pub worst_error: f64,
+}
+
+/// Source families whose software defaults fill blank cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// Megatron-LM 2020–2022 (`meg20_`, `nar21_`, `kor22_`): unfused attention, fp16 grads.
+    Megatron2021,
+    /// Megatron-Core / NeMo / Megatron-Bridge / ModelZoo (2024–2025): FlashAttention, SP with TP,
+    /// distributed optimizer, TP-comm overlap.
+    MegatronCore,
+    /// torchtitan (FSDP2).
+    Torchtitan,
+}
+
+fn era(id: &str) -> Era {
+    if id.starts_with("meg20") || id.starts_with("nar21") || id.starts_with("kor22") {
+        Era::Megatron2021
+    } else if id.starts_with("tt_") {
+        Era::Torchtitan
+    } else {
+        Era::MegatronCore
+    }
+}
+
+/// Bundled model of a row's `model` cell, by name.
+fn bundled_name(model: &str) -> Option<&'static str> {
+    let m = model.to_ascii_lowercase().replace(['_', ' '], "-");
+    let table: &[(&str, &str)] = &[
+        ("gpt-1.7b", "gpt-1.7b"),
+        ("gpt-3.6b", "gpt-3.6b"),
+        ("gpt-7.5b", "gpt-7.5b"),
+        ("gpt-18b", "gpt-18b"),
+        ("gpt-39b", "gpt-39b"),
+        ("gpt-76b", "gpt-76b"),
+        ("gpt-145b", "gpt-145b"),
+        ("gpt-310b", "gpt-310b"),
+        ("gpt-530b", "gpt-530b"),
+        ("gpt-1t", "gpt-1t"),
+        ("gpt-22b", "gpt-22b"),
+        ("gpt-175b", "gpt3-175b"),
+        ("gpt3-175b", "gpt3-175b"),
+        ("gpt-2-style-1b", "gpt2-1b"),
+        ("gpt-2-style-2b", "gpt2-2b"),
+        ("gpt-2-style-4b", "gpt2-4b"),
+        ("gpt-2-style-8b", "gpt2-8b"),
+        ("llama2-7b", "llama2-7b"),
+        ("llama2-13b", "llama2-13b"),
+        ("llama2-70b", "llama2-70b"),
+        ("llama3-8b", "llama3-8b"),
+        ("llama3-70b", "llama3-70b"),
+        ("llama3.1-405b", "llama3.1-405b"),
+        ("qwen3-30b-a3b", "qwen3-30b-a3b"),
+        ("qwen3-235b-a22b", "qwen3-235b-a22b"),
+        ("mixtral-8x7b", "mixtral-8x7b"),
+    ];
+    table
+        .iter()
+        .find(|(k, _)| {
+            m == *k || m.starts_with(&format!("{k}-")) || m.starts_with(&format!("{k} "))
+        })
+        .map(|(_, v)| *v)
+}
+
+/// A model from the row's own columns (GPT family when the name says GPT, else Llama-style).
+fn model_from_columns(r: &PublishedRun) -> Option<ModelSpec> {
+    let (layers, hidden, heads, vocab, seq) =
+        (r.layers?, r.hidden?, r.heads?, r.vocab?, r.seq_len?);
+    let gpt = r.model.to_ascii_lowercase().starts_with("gpt");
+    let kv = r.kv_heads.unwrap_or(heads);
+    let moe = r.moe_experts.map(|e| Moe {
+        experts: e,
+        top_k: r.moe_topk.unwrap_or(1),
+        shared_experts: r.moe_shared_experts.unwrap_or(0),
+        expert_ffn_hidden: r.moe_ffn_hidden.unwrap_or(4 * hidden),
+        shared_ffn_hidden: r.moe_ffn_hidden.unwrap_or(4 * hidden),
+        first_dense_layers: 0,
+        routing: Routing::TopK,
+        capacity_factor: None,
+        load_imbalance: 1.0,
+    });
+    Some(ModelSpec {
+        name: r.model.clone(),
+        family: if gpt { Family::Gpt } else { Family::Llama },
+        layers,
+        hidden,
+        heads,
+        attention: Attention::Gqa {
+            kv_heads: kv,
+            head_dim: hidden / heads,
+        },
+        ffn_hidden: r.ffn_hidden.unwrap_or(4 * hidden),
+        mlp: if gpt { Mlp::Gelu } else { Mlp::Swiglu },
+        norm: if gpt { Norm::LayerNorm } else { Norm::RmsNorm },
+        positions: if gpt {
+            Positions::Learned
+        } else {
+            Positions::Rope
+        },
+        max_positions: if gpt { seq } else { 0 },
+        vocab,
+        tied_embeddings: gpt,
+        bias: gpt,
+        moe,
+        mtp_modules: 0,
+        training: autoplan_graph::Training {
+            seq_len: seq,
+            global_batch: 1,
+            precision: Precision::Bf16,
+            optimizer: autoplan_graph::Optimizer::Adam,
+        },
+    })
+}
+
+fn skip(id: &str, reason: impl Into<String>) -> Skipped {
+    Skipped {
+        id: id.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Build the case of one row, or say why it cannot be expressed. `resolve_model` and
+/// `cluster_for` are the bundled-model and bundled-cluster lookups (injected: the CLI passes
+/// the bundled libraries; tests may pass others).
+pub fn case_of(
+    r: &PublishedRun,
+    resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
+    cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
+) -> Result<Case, Skipped> {
+    let era = era(&r.id);
+    let id = r.id.as_str();
+    // The model: a bundled one whose shape agrees with the row, else the row's columns.
+    let bundled = bundled_name(&r.model).and_then(resolve_model).filter(|m| {
+        r.layers.is_none_or(|l| l == m.layers)
+            && r.hidden.is_none_or(|h| h == m.hidden)
+            && r.heads.is_none_or(|a| a == m.heads)
+    });
+    let mut model = match bundled.or_else(|| model_from_columns(r)) {
+        Some(m) => m,
+        None => {
+            return Err(skip(
+                id,
+                "architecture not given and no bundled model matches",
+            ))
+        }
+    };
+    match r.seq_len {
+        Some(s) => model.training.seq_len = s,
+        None => return Err(skip(id, "sequence length not given")),
+    }
+    if model.positions == Positions::Learned {
+        model.max_positions = model.max_positions.max(model.training.seq_len);
+    }
+    match r.global_batch {
+        Some(b) => model.training.global_batch = b,
+        None => return Err(skip(id, "global batch not given")),
+    }
+    if let Some(v) = r.vocab {
+        model.vocab = v;
+    }
+    let prec = r.precision.as_deref().unwrap_or("").to_ascii_lowercase();
+    model.training.precision = if prec.contains("fp8") || prec.contains("float8") {
+        Precision::Fp8
+    } else if prec.contains("fp16") {
+        Precision::Fp16
+    } else if prec.contains("bf16") || prec.is_empty() || prec.contains("mixed precision") {
+        // Blank precision: the source's TFLOP/s ÷ MFU implies the 16-bit dense peak.
+        if era == Era::Megatron2021 {
+            Precision::Fp16
+        } else {
+            Precision::Bf16
+        }
+    } else {
+        return Err(skip(id, format!("precision `{prec}` not modelled")));
+    };
+    if era == Era::Torchtitan {
+        return Err(skip(
+            id,
+            "H100 96 GB HBM2e at a 500 W cap (not a calibrated GPU type); torchtitan's FSDP2 eager/compile runtime",
+        ));
+    }
+    let gpn = r.gpus_per_node.unwrap_or(8);
+    let cluster = match cluster_for(&r.gpu, r.num_gpus, gpn) {
+        Some(c) => c,
+        None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
+    };
+
+    // The plan.
+    let tp = r.tp.unwrap_or(1);
+    let pp = r.pp.unwrap_or(1);
+    let dp = r.dp.unwrap_or(1);
+    let cp = r.cp.unwrap_or(1);
+    let vpp = r.vpp.unwrap_or(1).max(1);
+    let sp = match r.sp.as_deref() {
+        Some(s) if s.starts_with("yes") => true,
+        Some(s) if s.starts_with("no") => false,
+        // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
+        _ => era != Era::Megatron2021 && tp > 1,
+    };
+    let mbs = match (r.micro_batch, era) {
+        (Some(m), _) => m,
+        // Megatron v1 (2020) ran one micro-batch per replica: the local batch.
+        (None, Era::Megatron2021) => model.training.global_batch / dp.max(1),
+        // Megatron-Core scaling runs: micro-batch 1.
+        (None, _) => 1,
+    };
+    let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
+    let recompute = if rc.starts_with("full") {
+        Recompute::Full
+    } else if rc.starts_with("selective") {
+        Recompute::Selective
+    } else if rc.is_empty() && era == Era::Megatron2021 {
+        // The 2020 README's TFLOP/s reproduce exactly with the recompute-inclusive formula
+        // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations.
+        Recompute::Full
+    } else {
+        Recompute::None
+    };
+    let zs = r.zero_stage.as_deref().unwrap_or("").to_ascii_lowercase();
+    let zero = if zs.contains("fsdp") || zs.starts_with('3') {
+        Zero(3)
+    } else if zs.starts_with('2') {
+        Zero(2)
+    } else if zs.starts_with('1') || (zs.is_empty() && era == Era::MegatronCore) {
+        // NeMo / Megatron-Core recipes use the distributed optimizer.
+        Zero(1)
+    } else {
+        Zero(0)
+    };
+    let ep = r.ep.unwrap_or(1);
+    let moe_tp = r.etp.unwrap_or(1);
+    let plan = Plan {
+        tp,
+        sp,
+        cp,
+        dp,
+        pp,
+        zero,
+        schedule: if vpp > 1 {
+            Schedule::Interleaved
+        } else {
+            Schedule::OneF1B
+        },
+        vpp,
+        ep,
+        moe_tp,
+        mbs,
+        recompute,
+        tp_overlap: era == Era::MegatronCore,
+        ..Plan::default()
+    };
+    let options = EvalOptions {
+        attention: if era == Era::Megatron2021 {
+            AttentionKernel::Unfused
+        } else {
+            AttentionKernel::Flash
+        },
+        grad_bytes: if model.training.precision == Precision::Fp16 {
+            2.0
+        } else {
+            4.0
+        },
+        ..EvalOptions::default()
+    };
+    let conv = r.tflops_convention.as_deref().unwrap_or("model");
+    let (figure, measured) = if let Some(t) = r.measured_tflops_per_gpu {
+        (
+            if conv.starts_with("hardware") {
+                Figure::HardwareTflops
+            } else {
+                Figure::ModelTflops
+            },
+            t,
+        )
+    } else if let Some(m) = r.measured_mfu {
+        (Figure::Mfu, m)
+    } else if let Some(t) = r.measured_tokens_per_s_per_gpu {
+        (Figure::TokensPerSPerGpu, t)
+    } else if let Some(s) = r.measured_step_time_s {
+        (Figure::StepTimeS, s)
+    } else {
+        return Err(skip(id, "no measured figure"));
+    };
+    Ok(Case {
+        id: r.id.clone(),
+        model,
+        cluster,
+        plan,
+        options,
+        figure,
+        measured,
+    })
+}
+
+/// Evaluate one case.
+pub fn score(case: &Case) -> Result<RowResult, Infeasible> {
+    let ev = Evaluator::new(&case.model, &case.cluster, case.options);
+    let m = ev.evaluate(&case.plan)?;
+    let predicted = case.figure.of(&m);
+    Ok(RowResult {
+        id: case.id.clone(),
+        figure: case.figure,
+        measured: case.measured,
+        predicted,
+        error: (predicted - case.measured) / case.measured,
+        plan: plan_summary(&case.plan),
+        memory_peak_gib: m.memory_peak_bytes / crate::GIB,
+        step_time_s: m.step_time_s,
+    })
+}
+
+fn plan_summary(p: &Plan) -> String {
+    let mut s = format!("tp={},pp={},dp={}", p.tp, p.pp, p.dp);
+    if p.cp > 1 {
+        s += &format!(",cp={}", p.cp);
+    }
+    if p.ep > 1 {
+        s += &format!(",ep={}", p.ep);
+    }
+    if p.moe_tp > 1 {
+        s += &format!(",moe_tp={}", p.moe_tp);
+    }
+    if p.vpp > 1 {
+        s += &format!(",vpp={}", p.vpp);
+    }
+    s += &format!(
+        ",mbs={},sp={},recompute={:?},zero={}",
+        p.mbs, p.sp, p.recompute, p.zero.0
+    );
+    s
+}
+
+/// Validate every row: score what can be expressed, skip the rest with the reason.
+pub fn validate(
+    runs: &[PublishedRun],
+    resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
+    cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
+) -> Validation {
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for r in runs {
+        match case_of(r, resolve_model, cluster_for) {
+            Err(s) => skipped.push(s),
+            Ok(c) => match score(&c) {
+                Ok(row) => rows.push(row),
+                Err(e) => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),
+            },
+        }
+    }
+    let mape = if rows.is_empty() {
+        0.0
+    } else {
+        rows.iter().map(|r| r.error.abs()).sum::<f64>() / rows.len() as f64
+    };
+    let worst = rows
+        .iter()
+        .max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
+    Validation {
+        worst: worst.map(|w| w.id.clone()),
+        worst_error: worst.map_or(0.0, |w| w.error),
+        mape,
+        rows,
+        skipped,
+    }
+}
