@@ -15,7 +15,8 @@ pub struct HeuristicOptions {
     pub seed: u64,
     /// Most objective evaluations; `None` sizes it so that E=256, P=64 stays well under 1 s.
     pub max_evals: Option<usize>,
-    /// Stop after this many evaluations in a row without improvement.
+    /// Restart from the best placement found (with a random kick) after this many
+    /// evaluations in a row without improvement.
     pub patience: usize,
     /// Solve the routing LP for the final placement when it has at most this many flow
     /// variables (P·P·E); 0 disables it.
@@ -27,7 +28,7 @@ impl Default for HeuristicOptions {
         HeuristicOptions {
             seed: 0,
             max_evals: None,
-            patience: 3000,
+            patience: 300,
             polish_max_vars: 4096,
         }
     }
@@ -165,7 +166,76 @@ struct State<'a> {
     tr: Traffic,
 }
 
-impl State<'_> {
+impl<'a> State<'a> {
+    fn new(inst: &'a Instance, hosts: Vec<Vec<usize>>) -> State<'a> {
+        let reps = Placement {
+            gpus: hosts.clone(),
+        }
+        .replicas_of(inst.experts());
+        let mut st = State {
+            inst,
+            hosts,
+            reps,
+            tr: Traffic::new(inst.gpus()),
+        };
+        for e in 0..inst.experts() {
+            st.attach(e);
+        }
+        st
+    }
+
+    /// Apply `edits` (in order), updating the traffic of the experts they touch.
+    fn apply(&mut self, edits: &[Edit]) {
+        self.rewire(
+            edits,
+            |st, &(g, e, add)| {
+                if add {
+                    st.add_copy(g, e)
+                } else {
+                    st.remove_copy(g, e)
+                }
+            },
+            false,
+        );
+    }
+
+    /// Undo [`State::apply`] of the same `edits`.
+    fn revert(&mut self, edits: &[Edit]) {
+        self.rewire(
+            edits,
+            |st, &(g, e, add)| {
+                if add {
+                    st.remove_copy(g, e)
+                } else {
+                    st.add_copy(g, e)
+                }
+            },
+            true,
+        );
+    }
+
+    fn rewire(&mut self, edits: &[Edit], f: impl Fn(&mut Self, &Edit), reverse: bool) {
+        let mut touched: [usize; 4] = [usize::MAX; 4];
+        let mut n = 0;
+        for &(_, e, _) in edits {
+            if !touched[..n].contains(&e) {
+                touched[n] = e;
+                n += 1;
+            }
+        }
+        for &e in &touched[..n] {
+            self.detach(e);
+        }
+        if reverse {
+            edits.iter().rev().for_each(|x| f(self, x));
+        } else {
+            edits.iter().for_each(|x| f(self, x));
+        }
+        for &e in &touched[..n] {
+            self.attach(e);
+        }
+    }
+
     fn objective(&mut self) -> f64 {
         self.tr.times(self.inst).objective(self.inst.objective())
     }
@@ -203,17 +273,9 @@ fn local_search(
     opts: &HeuristicOptions,
 ) -> (Placement, usize, usize) {
     let (p, e_n, l) = (inst.gpus(), inst.experts(), inst.slots());
-    let reps = start.replicas_of(e_n);
-    let mut st = State {
-        inst,
-        hosts: start.gpus,
-        reps,
-        tr: Traffic::new(p),
-    };
-    for e in 0..e_n {
-        st.attach(e);
-    }
+    let mut st = State::new(inst, start.gpus);
     let mut cur = st.objective();
+    let mut best = (cur, st.hosts.clone());
     // About 2·10^7 pair visits in all: each evaluation costs O(P²).
     let max_evals = opts
         .max_evals
@@ -221,8 +283,20 @@ fn local_search(
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let (mut evals, mut accepted, mut since) = (0usize, 0usize, 0usize);
     let mut edits: Vec<Edit> = Vec::with_capacity(4);
-    let mut touched: Vec<usize> = Vec::with_capacity(2);
-    while evals < max_evals && since < opts.patience && p > 1 {
+    while evals < max_evals && p > 1 {
+        if since >= opts.patience {
+            // Iterated local search: restart from the best placement, kicked by 2-4 random
+            // moves taken whatever they cost (escapes optima that need two moves at once).
+            st = State::new(inst, best.1.clone());
+            for _ in 0..rng.gen_range(2..=4) {
+                let a = rng.gen_range(0..p);
+                edits.clear();
+                propose(&st, a, l, e_n, p, &mut rng, &mut edits);
+                st.apply(&edits);
+            }
+            cur = st.objective();
+            since = 0;
+        }
         let a = if rng.gen_bool(0.5) {
             st.tr.critical_rank(inst)
         } else {
@@ -230,54 +304,26 @@ fn local_search(
         };
         edits.clear();
         propose(&st, a, l, e_n, p, &mut rng, &mut edits);
+        evals += 1;
         if edits.is_empty() {
             since += 1;
-            evals += 1;
             continue;
         }
-        touched.clear();
-        for &(_, e, _) in &edits {
-            if !touched.contains(&e) {
-                touched.push(e);
-            }
-        }
-        for &e in &touched {
-            st.detach(e);
-        }
-        for &(g, e, add) in &edits {
-            if add {
-                st.add_copy(g, e)
-            } else {
-                st.remove_copy(g, e)
-            }
-        }
-        for &e in &touched {
-            st.attach(e);
-        }
+        st.apply(&edits);
         let o = st.objective();
-        evals += 1;
         if o < cur * (1.0 - 1e-12) {
             cur = o;
             accepted += 1;
             since = 0;
+            if o < best.0 * (1.0 - 1e-12) {
+                best = (o, st.hosts.clone());
+            }
         } else {
             since += 1;
-            for &e in &touched {
-                st.detach(e);
-            }
-            for &(g, e, add) in edits.iter().rev() {
-                if add {
-                    st.remove_copy(g, e)
-                } else {
-                    st.add_copy(g, e)
-                }
-            }
-            for &e in &touched {
-                st.attach(e);
-            }
+            st.revert(&edits);
         }
     }
-    let mut pl = Placement { gpus: st.hosts };
+    let mut pl = Placement { gpus: best.1 };
     pl.normalise();
     (pl, evals, accepted)
 }
