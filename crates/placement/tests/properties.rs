@@ -3,17 +3,11 @@
 use autoplan_placement::*;
 use proptest::prelude::*;
 
-fn instance(
-    nodes: usize,
-    per_node: usize,
-    experts: usize,
-    slots: usize,
-    skew: f64,
-    seed: u64,
-    alpha_us: f64,
-    compute: bool,
-    thesis: bool,
-) -> Instance {
+/// (nodes, GPUs per node, experts, slots, Zipf exponent, seed, inter-node α µs, compute?, thesis?)
+type Case = (usize, usize, usize, usize, f64, u64, f64, bool, bool);
+
+fn instance(case: Case) -> Instance {
+    let (nodes, per_node, experts, slots, skew, seed, alpha_us, compute, thesis) = case;
     // Intra-node: 2 µs, 100 GB/s; inter-node: alpha_us, 10 GB/s.
     let topo = Topology::two_level(
         nodes,
@@ -52,9 +46,9 @@ fn small() -> impl Strategy<Value = Instance> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_filter_map("slots", |(n, g, e, l, s, seed, a, c, t)| {
-            let p = n * g;
-            (p * l >= e && p > 1).then(|| instance(n, g, e, l, s, seed, a, c, t))
+        .prop_filter_map("slots", |case: Case| {
+            let p = case.0 * case.1;
+            (p * case.3 >= case.2 && p > 1).then(|| instance(case))
         })
 }
 
