@@ -1,10 +1,507 @@
-//! `autoplan collective` (not built yet).
+//! `autoplan collective`: cost one collective with every valid algorithm on a cluster, or
+//! compare the model with measured collectives (`--validate FILE.csv`).
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::{bail, Context};
+use autoplan_cluster::{Cluster, GroupPlacement};
+use autoplan_cost::validation::{predict, MeasuredRow, Metric};
+use autoplan_cost::{calibration, AlgoMode, Algorithm, Collective, CostModel};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`collective` is not implemented yet")
+use super::Format;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A bundled cluster name, a cluster TOML, or a reference machine of the calibration
+    /// (`dgx-a100xN`, `dgx-h100xN`, `hgx-h800xN`).
+    #[arg(long, required_unless_present = "validate")]
+    pub cluster: Option<String>,
+    /// The collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce,
+    /// scatter, gather, sendrecv, barrier.
+    #[arg(long, required_unless_present = "validate", value_parser = parse_collective)]
+    pub op: Option<Collective>,
+    /// Ranks in the group.
+    #[arg(long, required_unless_present = "validate")]
+    pub ranks: Option<u32>,
+    /// Group ranks on each node (default: fill nodes, min(ranks, GPUs per node)).
+    #[arg(long)]
+    pub ranks_per_node: Option<u32>,
+    /// Message size in the nccl-tests convention: "4096", "256MB" (10^6), "1GiB" (2^30);
+    /// K/M/G/T alone are binary, as in nccl-tests.
+    #[arg(long, required_unless_present_any = ["validate"], value_parser = parse_bytes)]
+    pub bytes: Option<f64>,
+    /// Force this algorithm (falls back to the cheapest valid one where it is not valid).
+    #[arg(long, value_parser = parse_algorithm, conflicts_with = "mode")]
+    pub algo: Option<Algorithm>,
+    /// How the algorithm is chosen.
+    #[arg(long, value_enum, default_value_t = Mode::Cheapest)]
+    pub mode: Mode,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Compare the model with a measured-collectives CSV (`collectives_measured.csv` format).
+    #[arg(long, value_name = "CSV", conflicts_with_all = ["cluster", "op", "ranks", "bytes"])]
+    pub validate: Option<PathBuf>,
+}
+
+/// Algorithm choice (see `autoplan_cost::AlgoMode`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The cheapest valid algorithm.
+    Cheapest,
+    /// Seed 000's NCCL-like selection rule.
+    NcclLike,
+    /// NCCL's own tuner: the cheapest among the algorithms NCCL implements.
+    NcclTuner,
+}
+
+fn parse_collective(s: &str) -> Result<Collective, String> {
+    s.parse()
+        .map_err(|e: autoplan_cost::UnknownName| e.to_string())
+}
+
+fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
+    s.parse()
+        .map_err(|e: autoplan_cost::UnknownName| e.to_string())
+}
+
+/// "4096", "4096B", "256MB", "1.5GB" (powers of 1000), "1GiB", "64KiB" (powers of 1024), and
+/// "1G", "128M", "8K" (powers of 1024, as nccl-tests' -b/-e).
+pub fn parse_bytes(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 4096, 256MB, 1GiB)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "{s:?}: unknown unit {other:?} (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K, M, G, T)"
+            ))
+        }
+    };
+    let bytes = value * mult;
+    if !bytes.is_finite() || bytes < 0.0 {
+        return Err(format!("{s:?}: a size must be a finite number ≥ 0"));
+    }
+    Ok(bytes)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.validate {
+        return validate(path, args.format);
+    }
+    let (Some(cluster), Some(op), Some(ranks), Some(bytes)) =
+        (&args.cluster, args.op, args.ranks, args.bytes)
+    else {
+        bail!("give --cluster, --op, --ranks and --bytes, or --validate FILE");
+    };
+    let cluster = resolve(cluster)?;
+    let group = placement(&cluster, ranks, args.ranks_per_node)?;
+    let mode = match (args.algo, args.mode) {
+        (Some(a), _) => AlgoMode::Fixed(a),
+        (None, Mode::Cheapest) => AlgoMode::Cheapest,
+        (None, Mode::NcclLike) => AlgoMode::NcclLike,
+        (None, Mode::NcclTuner) => AlgoMode::NcclTuner,
+    };
+    let model = CostModel::new(&cluster);
+    let chosen = model.collective(op, group, bytes, mode);
+    let factor = op.busbw_factor(ranks);
+    let rows: Vec<Row> = model
+        .alternatives(op, group, bytes)
+        .iter()
+        .map(|c| {
+            let algbw = if c.time > 0.0 { bytes / c.time } else { 0.0 };
+            Row {
+                algorithm: c.algorithm.name(),
+                protocol: c.protocol.name(),
+                time_s: c.time,
+                algbw_gbps: algbw / 1e9,
+                busbw_gbps: algbw * factor / 1e9,
+                chosen: c.algorithm == chosen.algorithm,
+            }
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &rows)?;
+            writeln!(out)?;
+        }
+        Format::Csv => {
+            writeln!(
+                out,
+                "algorithm,protocol,time_s,algbw_gbps,busbw_gbps,chosen"
+            )?;
+            for r in &rows {
+                writeln!(
+                    out,
+                    "{},{},{:e},{},{},{}",
+                    r.algorithm, r.protocol, r.time_s, r.algbw_gbps, r.busbw_gbps, r.chosen
+                )?;
+            }
+        }
+        Format::Table => {
+            writeln!(
+                out,
+                "{op} of {} on {} ranks ({} per node, {} node{}) of {}; mode {}",
+                human_bytes(bytes),
+                group.size,
+                group.ranks_per_node,
+                group.nodes,
+                if group.nodes == 1 { "" } else { "s" },
+                cluster.name,
+                mode_name(mode),
+            )?;
+            writeln!(
+                out,
+                "  {:<20} {:<8} {:>14} {:>13} {:>13}",
+                "algorithm", "protocol", "time (µs)", "algbw (GB/s)", "busbw (GB/s)"
+            )?;
+            for r in &rows {
+                writeln!(
+                    out,
+                    "{} {:<20} {:<8} {:>14.2} {:>13.2} {:>13.2}",
+                    if r.chosen { "*" } else { " " },
+                    r.algorithm,
+                    r.protocol,
+                    r.time_s * 1e6,
+                    r.algbw_gbps,
+                    r.busbw_gbps
+                )?;
+            }
+            writeln!(
+                out,
+                "busbw = algbw × {factor:.4} (nccl-tests convention for {op} on {ranks} ranks); * = chosen"
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(serde::Serialize)]
+struct Row {
+    algorithm: &'static str,
+    protocol: &'static str,
+    time_s: f64,
+    algbw_gbps: f64,
+    busbw_gbps: f64,
+    chosen: bool,
+}
+
+fn mode_name(m: AlgoMode) -> String {
+    match m {
+        AlgoMode::Cheapest => "cheapest".into(),
+        AlgoMode::NcclLike => "nccl-like (seed 000 rule)".into(),
+        AlgoMode::NcclTuner => "nccl-tuner".into(),
+        AlgoMode::Fixed(a) => format!("fixed {a}"),
+    }
+}
+
+fn human_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[i])
+    }
+}
+
+/// The calibration's reference machines: `dgx-a100xN`, `dgx-h100xN`, `hgx-h800xN`.
+fn reference_machine(name: &str) -> Option<Cluster> {
+    let (kind, nodes) = name.rsplit_once('x')?;
+    let nodes: u32 = nodes.parse().ok().filter(|&n| n > 0)?;
+    match kind {
+        "dgx-a100" => Some(calibration::dgx_a100(nodes)),
+        "dgx-h100" => Some(calibration::dgx_h100(nodes)),
+        "hgx-h800" => Some(calibration::hgx_h800(nodes)),
+        _ => None,
+    }
+}
+
+fn resolve(name: &str) -> anyhow::Result<Cluster> {
+    if let Some(c) = reference_machine(name) {
+        return Ok(c);
+    }
+    bail!(
+        "unknown cluster {name:?}: bundled clusters and cluster files are not readable yet; \
+         reference machines: dgx-a100xN, dgx-h100xN, hgx-h800xN (N nodes)"
+    )
+}
+
+/// Where `ranks` consecutive ranks sit: `ranks_per_node` of them on each node (default: as many
+/// as fit), over `ranks / ranks_per_node` nodes.
+fn placement(
+    cluster: &Cluster,
+    ranks: u32,
+    ranks_per_node: Option<u32>,
+) -> anyhow::Result<GroupPlacement> {
+    let gpn = cluster.node.gpus_per_node;
+    if ranks == 0 {
+        bail!("--ranks must be at least 1");
+    }
+    let r = ranks_per_node.unwrap_or(ranks.min(gpn));
+    if r == 0 || r > gpn {
+        bail!(
+            "--ranks-per-node {r} must be between 1 and the {gpn} GPUs per node of {}",
+            cluster.name
+        );
+    }
+    if (ranks / r) * r != ranks {
+        bail!("--ranks {ranks} is not a multiple of --ranks-per-node {r}");
+    }
+    let nodes = ranks / r;
+    if nodes > cluster.nodes {
+        bail!(
+            "{ranks} ranks at {r} per node need {nodes} nodes; {} has {}",
+            cluster.name,
+            cluster.nodes
+        );
+    }
+    Ok(GroupPlacement {
+        size: ranks,
+        ranks_per_node: r,
+        nodes,
+    })
+}
+
+#[derive(serde::Deserialize)]
+struct RawRow {
+    id: String,
+    hardware: String,
+    collective: String,
+    algorithm_used: String,
+    ranks: Option<u32>,
+    nodes: Option<u32>,
+    gpus_per_node: Option<u32>,
+    bytes: Option<f64>,
+    busbw_gbps: Option<f64>,
+    time_us: Option<f64>,
+    #[serde(default)]
+    notes: String,
+}
+
+/// Read a `collectives_measured.csv`-shaped file.
+pub fn read_measured(path: &Path) -> anyhow::Result<Vec<MeasuredRow>> {
+    let mut rd =
+        csv::Reader::from_path(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, rec) in rd.deserialize::<RawRow>().enumerate() {
+        let r = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
+        rows.push(MeasuredRow {
+            id: r.id,
+            hardware: r.hardware,
+            collective: r.collective,
+            algorithm_used: r.algorithm_used,
+            ranks: r.ranks,
+            nodes: r.nodes,
+            gpus_per_node: r.gpus_per_node,
+            bytes: r.bytes,
+            busbw_gbps: r.busbw_gbps,
+            time_us: r.time_us,
+            notes: r.notes,
+        });
+    }
+    Ok(rows)
+}
+
+#[derive(serde::Serialize)]
+struct ValidationRow {
+    id: String,
+    collective: String,
+    machine: String,
+    ranks: u32,
+    ranks_per_node: u32,
+    bytes: f64,
+    algorithm: &'static str,
+    protocol: &'static str,
+    metric: &'static str,
+    measured: f64,
+    predicted: f64,
+    error: f64,
+    pass: bool,
+    bytes_note: Option<&'static str>,
+}
+
+#[derive(serde::Serialize)]
+struct Skipped {
+    id: String,
+    reason: String,
+}
+
+fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
+    let rows = read_measured(path)?;
+    let mut ok = Vec::new();
+    let mut skipped = Vec::new();
+    for row in &rows {
+        match predict(row) {
+            Ok(p) => ok.push(ValidationRow {
+                id: p.id.clone(),
+                collective: p.collective.name().into(),
+                machine: p.cluster.clone(),
+                ranks: p.group.size,
+                ranks_per_node: p.group.ranks_per_node,
+                bytes: p.bytes,
+                algorithm: p.algorithm.name(),
+                protocol: p.protocol.name(),
+                metric: match p.metric {
+                    Metric::Busbw => "busbw_gbps",
+                    Metric::Time => "time_us",
+                },
+                measured: p.measured,
+                predicted: p.predicted,
+                error: p.error(),
+                pass: p.passes(),
+                bytes_note: p.bytes_note,
+            }),
+            Err(u) => skipped.push(Skipped {
+                id: u.id,
+                reason: u.reason,
+            }),
+        }
+    }
+    let failed = ok.iter().filter(|r| !r.pass).count();
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &serde_json::json!({ "rows": ok, "not_expressible": skipped }),
+            )?;
+            writeln!(out)?;
+        }
+        Format::Csv => {
+            writeln!(out, "id,collective,machine,ranks,ranks_per_node,bytes,algorithm,protocol,metric,measured,predicted,error,pass")?;
+            for r in &ok {
+                writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{}",
+                    r.id,
+                    r.collective,
+                    r.machine,
+                    r.ranks,
+                    r.ranks_per_node,
+                    r.bytes,
+                    r.algorithm,
+                    r.protocol,
+                    r.metric,
+                    r.measured,
+                    r.predicted,
+                    r.error,
+                    r.pass
+                )?;
+            }
+        }
+        Format::Table => {
+            writeln!(
+                out,
+                "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10} {:>10} {:>8}  ",
+                "id",
+                "collective",
+                "machine",
+                "ranks",
+                "bytes",
+                "algorithm",
+                "proto",
+                "measured",
+                "predicted",
+                "error"
+            )?;
+            for r in &ok {
+                let unit = if r.metric == "time_us" { "µs" } else { "GB/s" };
+                writeln!(
+                    out,
+                    "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10.1} {:>10.1} {:>+7.1}%  {}{}",
+                    r.id,
+                    r.collective,
+                    r.machine,
+                    r.ranks,
+                    human_bytes(r.bytes),
+                    r.algorithm,
+                    r.protocol,
+                    r.measured,
+                    r.predicted,
+                    100.0 * r.error,
+                    unit,
+                    if r.pass { "" } else { "  OUT OF TOLERANCE" }
+                )?;
+            }
+            for s in &skipped {
+                writeln!(out, "{:<5} not expressible: {}", s.id, s.reason)?;
+            }
+            let max = ok.iter().map(|r| r.error.abs()).fold(0.0, f64::max);
+            let mean = if ok.is_empty() {
+                0.0
+            } else {
+                ok.iter().map(|r| r.error.abs()).sum::<f64>() / ok.len() as f64
+            };
+            writeln!(
+                out,
+                "{} rows predicted ({} out of tolerance: busbw ±20%, time ±30%), {} not expressible; \
+                 mean |error| {:.1}%, max {:.1}%",
+                ok.len(),
+                failed,
+                skipped.len(),
+                100.0 * mean,
+                100.0 * max
+            )?;
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("4096"), Ok(4096.0));
+        assert_eq!(parse_bytes("256MB"), Ok(256e6));
+        assert_eq!(parse_bytes("1GiB"), Ok(1073741824.0));
+        assert_eq!(parse_bytes("128M"), Ok(134217728.0));
+        assert_eq!(parse_bytes("1.5GB"), Ok(1.5e9));
+        assert!(parse_bytes("12XB").is_err());
+        assert!(parse_bytes("GB").is_err());
+        assert!(parse_bytes("-5").is_err());
+    }
+
+    #[test]
+    fn placement_checks() {
+        let c = calibration::dgx_h100(8);
+        assert_eq!(
+            placement(&c, 64, None).unwrap(),
+            GroupPlacement {
+                size: 64,
+                ranks_per_node: 8,
+                nodes: 8
+            }
+        );
+        assert!(placement(&c, 64, Some(3)).is_err());
+        assert!(placement(&c, 128, None).is_err());
+        assert!(placement(&c, 8, Some(16)).is_err());
+    }
 }
