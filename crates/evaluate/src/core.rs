@@ -134,6 +134,8 @@ pub struct Evaluator {
     cost: CostModel,
     opts: EvalOptions,
     precision: Precision,
+    /// The attention core runs in 16 bits even in FP8 training (FP8 covers the linear layers).
+    attn_precision: Precision,
     peak: f64,
     classes: Vec<Class>,
     flops: ModelFlops,
@@ -278,6 +280,11 @@ impl Evaluator {
             cost: CostModel::new(cluster),
             opts,
             precision,
+            attn_precision: if precision == Precision::Fp8 {
+                Precision::Bf16
+            } else {
+                precision
+            },
             peak: peak_flops(&gpu, precision),
             gpu,
             classes,
@@ -406,13 +413,13 @@ impl Evaluator {
         let dense = order.map(dense_deg);
         let moe = order.map(moe_deg);
         let sel = |dims: &[Dim]| order.map(|d| dims.contains(&d));
-        let g_tp = place(gpn, dense, sel(&[Dim::Tp]));
-        let g_cp = place(gpn, dense, sel(&[Dim::Cp]));
-        let g_dp = place(gpn, dense, sel(&[Dim::Cp, Dim::Dp]));
-        let g_pp = place(gpn, dense, sel(&[Dim::Pp]));
-        let g_mt = place(gpn, moe, sel(&[Dim::Tp]));
-        let g_ep = place(gpn, moe, sel(&[Dim::Cp]));
-        let g_edp = place(gpn, moe, sel(&[Dim::Dp]));
+        let g_tp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Tp]));
+        let g_cp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp]));
+        let g_dp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp, Dim::Dp]));
+        let g_pp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Pp]));
+        let g_mt = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Tp]));
+        let g_ep = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Cp]));
+        let g_edp = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Dp]));
         let hop = |g: GroupPlacement| {
             if g.size <= 1 {
                 GroupPlacement {
@@ -503,6 +510,11 @@ impl Evaluator {
             let flops = 2.0 * rows * n * k * count;
             // Grouped GEMM of the local experts: one launch of all their work.
             t += gemm_time(&self.gpu, flops, rows * count, n, k, self.precision);
+            if self.precision == Precision::Fp8 {
+                // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
+                // Transformer Engine's cast + amax), a memory-bound pass per GEMM.
+                t += memory_bound_time(&self.gpu, 3.0 * rows * count * k);
+            }
         }
         t
     }
@@ -517,12 +529,12 @@ impl Evaluator {
             let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
             match self.opts.attention {
                 AttentionKernel::Flash => {
-                    core_f = attention_core_time(&self.gpu, causal, io, self.precision);
+                    core_f = attention_core_time(&self.gpu, causal, io, self.attn_precision);
                     core_b = FLASH_BWD * core_f;
                 }
                 AttentionKernel::Unfused => {
                     // The full s×s scores are computed, masked, soft-maxed and stored.
-                    core_f = attention_core_time(&self.gpu, 2.0 * causal, io, self.precision);
+                    core_f = attention_core_time(&self.gpu, 2.0 * causal, io, self.attn_precision);
                     core_b = 2.0 * core_f;
                     score_f = memory_bound_time(&self.gpu, 2.0 * c.score * x.m_tok / heads_div);
                 }
@@ -1737,7 +1749,12 @@ impl Evaluator {
     }
 
     fn memory(&self, plan: &Plan) -> crate::MemoryBreakdown {
-        crate::interim::memory(&self.model, plan, &self.opts.memory)
+        crate::interim::memory(
+            &self.model,
+            plan,
+            &self.opts.memory,
+            self.opts.attention == AttentionKernel::Flash,
+        )
     }
 }
 
@@ -1841,32 +1858,5 @@ impl<S: Sink> Emitter<'_, S> {
                 exposed: exposed * self.mult,
             });
         }
-    }
-}
-
-/// Where the members of a group sit, for a rank grid with `degrees` (inner-first) and the dims
-/// in `in_group`: consecutive ranks fill a node; a member dim with stride `P` (the product of
-/// the inner degrees) keeps `min(d, gpn / P)` of its values inside one node.
-fn place(gpn: u32, degrees: [u32; 4], in_group: [bool; 4]) -> GroupPlacement {
-    let mut stride: u64 = 1;
-    let mut size: u32 = 1;
-    let mut rpn: u32 = 1;
-    for (d, g) in degrees.iter().zip(in_group.iter()) {
-        let d = (*d).max(1);
-        if *g {
-            size *= d;
-            let fit = if stride >= gpn as u64 {
-                1
-            } else {
-                ((gpn as u64 / stride).max(1) as u32).min(d)
-            };
-            rpn *= fit;
-        }
-        stride *= d as u64;
-    }
-    GroupPlacement {
-        size,
-        ranks_per_node: rpn,
-        nodes: size.div_ceil(rpn.max(1)),
     }
 }

@@ -96,8 +96,15 @@ pub struct MemoryBreakdown {
 }
 
 /// Interim estimate: 16-bit weights, fp32 gradients, 12 B/param Adam state sharded per ZeRO,
-/// Korthikanti activations × pp micro-batches in flight on the first stage.
-pub fn memory(model: &ModelSpec, plan: &Plan, opts: &MemoryOptions) -> MemoryBreakdown {
+/// Korthikanti activations (SP splits all of them over tp, without SP 10/34 stay replicated;
+/// the `s×s` scores only without flash attention) × the micro-batches in flight on the first
+/// stage (1F1B: pp; interleaved: pp·(1 + (pp−1)/(pp·vpp))).
+pub fn memory(
+    model: &ModelSpec,
+    plan: &Plan,
+    opts: &MemoryOptions,
+    flash: bool,
+) -> MemoryBreakdown {
     let layers = model.layers();
     let pp = plan.pp.max(1) as f64;
     let tp = plan.tp.max(1) as f64;
@@ -108,34 +115,52 @@ pub fn memory(model: &ModelSpec, plan: &Plan, opts: &MemoryOptions) -> MemoryBre
     let mut expert = 0.0;
     let mut act_tok = 0.0;
     let mut score_tok = 0.0;
+    let mut logits_tok = 0.0;
     for l in &layers {
         dense += l.non_expert_params();
         expert += l.experts as f64 * l.expert_params;
-        act_tok += l.act_bytes_per_token;
-        score_tok += l.attn_score_bytes_per_token;
+        if l.kind == autoplan_graph::LayerKind::CrossEntropy {
+            logits_tok += l.act_bytes_per_token;
+        } else {
+            act_tok += l.act_bytes_per_token;
+            score_tok += l.attn_score_bytes_per_token;
+        }
     }
     let p_d = dense / tp / pp;
     let p_e = expert / epmt / pp;
     let weights = 2.0 * (p_d + p_e);
     let zg = |z: u8, s: f64| if plan.zero >= Zero(z) { s } else { 1.0 };
+    let w = if plan.zero >= Zero(3) {
+        weights / dpcp
+    } else {
+        weights
+    };
     let gradients = 4.0 * (p_d / zg(2, dpcp) + p_e / zg(2, edp));
     let optimizer = 12.0 * (p_d / zg(1, dpcp) + p_e / zg(1, edp));
     let tokens = plan.mbs as f64 * model.training.seq_len as f64 / plan.cp.max(1) as f64;
-    let per_layer = match plan.recompute {
-        Recompute::Full => {
-            2.0 * model.hidden as f64 * tokens / if plan.sp { tp } else { 1.0 }
-                * layers.len() as f64
-                / 2.0
-        }
-        Recompute::Selective => act_tok * tokens / tp,
-        Recompute::None => (act_tok + score_tok) * tokens / tp,
+    let split = if plan.sp || plan.tp == 1 {
+        1.0 / tp
+    } else {
+        10.0 / 34.0 + 24.0 / 34.0 / tp
     };
-    let in_flight = pp.min(model.training.global_batch as f64 / (plan.mbs * plan.dp).max(1) as f64);
-    let activations = per_layer / pp * in_flight;
+    let blocks = model.layers.max(1) as f64;
+    let per_block = match plan.recompute {
+        Recompute::Full => 2.0 * model.hidden as f64 * tokens * split,
+        Recompute::Selective => act_tok / blocks * tokens * split,
+        Recompute::None => {
+            (act_tok + if flash { 0.0 } else { score_tok }) / blocks * tokens * split
+        }
+    };
+    let mut in_flight = pp.min((model.training.global_batch / (plan.mbs * plan.dp).max(1)) as f64);
+    if plan.vpp > 1 {
+        in_flight *= 1.0 + (pp - 1.0) / (pp * plan.vpp as f64);
+    }
+    let logits = logits_tok * tokens / tp;
+    let activations = per_block * blocks / pp * in_flight + logits;
     let reserve = opts.reserve_bytes;
-    let peak = weights + gradients + optimizer + activations + reserve;
+    let peak = w + gradients + optimizer + activations + reserve;
     MemoryBreakdown {
-        weights,
+        weights: w,
         gradients,
         optimizer,
         activations,

@@ -120,10 +120,31 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// Rows that are expressed and scored, but whose measurement is dominated by effects the
+/// analytical model does not contain; they are printed with their error and kept out of the
+/// MAPE bound (issue 4: "say which and why rather than fitting them").
+pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
+    (
+        "bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8",
+        "fine-grained MoE (128 experts of 768, top-8, h 2048): 121 TFLOP/s is 6% of FP8 peak, \
+         set by token permutation, router and tiny grouped-GEMM/FP8-cast overheads that the \
+         model does not itemise",
+    ),
+    (
+        "mzoo_h100_Qwen3_235B_a22B_intranode_tp4_ep8_pp8",
+        "measured on an older code branch (main@1e057005) than its sibling row (moe_dev), \
+         which the same model on the same cluster runs 47% faster; the model ranks the two \
+         plans the other way",
+    ),
+];
+
 /// Everything `autoplan validate` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct Validation {
+    /// Rows inside the calibrated domain (the MAPE is over these).
     pub rows: Vec<RowResult>,
+    /// Scored rows outside it, with the reason (see [`OUT_OF_DOMAIN`]).
+    pub outliers: Vec<(RowResult, &'static str)>,
     pub skipped: Vec<Skipped>,
     /// Mean absolute percentage error over `rows`, as a fraction.
     pub mape: f64,
@@ -386,6 +407,9 @@ pub fn case_of(
         } else {
             AttentionKernel::Flash
         },
+        // Megatron-LM v1 (2020, `meg20_`) all-reduced gradients after the backward pass
+        // (its LocalDDP); from 2021 (`nar21_`: torch DDP) the reduction overlaps backward.
+        dp_overlap: !r.id.starts_with("meg20"),
         grad_bytes: if model.training.precision == Precision::Fp16 {
             2.0
         } else {
@@ -468,12 +492,16 @@ pub fn validate(
     cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
 ) -> Validation {
     let mut rows = Vec::new();
+    let mut outliers = Vec::new();
     let mut skipped = Vec::new();
     for r in runs {
         match case_of(r, resolve_model, cluster_for) {
             Err(s) => skipped.push(s),
             Ok(c) => match score(&c) {
-                Ok(row) => rows.push(row),
+                Ok(row) => match OUT_OF_DOMAIN.iter().find(|(id, _)| *id == row.id) {
+                    Some((_, why)) => outliers.push((row, *why)),
+                    None => rows.push(row),
+                },
                 Err(e) => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),
             },
         }
@@ -491,6 +519,7 @@ pub fn validate(
         worst_error: worst.map_or(0.0, |w| w.error),
         mape,
         rows,
+        outliers,
         skipped,
     }
 }
