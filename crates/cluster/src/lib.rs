@@ -3,9 +3,28 @@
 //!
 //! Boundary: this crate describes hardware and placement; it computes no collective time
 //! (that is `autoplan-cost`). All quantities are SI: bytes, bytes/s, seconds, FLOP/s. Config
-//! files use GB/s, µs, GiB and TFLOP/s and are converted once, when parsed.
+//! files use GB/s, µs, GiB and TFLOP/s and are converted once, when parsed ([`file`]).
 //!
-//! The principal types are [`Cluster`] and [`GroupPlacement`].
+//! The principal types are [`Cluster`] and [`GroupPlacement`]. Clusters come from TOML files
+//! ([`Cluster::from_toml`]) or the bundled library ([`resolve_cluster`], [`bundled_clusters`]).
+//!
+//! ```
+//! let c = autoplan_cluster::resolve_cluster("h100x256").unwrap();
+//! assert_eq!(c.gpus(), 256);
+//! assert_eq!(c.node.intra_bw, 370.8e9); // bytes/s per GPU per direction
+//! // Tensor parallelism of 8 innermost, then DP = 32: a TP group stays inside one node...
+//! assert!(c.group_placement(&[8, 32], &[true, false]).intra_node());
+//! // ...and a DP group has one rank on each of 32 nodes.
+//! let dp = c.group_placement(&[8, 32], &[false, true]);
+//! assert_eq!((dp.ranks_per_node, dp.nodes), (1, 32));
+//! // The Megatron runs of published_runs.csv use many sizes of the same machine.
+//! assert_eq!(c.with_gpus(1024).unwrap().nodes, 128);
+//! ```
+
+pub mod bundled;
+pub mod file;
+
+pub use bundled::{bundled_cluster_text, bundled_clusters, resolve_cluster, ResolveError};
 
 /// Numeric precision of a GEMM or a tensor.
 #[derive(
@@ -21,7 +40,7 @@ pub enum Precision {
 }
 
 /// The GPU of every rank (clusters are homogeneous).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Gpu {
     /// Marketing name, e.g. "A100-SXM4-80GB".
     pub name: String,
@@ -55,6 +74,8 @@ pub enum GpuArch {
     H800,
     H200,
     L40s,
+    /// Pascal (GP100/GP102: TITAN Xp, P100): no tensor cores.
+    Pascal,
     Other,
 }
 
@@ -83,7 +104,7 @@ pub enum NetTopology {
 }
 
 /// One node: its GPUs and the fabric that joins them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Node {
     pub gpus_per_node: u32,
     pub fabric: IntraFabric,
@@ -96,7 +117,7 @@ pub struct Node {
 }
 
 /// The network between nodes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Network {
     pub topology: NetTopology,
     /// Seed 000 `inter_bw`: bytes/s per GPU per direction off the node (its NIC share).
@@ -109,7 +130,7 @@ pub struct Network {
 }
 
 /// Software efficiency parameters of seed 000 §5.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Efficiency {
     /// Achievable fraction of nominal link bandwidth (0, 1].
     pub bwurate: f64,
@@ -122,7 +143,7 @@ pub struct Efficiency {
 }
 
 /// A homogeneous GPU cluster.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Cluster {
     pub name: String,
     pub nodes: u32,
@@ -149,11 +170,60 @@ impl Cluster {
     pub fn group_placement(&self, degrees: &[u32], in_group: &[bool]) -> GroupPlacement {
         GroupPlacement::of(self.node.gpus_per_node, degrees, in_group)
     }
+
+    /// The same cluster with `gpus` GPUs: `gpus / gpus_per_node` nodes (more or fewer than
+    /// now). Fewer GPUs than one node holds gives one partially used node: a node of `gpus`
+    /// GPUs on the same fabric, per-GPU bandwidths unchanged (a DGX-2 running 4 of its 16
+    /// V100s). The name is kept.
+    ///
+    /// ```
+    /// let dgx2 = autoplan_cluster::resolve_cluster("dgx2-v100").unwrap();
+    /// let four = dgx2.with_gpus(4).unwrap();
+    /// assert_eq!((four.nodes, four.node.gpus_per_node), (1, 4));
+    /// assert!(dgx2.with_gpus(24).is_err()); // 1.5 DGX-2
+    /// ```
+    pub fn with_gpus(&self, gpus: u32) -> Result<Cluster, ResizeError> {
+        let gpn = self.node.gpus_per_node;
+        let mut c = self.clone();
+        if gpus == 0 {
+            return Err(ResizeError::Zero {
+                cluster: self.name.clone(),
+            });
+        } else if gpus < gpn {
+            c.nodes = 1;
+            c.node.gpus_per_node = gpus;
+        } else if gpus.is_multiple_of(gpn) {
+            c.nodes = gpus / gpn;
+        } else {
+            return Err(ResizeError::NotMultiple {
+                cluster: self.name.clone(),
+                gpus,
+                gpus_per_node: gpn,
+            });
+        }
+        Ok(c)
+    }
+}
+
+/// Why [`Cluster::with_gpus`] cannot resize a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResizeError {
+    #[error("cluster {cluster}: cannot have 0 GPUs")]
+    Zero { cluster: String },
+    #[error(
+        "cluster {cluster}: {gpus} GPUs is neither a multiple of its {gpus_per_node} GPUs per node \
+         nor fewer than one node"
+    )]
+    NotMultiple {
+        cluster: String,
+        gpus: u32,
+        gpus_per_node: u32,
+    },
 }
 
 /// Where the members of one parallel group sit. By symmetry every group of a given dimension
 /// set has the same shape, so this is computed once per (degrees, rank order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct GroupPlacement {
     /// Members of the group.
     pub size: u32,

@@ -1,0 +1,356 @@
+//! Cluster files (TOML): the raw, unchecked shape ([`RawClusterFile`]) and its validation into a
+//! [`Cluster`] in SI units ("parse, don't validate": only a validated `Cluster` leaves here).
+//!
+//! ```toml
+//! name = "a100x64"
+//!
+//! [gpu]
+//! name = "A100-SXM4-80GB"
+//! arch = "a100"               # v100 | a100 | h100 | h800 | h200 | l40s | pascal | other
+//! tflops = { bf16 = 312, fp16 = 312, tf32 = 156, fp32 = 19.5 }   # dense peak, TFLOP/s
+//! hbm_gib = 80                # GiB
+//! hbm_gbps = 2039             # GB/s
+//!
+//! [node]
+//! gpus_per_node = 8
+//! fabric = "nvswitch"         # nvswitch | full-mesh | ring | pcie
+//! intra_bw_gbps = 240         # seed 000 intra_bw: GB/s per GPU per direction
+//! intra_latency_us = 2.0      # per hop, µs
+//! in_switch_reduction = false # NVLink SHARP (NVLS)
+//!
+//! [network]
+//! nodes = 8                   # or: gpus = 64 (a multiple of gpus_per_node)
+//! topology = "fat-tree"       # fat-tree | rail-optimized | spine-leaf | torus-2d
+//! inter_bw_gbps = 24          # seed 000 inter_bw: GB/s per GPU per direction
+//! nics_per_node = 8
+//! nic_gbit = 200              # optional: NIC line rate, Gb/s; checked against inter_bw
+//! oversubscription = 1.0      # ≥ 1 (1 = full bisection)
+//! link_delay_us = 2.7         # seed 000 link_delay, µs
+//!
+//! [efficiency]                # seed 000 §5
+//! bwurate = 0.96              # (0, 1]
+//! start_lat_us = 6.0
+//! sync_lat_us = 8.0
+//! cpufetch_us = 5.0
+//! ```
+//!
+//! Every field is required except `nic_gbit`, and exactly one of `nodes` / `gpus`.
+
+use autoplan_input::{InputError, Source};
+use serde::Deserialize;
+
+use crate::{
+    Cluster, Efficiency, Gpu, GpuArch, IntraFabric, NetTopology, Network, Node, Precision,
+};
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// GB/s → bytes/s (1 GB = 1e9 B, the convention of vendor link specs and nccl-tests).
+const GBPS: f64 = 1e9;
+/// µs → s.
+const US: f64 = 1e-6;
+/// TFLOP/s → FLOP/s.
+const TFLOPS: f64 = 1e12;
+
+/// A cluster file as written, before any check.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClusterFile {
+    pub name: String,
+    pub gpu: RawGpu,
+    pub node: RawNode,
+    pub network: RawNetwork,
+    pub efficiency: RawEfficiency,
+}
+
+/// `[gpu]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpu {
+    pub name: String,
+    pub arch: GpuArch,
+    pub tflops: RawTflops,
+    pub hbm_gib: f64,
+    pub hbm_gbps: f64,
+}
+
+/// `[gpu] tflops = { ... }`: dense peak TFLOP/s per precision; at least one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTflops {
+    pub fp32: Option<f64>,
+    pub tf32: Option<f64>,
+    pub fp16: Option<f64>,
+    pub bf16: Option<f64>,
+    pub fp8: Option<f64>,
+}
+
+/// `[node]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNode {
+    pub gpus_per_node: u32,
+    pub fabric: IntraFabric,
+    pub intra_bw_gbps: f64,
+    pub intra_latency_us: f64,
+    pub in_switch_reduction: bool,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNetwork {
+    pub nodes: Option<u32>,
+    pub gpus: Option<u32>,
+    pub topology: NetTopology,
+    pub inter_bw_gbps: f64,
+    pub nics_per_node: u32,
+    pub nic_gbit: Option<f64>,
+    pub oversubscription: f64,
+    pub link_delay_us: f64,
+}
+
+/// `[efficiency]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEfficiency {
+    pub bwurate: f64,
+    pub start_lat_us: f64,
+    pub sync_lat_us: f64,
+    pub cpufetch_us: f64,
+}
+
+/// Why a value is impossible; `None` when it is fine.
+fn positive(v: f64) -> Option<&'static str> {
+    if !v.is_finite() {
+        Some("must be a finite number")
+    } else if v <= 0.0 {
+        Some("must be positive")
+    } else {
+        None
+    }
+}
+
+fn non_negative(v: f64) -> Option<&'static str> {
+    if !v.is_finite() {
+        Some("must be a finite number")
+    } else if v < 0.0 {
+        Some("must not be negative")
+    } else {
+        None
+    }
+}
+
+impl Cluster {
+    /// Parse and validate a cluster file. Syntax errors, unknown fields and missing fields come
+    /// with their line and column; impossible values name the field, the value and why.
+    ///
+    /// ```
+    /// use autoplan_input::Source;
+    /// let text = autoplan_cluster::bundled_cluster_text("a100x64").unwrap();
+    /// let bad = text.replace("bwurate = 0.96", "bwurate = 1.5");
+    /// let err = autoplan_cluster::Cluster::from_toml(&Source::new("x.toml", bad)).unwrap_err();
+    /// assert!(err.to_string().contains("efficiency.bwurate = 1.5"), "{err}");
+    /// ```
+    pub fn from_toml(src: &Source) -> Result<Cluster, InputError> {
+        let raw: RawClusterFile = src.parse()?;
+        raw.validate(src)
+    }
+}
+
+impl RawClusterFile {
+    /// Check every value and convert to SI. `src` locates the errors.
+    pub fn validate(self, src: &Source) -> Result<Cluster, InputError> {
+        let RawClusterFile {
+            name,
+            gpu,
+            node,
+            network,
+            efficiency,
+        } = self;
+        let check = |path: &[&str], v: f64, why: Option<&str>| match why {
+            Some(reason) => Err(src.invalid(path, v, reason)),
+            None => Ok(v),
+        };
+
+        if name.trim().is_empty() {
+            return Err(src.invalid(&["name"], "\"\"", "must not be empty"));
+        }
+        if gpu.name.trim().is_empty() {
+            return Err(src.invalid(&["gpu", "name"], "\"\"", "must not be empty"));
+        }
+
+        // [gpu]
+        let t = &gpu.tflops;
+        let mut peak_flops = Vec::new();
+        for (key, p, v) in [
+            ("fp8", Precision::Fp8, t.fp8),
+            ("bf16", Precision::Bf16, t.bf16),
+            ("fp16", Precision::Fp16, t.fp16),
+            ("tf32", Precision::Tf32, t.tf32),
+            ("fp32", Precision::Fp32, t.fp32),
+        ] {
+            if let Some(v) = v {
+                check(&["gpu", "tflops", key], v, positive(v))?;
+                peak_flops.push((p, v * TFLOPS));
+            }
+        }
+        if peak_flops.is_empty() {
+            return Err(src.invalid(
+                &["gpu", "tflops"],
+                "{}",
+                "give the dense peak of at least one precision (fp32, tf32, fp16, bf16, fp8)",
+            ));
+        }
+        let hbm_gib = check(&["gpu", "hbm_gib"], gpu.hbm_gib, positive(gpu.hbm_gib))?;
+        let hbm_gbps = check(&["gpu", "hbm_gbps"], gpu.hbm_gbps, positive(gpu.hbm_gbps))?;
+
+        // [node]
+        let gpn = node.gpus_per_node;
+        if gpn == 0 {
+            return Err(src.invalid(
+                &["node", "gpus_per_node"],
+                0,
+                "a node needs at least one GPU",
+            ));
+        }
+        let intra_bw = node.intra_bw_gbps;
+        check(&["node", "intra_bw_gbps"], intra_bw, positive(intra_bw))?;
+        let intra_lat = node.intra_latency_us;
+        check(
+            &["node", "intra_latency_us"],
+            intra_lat,
+            non_negative(intra_lat),
+        )?;
+
+        // [network]
+        let nodes = match (network.nodes, network.gpus) {
+            (Some(_), Some(g)) => {
+                return Err(src.invalid(
+                    &["network", "gpus"],
+                    g,
+                    "give either network.nodes or network.gpus, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(src.invalid(
+                    &["network"],
+                    "(no size)",
+                    "missing the cluster size: give network.nodes or network.gpus",
+                ))
+            }
+            (Some(0), None) => {
+                return Err(src.invalid(
+                    &["network", "nodes"],
+                    0,
+                    "a cluster needs at least one node",
+                ))
+            }
+            (Some(n), None) => n,
+            (None, Some(0)) => {
+                return Err(src.invalid(
+                    &["network", "gpus"],
+                    0,
+                    "a cluster needs at least one GPU",
+                ))
+            }
+            (None, Some(g)) if !g.is_multiple_of(gpn) => {
+                return Err(src.invalid(
+                    &["network", "gpus"],
+                    g,
+                    format!("not a multiple of node.gpus_per_node = {gpn}"),
+                ))
+            }
+            (None, Some(g)) => g / gpn,
+        };
+        if nodes.checked_mul(gpn).is_none() {
+            return Err(src.invalid(
+                &["network", "nodes"],
+                nodes,
+                format!("{nodes} nodes × {gpn} GPUs overflows the GPU count"),
+            ));
+        }
+        let inter_bw = network.inter_bw_gbps;
+        check(&["network", "inter_bw_gbps"], inter_bw, positive(inter_bw))?;
+        if network.nics_per_node == 0 && nodes > 1 {
+            return Err(src.invalid(
+                &["network", "nics_per_node"],
+                0,
+                format!("{nodes} nodes cannot talk without a NIC"),
+            ));
+        }
+        if let Some(nic) = network.nic_gbit {
+            check(&["network", "nic_gbit"], nic, positive(nic))?;
+            // The GPU's share of the node's NIC line rate (Gb/s → GB/s: ÷ 8).
+            let share = nic / 8.0 * f64::from(network.nics_per_node) / f64::from(gpn);
+            if inter_bw > share * (1.0 + 1e-9) {
+                return Err(src.invalid(
+                    &["network", "inter_bw_gbps"],
+                    inter_bw,
+                    format!(
+                        "exceeds the GPU's share of the NIC line rate: {} NICs × {nic} Gb/s / 8 / {gpn} GPUs = {share} GB/s",
+                        network.nics_per_node
+                    ),
+                ));
+            }
+        }
+        let over = network.oversubscription;
+        if !over.is_finite() || over < 1.0 {
+            return Err(src.invalid(
+                &["network", "oversubscription"],
+                over,
+                "must be at least 1 (1 = full bisection bandwidth)",
+            ));
+        }
+        let delay = network.link_delay_us;
+        check(&["network", "link_delay_us"], delay, non_negative(delay))?;
+
+        // [efficiency]
+        let e = &efficiency;
+        if !(e.bwurate > 0.0 && e.bwurate <= 1.0) {
+            return Err(src.invalid(
+                &["efficiency", "bwurate"],
+                e.bwurate,
+                "a fraction of the nominal bandwidth: must be in (0, 1]",
+            ));
+        }
+        for (key, v) in [
+            ("start_lat_us", e.start_lat_us),
+            ("sync_lat_us", e.sync_lat_us),
+            ("cpufetch_us", e.cpufetch_us),
+        ] {
+            check(&["efficiency", key], v, non_negative(v))?;
+        }
+
+        Ok(Cluster {
+            name,
+            nodes,
+            gpu: Gpu {
+                name: gpu.name,
+                arch: gpu.arch,
+                peak_flops,
+                hbm_bytes: hbm_gib * GIB,
+                hbm_bw: hbm_gbps * GBPS,
+            },
+            node: Node {
+                gpus_per_node: gpn,
+                fabric: node.fabric,
+                intra_bw: intra_bw * GBPS,
+                intra_latency: intra_lat * US,
+                in_switch_reduction: node.in_switch_reduction,
+            },
+            network: Network {
+                topology: network.topology,
+                inter_bw: inter_bw * GBPS,
+                nics_per_node: network.nics_per_node,
+                oversubscription: over,
+                link_delay: delay * US,
+            },
+            efficiency: Efficiency {
+                bwurate: e.bwurate,
+                start_lat: e.start_lat_us * US,
+                sync_lat: e.sync_lat_us * US,
+                cpufetch: e.cpufetch_us * US,
+            },
+        })
+    }
+}
