@@ -1,10 +1,12 @@
 //! Running cases in parallel: a rayon pool plans them, the calling thread receives each
 //! finished case's rows (in completion order) and hands them to the caller's callback, which
-//! appends them to the output. The callback runs on one thread, so it needs no locking, and a
-//! failed callback (disk full, a kill simulated by a test) stops the workers from starting new
-//! cases.
+//! appends them to the output. The callback runs on one thread, so it needs no locking. When it
+//! asks to stop (`ControlFlow::Break`: a case budget), no new case starts and the cases in
+//! flight are still handed over; when it fails (disk full), no new case starts and nothing more
+//! is handed over.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
@@ -62,7 +64,7 @@ pub fn run<P, E>(
     cases: &[Case],
     planner: &P,
     threads: usize,
-    mut done: impl FnMut(&Case, String) -> Result<(), E>,
+    mut done: impl FnMut(&Case, String) -> Result<ControlFlow<()>, E>,
 ) -> Result<usize, RunError<E>>
 where
     P: Planner + ?Sized,
@@ -93,12 +95,19 @@ where
             });
         });
         for (i, rows) in rx {
-            if let Err(e) = done(&cases[i], rows) {
-                stop.store(true, Ordering::Relaxed);
-                failure = Some(e);
-                break;
+            match done(&cases[i], rows) {
+                Ok(flow) => {
+                    finished += 1;
+                    if flow.is_break() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    failure = Some(e);
+                    break;
+                }
             }
-            finished += 1;
         }
     });
     match failure {

@@ -39,7 +39,7 @@
 //! let mut out = autoplan_sweep::header();
 //! run(&cases, &planner, 2, |_case, block| {
 //!     out.push_str(&block);
-//!     Ok::<(), std::convert::Infallible>(())
+//!     Ok::<_, std::convert::Infallible>(std::ops::ControlFlow::Continue(()))
 //! }).unwrap();
 //! let out = merge(&[("out.csv", out.as_str())], Some(&cases)).unwrap();
 //! assert_eq!(out.lines().count(), 3);

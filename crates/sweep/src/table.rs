@@ -426,7 +426,7 @@ gpus = [4, 16]
             threads,
             |_, rows| {
                 out.push_str(&rows);
-                Ok::<_, std::convert::Infallible>(())
+                Ok::<_, std::convert::Infallible>(std::ops::ControlFlow::Continue(()))
             },
         )
         .unwrap();

@@ -1,20 +1,347 @@
-//! `autoplan sweep`, `merge`, `diff` (not built yet).
+//! `autoplan sweep`, `merge`, `diff`: grids of cases to CSV, shards merged, sweeps compared.
+//!
+//! The file discipline (what makes a kill harmless) lives in [`sweep_file`]: each finished
+//! case's rows are appended with one `write_all` and `sync_data`, in completion order; a resume
+//! cuts any torn tail and skips the whole cases; when the run ends the file is rewritten in
+//! canonical case order (to a temporary file, then renamed), so its bytes do not depend on
+//! thread count, interruptions or shards.
 
+use std::fs::{self, OpenOptions};
+use std::io::{IsTerminal, Seek, SeekFrom, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
-#[derive(clap::Args, Debug)]
-pub struct MergeArgs {}
-#[derive(clap::Args, Debug)]
-pub struct DiffArgs {}
+use anyhow::{bail, Context};
+use autoplan_sweep::{Case, Planner, RunError, Shard, SweepSpec, SweepTable};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`sweep` is not implemented yet")
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Sweep spec (TOML), e.g. search_spaces/sweeps/nightly.toml.
+    #[arg(long)]
+    pub spec: PathBuf,
+    /// Output CSV, e.g. results/nightly.csv (schema: results/README.md).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Worker threads; 0 = one per core. The output does not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Finish an interrupted sweep: keep the whole cases already in --out, run the rest.
+    /// (Starts afresh when --out does not exist.)
+    #[arg(long)]
+    pub resume: bool,
+    /// Run only the K-th of N deterministic slices (case i goes to slice i mod N + 1);
+    /// `autoplan merge` joins the slices.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
+    /// Stop after this many cases (more may finish: those in flight are kept); finish later
+    /// with --resume.
+    #[arg(long, value_name = "N")]
+    pub max_cases: Option<usize>,
 }
-pub fn merge(_args: MergeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`merge` is not implemented yet")
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Sweep CSVs to merge (e.g. the shards of one spec).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output CSV (default: standard output).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// The spec the inputs come from: checks that together they hold exactly its cases.
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
 }
-pub fn diff(_args: DiffArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`diff` is not implemented yet")
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The reference sweep, e.g. results/reference.csv.
+    pub old: PathBuf,
+    /// The new sweep.
+    pub new: PathBuf,
+    /// Relative shift of a best-plan metric worth reporting (0.02 = 2 %).
+    #[arg(long, default_value_t = 0.02)]
+    pub threshold: f64,
+}
+
+/// How [`sweep_file`] runs.
+#[derive(Debug, Clone, Default)]
+pub struct FileOptions {
+    /// Worker threads; 0 = one per core.
+    pub threads: usize,
+    /// Continue the file instead of refusing to touch an existing one.
+    pub resume: bool,
+    /// Stop starting cases once this many have finished in this run.
+    pub max_cases: Option<usize>,
+    /// Draw a progress bar on stderr (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// What [`sweep_file`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Cases of this run (the shard's).
+    pub cases: usize,
+    /// Whole cases found in the file and skipped.
+    pub resumed: usize,
+    /// Cases planned and written in this run.
+    pub ran: usize,
+}
+
+impl Summary {
+    /// Every case of the run is in the file.
+    pub fn complete(&self) -> bool {
+        self.resumed + self.ran == self.cases
+    }
+}
+
+/// Sweep `cases` (already sliced to a shard) into the CSV at `out` with `planner`; see the
+/// module docs for the file discipline. Refuses to overwrite an existing non-empty file unless
+/// resuming.
+pub fn sweep_file<P: Planner + ?Sized>(
+    cases: &[Case],
+    out: &Path,
+    planner: &P,
+    opts: &FileOptions,
+) -> anyhow::Result<Summary> {
+    let name = out.display().to_string();
+    let existing = match fs::read(out) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("{name}: cannot read")),
+    };
+    let resume = match existing {
+        Some(bytes) if !bytes.is_empty() => {
+            if !opts.resume {
+                bail!("{name} exists: pass --resume to finish it, or remove it to start afresh");
+            }
+            // A cut inside a multi-byte character is a torn tail too: keep the valid prefix.
+            let text = match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    let valid = e.utf8_error().valid_up_to();
+                    String::from_utf8_lossy(&e.into_bytes()[..valid]).into_owned()
+                }
+            };
+            autoplan_sweep::resume_point(&name, &text, cases)?
+        }
+        _ => autoplan_sweep::Resume {
+            keep: 0,
+            has_header: false,
+            done: Default::default(),
+        },
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(out)
+        .with_context(|| format!("{name}: cannot open for writing"))?;
+    // Cut the torn tail (a partial row, the first rows of a case) and append after the rest.
+    file.set_len(resume.keep as u64)
+        .and_then(|_| file.seek(SeekFrom::End(0)))
+        .with_context(|| format!("{name}: cannot truncate"))?;
+    if !resume.has_header {
+        write_block(&mut file, &autoplan_sweep::header())
+            .with_context(|| format!("{name}: cannot write"))?;
+    }
+    let todo: Vec<Case> = cases
+        .iter()
+        .filter(|c| !resume.done.contains(&c.index))
+        .cloned()
+        .collect();
+    let bar = progress_bar(cases.len(), resume.done.len(), opts.progress);
+    let mut ran = 0;
+    let result = autoplan_sweep::run(&todo, planner, opts.threads, |case, rows| {
+        write_block(&mut file, &rows)?;
+        ran += 1;
+        bar.inc(1);
+        bar.set_message(format!("{} {}×{}", case.model, case.cluster, case.gpus));
+        Ok::<_, std::io::Error>(match opts.max_cases {
+            Some(max) if ran >= max => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        })
+    });
+    bar.finish_and_clear();
+    match result {
+        Ok(_) => {}
+        Err(RunError::Sink(e)) => return Err(e).with_context(|| format!("{name}: cannot write")),
+        Err(e) => return Err(anyhow::anyhow!("{e}")),
+    }
+    drop(file);
+    canonicalize(out)?;
+    Ok(Summary {
+        cases: cases.len(),
+        resumed: resume.done.len(),
+        ran,
+    })
+}
+
+/// One case's rows: one write, then on disk before the next case is reported done.
+fn write_block(file: &mut fs::File, rows: &str) -> std::io::Result<()> {
+    file.write_all(rows.as_bytes())?;
+    file.sync_data()
+}
+
+/// Rewrite `out` in canonical case order (via a temporary file and a rename, so a kill leaves
+/// either the old or the new file), unless it already is.
+fn canonicalize(out: &Path) -> anyhow::Result<()> {
+    let name = out.display().to_string();
+    let text = fs::read_to_string(out).with_context(|| format!("{name}: cannot read back"))?;
+    let canonical = autoplan_sweep::merge(&[(&name, &text)], None)?;
+    if canonical != text {
+        write_atomic(out, &canonical)?;
+    }
+    Ok(())
+}
+
+fn write_atomic(out: &Path, text: &str) -> anyhow::Result<()> {
+    let mut tmp = out.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, out)
+    };
+    write().with_context(|| format!("{}: cannot write", out.display()))
+}
+
+fn progress_bar(len: usize, done: usize, wanted: bool) -> ProgressBar {
+    if !wanted || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{wide_bar}] {pos}/{len} cases, ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_position(done as u64);
+    bar.reset_eta();
+    bar
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let spec = SweepSpec::read(&args.spec)?;
+    let catalog = real::Catalog::load(&spec)?;
+    let cases = spec.cases(|name| catalog.cluster_gpus(name))?;
+    let shard = args.shard.unwrap_or(Shard::ALL);
+    let mine = shard.select(&cases);
+    let opts = FileOptions {
+        threads: args.threads,
+        resume: args.resume,
+        max_cases: args.max_cases,
+        progress: true,
+    };
+    let s = sweep_file(&mine, &args.out, &catalog, &opts)?;
+    eprintln!(
+        "{}: {} of {} case(s){} done ({} resumed, {} run now){}",
+        args.out.display(),
+        s.resumed + s.ran,
+        s.cases,
+        if shard == Shard::ALL {
+            String::new()
+        } else {
+            format!(" of shard {shard}")
+        },
+        s.resumed,
+        s.ran,
+        if s.complete() {
+            ""
+        } else {
+            "; finish with --resume"
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let texts = args
+        .inputs
+        .iter()
+        .map(|p| fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display())))
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    let names: Vec<String> = args
+        .inputs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let inputs: Vec<(&str, &str)> = names
+        .iter()
+        .zip(&texts)
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    let expected = match &args.spec {
+        Some(path) => {
+            let spec = SweepSpec::read(path)?;
+            Some(spec.cases(real::cluster_gpus)?)
+        }
+        None => None,
+    };
+    let merged = autoplan_sweep::merge(&inputs, expected.as_deref())?;
+    match &args.out {
+        Some(out) => write_atomic(out, &merged)?,
+        None => std::io::stdout().lock().write_all(merged.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit status 0 when the sweeps agree, 1 when there are differences (as diff(1)).
+pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        bail!(
+            "--threshold {}: expected a relative shift ≥ 0, e.g. 0.02",
+            args.threshold
+        );
+    }
+    let read = |p: &Path| -> anyhow::Result<SweepTable> {
+        let text =
+            fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?;
+        Ok(SweepTable::parse(&p.display().to_string(), &text)?)
+    };
+    let report = autoplan_sweep::diff(&read(&args.old)?, &read(&args.new)?, args.threshold);
+    print!("{report}");
+    Ok(if report.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The real planner: the bundled or file models, clusters and spaces of a spec, resolved once,
+/// and the search.
+mod real {
+    use super::*;
+    use autoplan_sweep::{Infeasible, RankedPlan};
+
+    pub struct Catalog {}
+
+    impl Catalog {
+        pub fn load(_spec: &SweepSpec) -> anyhow::Result<Catalog> {
+            bail!("`sweep` needs the search (issue 5), which is not wired in yet")
+        }
+
+        pub fn cluster_gpus(&self, name: &str) -> Result<u32, String> {
+            cluster_gpus(name)
+        }
+    }
+
+    pub fn cluster_gpus(name: &str) -> Result<u32, String> {
+        Err(format!("cannot resolve cluster `{name}` yet"))
+    }
+
+    impl Planner for Catalog {
+        fn plan(&self, _case: &Case) -> Result<Vec<RankedPlan>, Infeasible> {
+            Err(Infeasible {
+                reason: "no search".into(),
+            })
+        }
+    }
 }
