@@ -154,6 +154,7 @@ pub struct Evaluator {
     capacity: Option<f64>,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
+    mem: crate::interim::MemSums,
 }
 
 /// Per-plan derived quantities.
@@ -303,6 +304,7 @@ impl Evaluator {
             imbalance,
             capacity,
             eff_max,
+            mem: crate::interim::MemSums::of(model),
         }
     }
 
@@ -581,13 +583,16 @@ impl Evaluator {
         } else {
             [0.0; NCLASS]
         };
-        let (_, _, _, _, attn_gemm) = self.compute(&self.classes[ATTN], x);
         let attn_cc = self.compute(&self.classes[ATTN], x);
         for (i, c) in self.classes.iter().enumerate() {
             if i == MOE && self.experts == 0.0 || i == MTP && self.mtp == 0 {
                 continue;
             }
-            let (fwd, bwd, rc_full, rc_sel, gemm) = self.compute(c, x);
+            let (fwd, bwd, rc_full, rc_sel, gemm) = if i == ATTN {
+                attn_cc
+            } else {
+                self.compute(c, x)
+            };
             let mut cc = ClassCost {
                 fwd,
                 bwd,
@@ -619,7 +624,6 @@ impl Evaluator {
             cc.rc_comm = e.rc;
             out[i] = cc;
         }
-        let _ = attn_gemm;
         out
     }
 
@@ -1751,6 +1755,7 @@ impl Evaluator {
     fn memory(&self, plan: &Plan) -> crate::MemoryBreakdown {
         crate::interim::memory(
             &self.model,
+            &self.mem,
             plan,
             &self.opts.memory,
             self.opts.attention == AttentionKernel::Flash,

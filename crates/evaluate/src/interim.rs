@@ -99,33 +99,52 @@ pub struct MemoryBreakdown {
 /// Korthikanti activations (SP splits all of them over tp, without SP 10/34 stay replicated;
 /// the `s×s` scores only without flash attention) × the micro-batches in flight on the first
 /// stage (1F1B: pp; interleaved: pp·(1 + (pp−1)/(pp·vpp))).
+/// Per-model sums the interim memory estimate needs (computed once).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemSums {
+    dense: f64,
+    expert: f64,
+    act_tok: f64,
+    score_tok: f64,
+    logits_tok: f64,
+}
+
+impl MemSums {
+    pub fn of(model: &ModelSpec) -> MemSums {
+        let mut m = MemSums::default();
+        for l in model.layers() {
+            m.dense += l.non_expert_params();
+            m.expert += l.experts as f64 * l.expert_params;
+            if l.kind == autoplan_graph::LayerKind::CrossEntropy {
+                m.logits_tok += l.act_bytes_per_token;
+            } else {
+                m.act_tok += l.act_bytes_per_token;
+                m.score_tok += l.attn_score_bytes_per_token;
+            }
+        }
+        m
+    }
+}
+
 pub fn memory(
     model: &ModelSpec,
+    sums: &MemSums,
     plan: &Plan,
     opts: &MemoryOptions,
     flash: bool,
 ) -> MemoryBreakdown {
-    let layers = model.layers();
     let pp = plan.pp.max(1) as f64;
     let tp = plan.tp.max(1) as f64;
     let dpcp = (plan.dp * plan.cp).max(1) as f64;
     let edp = plan.edp().max(1) as f64;
     let epmt = (plan.ep * plan.moe_tp).max(1) as f64;
-    let mut dense = 0.0;
-    let mut expert = 0.0;
-    let mut act_tok = 0.0;
-    let mut score_tok = 0.0;
-    let mut logits_tok = 0.0;
-    for l in &layers {
-        dense += l.non_expert_params();
-        expert += l.experts as f64 * l.expert_params;
-        if l.kind == autoplan_graph::LayerKind::CrossEntropy {
-            logits_tok += l.act_bytes_per_token;
-        } else {
-            act_tok += l.act_bytes_per_token;
-            score_tok += l.attn_score_bytes_per_token;
-        }
-    }
+    let MemSums {
+        dense,
+        expert,
+        act_tok,
+        score_tok,
+        logits_tok,
+    } = *sums;
     let p_d = dense / tp / pp;
     let p_e = expert / epmt / pp;
     let weights = 2.0 * (p_d + p_e);

@@ -1,0 +1,358 @@
+//! Hand-checked step time on a tiny model and a 2-node cluster, and metamorphic properties:
+//! more bandwidth never slows a plan, more HBM never invalidates one, full recompute never
+//! stores more activations than selective, `report` agrees with `evaluate`.
+
+use autoplan_cluster::{Cluster, Precision};
+use autoplan_cost::calibration::dgx_a100;
+use autoplan_cost::compute::{attention_core_time, gemm_time, memory_bound_time};
+use autoplan_cost::{AlgoMode, Collective, CostModel};
+use autoplan_evaluate::{CommKind, EvalOptions, Evaluator, Infeasible};
+use autoplan_graph::{
+    Attention, Family, Mlp, ModelSpec, Moe, Norm, Optimizer, Positions, Routing, Training,
+};
+use autoplan_plan::{Plan, Recompute, Schedule, Zero};
+use proptest::prelude::*;
+
+/// GPT-style: 2 blocks, h 512, 8 heads of 64, GELU 4h, vocab 1024, seq 512, tied.
+fn tiny_gpt() -> ModelSpec {
+    ModelSpec {
+        name: "tiny-gpt".into(),
+        family: Family::Gpt,
+        layers: 2,
+        hidden: 512,
+        heads: 8,
+        attention: Attention::Gqa {
+            kv_heads: 8,
+            head_dim: 64,
+        },
+        ffn_hidden: 2048,
+        mlp: Mlp::Gelu,
+        norm: Norm::LayerNorm,
+        positions: Positions::Learned,
+        max_positions: 512,
+        vocab: 1024,
+        tied_embeddings: true,
+        bias: true,
+        moe: None,
+        mtp_modules: 0,
+        training: Training {
+            seq_len: 512,
+            global_batch: 32,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adam,
+        },
+    }
+}
+
+/// Llama-style MoE: 4 blocks (first dense), 16 experts of 512, top-2, h 1024, seq 1024.
+fn tiny_moe() -> ModelSpec {
+    ModelSpec {
+        name: "tiny-moe".into(),
+        family: Family::Mixtral,
+        layers: 4,
+        hidden: 1024,
+        heads: 16,
+        attention: Attention::Gqa {
+            kv_heads: 4,
+            head_dim: 64,
+        },
+        ffn_hidden: 4096,
+        mlp: Mlp::Swiglu,
+        norm: Norm::RmsNorm,
+        positions: Positions::Rope,
+        max_positions: 0,
+        vocab: 2048,
+        tied_embeddings: false,
+        bias: false,
+        moe: Some(Moe {
+            experts: 16,
+            top_k: 2,
+            shared_experts: 0,
+            expert_ffn_hidden: 512,
+            shared_ffn_hidden: 0,
+            first_dense_layers: 1,
+            routing: Routing::TopK,
+            capacity_factor: None,
+            load_imbalance: 1.2,
+        }),
+        mtp_modules: 0,
+        training: Training {
+            seq_len: 1024,
+            global_batch: 64,
+            precision: Precision::Bf16,
+            optimizer: Optimizer::Adam,
+        },
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-30)
+}
+
+#[test]
+fn hand_checked_step_time_dp16_on_two_nodes() {
+    // 2 × DGX A100, pure data parallelism: dp = 16 spans both nodes, 2 micro-batches of one
+    // 512-token sequence per GPU. Step = 2 · (forward + backward of every layer) + the gradient
+    // all-reduce (one 40M-param bucket: nothing to hide behind) + the Adam step.
+    let m = tiny_gpt();
+    let c = dgx_a100(2);
+    let g = &c.gpu;
+    let p = Precision::Bf16;
+    let ev = Evaluator::new(&m, &c, EvalOptions::default());
+    let plan = Plan {
+        dp: 16,
+        ..Plan::default()
+    };
+    let r = ev.report(&plan).expect("fits");
+    assert_eq!(r.microbatches, 2);
+
+    let t = 512.0; // tokens per micro-batch
+    let h = 512.0;
+    let gemm = |n: f64, k: f64| gemm_time(g, 2.0 * t * n * k, t, n, k, p);
+    let mem = |bytes_per_token: f64| memory_bound_time(g, 2.0 * bytes_per_token * t);
+    // Attention: q, k, v (h → h), o (h → h); core: causal a·(d+d)·s per token; stored
+    // activations (Korthikanti 11h + dropout mask h at 16 bits = 13h bytes per token).
+    let attn_gemm = 4.0 * gemm(h, h);
+    let core = attention_core_time(g, 8.0 * 128.0 * 512.0 * t, (2.0 * h + 2.0 * h) * t * 2.0, p);
+    let attn_mem = mem(13.0 * h);
+    // MLP: fc1 h → 4h, fc2 4h → h; stored 2·2h + 2·2·4h + h = 21h bytes per token.
+    let mlp_gemm = gemm(4.0 * h, h) + gemm(h, 4.0 * h);
+    let mlp_mem = mem(21.0 * h);
+    // Embedding (dropout mask h), final norm (2h), LM head (2h input + GEMM h → V), CE (4V).
+    let emb = mem(h);
+    let norm = mem(2.0 * h);
+    let head_gemm = gemm(1024.0, h);
+    let head_mem = mem(2.0 * h);
+    let ce = mem(4.0 * 1024.0);
+    let fwd = emb
+        + 2.0 * (attn_gemm + core + attn_mem + mlp_gemm + mlp_mem)
+        + norm
+        + head_gemm
+        + head_mem
+        + ce;
+    let bwd = 2.0 * (emb + norm + head_gemm + head_mem + ce)
+        + 2.0 * (2.0 * attn_gemm + 2.5 * core + 2.0 * attn_mem + 2.0 * mlp_gemm + 2.0 * mlp_mem);
+    let params = m.total_params();
+    let cm = CostModel::new(&c);
+    let dp_group = c.group_placement(&[1, 1, 16, 1], &[false, false, true, false]);
+    assert_eq!(
+        (dp_group.size, dp_group.ranks_per_node, dp_group.nodes),
+        (16, 8, 2)
+    );
+    let ar = cm
+        .collective(
+            Collective::AllReduce,
+            dp_group,
+            4.0 * params,
+            AlgoMode::Cheapest,
+        )
+        .time;
+    let adam = memory_bound_time(g, 34.0 * params);
+    let want = 2.0 * (fwd + bwd) + ar + adam;
+    let got = r.metrics.step_time_s;
+    assert!(close(got, want, 1e-9), "step {got} vs hand {want}");
+    assert!(close(r.breakdown.dp_exposed_s, ar, 1e-9));
+    assert!(close(r.breakdown.optimizer_s, adam, 1e-9));
+    assert_eq!(r.breakdown.bubble_s, 0.0);
+    assert_eq!(r.metrics.dominant_comm, CommKind::Dp);
+    // Throughput and MFU follow from the step: 32 sequences of 512 tokens; model FLOPs
+    // 3·(GEMM + 2·causal attention) per token (Megatron's convention).
+    let tokens = 32.0 * 512.0;
+    assert!(close(r.metrics.tokens_per_s, tokens / want, 1e-9));
+    let flops_tok = 3.0 * (m.flops_per_token() + 2.0 * 2.0 * 8.0 * 128.0 * 512.0 / 2.0);
+    let mfu = tokens * flops_tok / want / 16.0 / 312e12;
+    assert!(
+        close(r.metrics.mfu, mfu, 1e-9),
+        "{} vs {mfu}",
+        r.metrics.mfu
+    );
+}
+
+#[test]
+fn gpt_model_flops_match_megatron() {
+    // Megatron (Narayanan 2021): 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) model FLOPs per step.
+    // The formula omits biases and norms' FLOPs (none are GEMMs) and the position table.
+    let m = tiny_gpt();
+    let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+    let (l, h, s, v) = (2.0, 512.0, 512.0, 1024.0);
+    let megatron = 72.0 * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h)) / s;
+    assert!(close(ev.model_flops().model_per_token(), megatron, 1e-12));
+}
+
+#[test]
+fn tensor_parallel_adds_the_conjugate_all_reduces() {
+    // tp = 8 inside a node, no SP: per block one forward (g) and one backward (f) all-reduce
+    // of b·s·h in attention and in the MLP (seed 003: 4 per layer), plus the vocab-parallel
+    // embedding's forward all-reduce, the LM head's backward one and the cross-entropy's 3.
+    let m = tiny_gpt();
+    let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+    let plan = Plan {
+        tp: 8,
+        dp: 2,
+        ..Plan::default()
+    };
+    let r = ev.report(&plan).unwrap();
+    let calls = |what: &str| -> f64 {
+        r.comm
+            .iter()
+            .filter(|c| c.what.contains(what))
+            .map(|c| c.calls_per_step)
+            .sum()
+    };
+    let micro = r.microbatches as f64;
+    assert_eq!(calls("all-reduce (g)"), 2.0 * 2.0 * micro);
+    assert_eq!(calls("all-reduce (f)"), 2.0 * 2.0 * micro + micro);
+    assert_eq!(calls("vocab-parallel embedding all-reduce"), micro);
+    assert_eq!(calls("cross-entropy"), 3.0 * micro);
+    let ar = r.comm.iter().find(|c| c.what.contains("(g)")).unwrap();
+    assert_eq!(ar.bytes, 512.0 * 512.0 * 2.0);
+    assert!(ar.group.intra_node() && ar.group.size == 8);
+    assert!(r.breakdown.tp_exposed_s > 0.0);
+}
+
+#[test]
+fn moe_plan_has_dispatch_combine_and_expert_gradients() {
+    let m = tiny_moe();
+    let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+    let plan = Plan {
+        tp: 2,
+        sp: true,
+        dp: 8,
+        ep: 8,
+        zero: Zero(1),
+        ..Plan::default()
+    };
+    let r = ev.report(&plan).unwrap();
+    let a2a: Vec<_> = r
+        .comm
+        .iter()
+        .filter(|c| c.collective == Collective::AllToAll)
+        .collect();
+    assert_eq!(a2a.len(), 4, "dispatch + combine, forward and backward");
+    // Tokens a rank dispatches: mbs·s/tp = 512, × top-2 × h × 2 bytes.
+    assert_eq!(a2a[0].bytes, 512.0 * 2.0 * 1024.0 * 2.0);
+    assert_eq!(a2a[0].calls_per_step, 3.0 * r.microbatches as f64);
+    assert!(r
+        .comm
+        .iter()
+        .any(|c| c.what.contains("EDP expert gradient")));
+    assert!(r.breakdown.ep_exposed_s > 0.0);
+}
+
+#[test]
+fn invalid_plans_are_reasons_not_panics() {
+    let m = tiny_gpt();
+    let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+    let wrong_gpus = Plan {
+        dp: 8,
+        ..Plan::default()
+    };
+    assert!(matches!(
+        ev.evaluate(&wrong_gpus),
+        Err(Infeasible::Invalid(_))
+    ));
+    let heads = Plan {
+        tp: 16,
+        ..Plan::default()
+    };
+    assert!(matches!(ev.evaluate(&heads), Err(Infeasible::Invalid(_))));
+    let mut small = dgx_a100(2);
+    small.gpu.hbm_bytes = 1e6;
+    let ev = Evaluator::new(&m, &small, EvalOptions::default());
+    let e = ev
+        .evaluate(&Plan {
+            dp: 16,
+            ..Plan::default()
+        })
+        .unwrap_err();
+    assert!(matches!(e, Infeasible::OutOfMemory { .. }));
+    assert!(e.to_string().contains("GiB over"), "{e}");
+}
+
+fn plans() -> impl Strategy<Value = Plan> {
+    (
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        prop::sample::select(vec![1u32, 2]),
+        prop::sample::select(vec![1u32, 2]),
+        prop::bool::ANY,
+        prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
+        prop::sample::select(vec![0u8, 1, 3]),
+        prop::sample::select(vec![1u32, 2]),
+        prop::bool::ANY,
+    )
+        .prop_map(|(tp, pp, cp, sp, recompute, zero, mbs, overlap)| Plan {
+            tp,
+            pp,
+            cp,
+            sp,
+            dp: 16 / (tp * pp * cp),
+            recompute,
+            zero: Zero(zero),
+            mbs,
+            tp_overlap: overlap,
+            schedule: Schedule::OneF1B,
+            ..Plan::default()
+        })
+}
+
+fn faster(c: &Cluster, k: f64) -> Cluster {
+    let mut f = c.clone();
+    f.node.intra_bw *= k;
+    f.network.inter_bw *= k;
+    f
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn more_bandwidth_never_slows_a_plan(plan in plans(), k in 1.0f64..8.0, moe in prop::bool::ANY) {
+        let m = if moe { tiny_moe() } else { tiny_gpt() };
+        let c = dgx_a100(2);
+        let slow = Evaluator::new(&m, &c, EvalOptions::default()).evaluate(&plan);
+        let fast = Evaluator::new(&m, &faster(&c, k), EvalOptions::default()).evaluate(&plan);
+        if let (Ok(s), Ok(f)) = (slow, fast) {
+            prop_assert!(f.step_time_s <= s.step_time_s * (1.0 + 1e-12), "{} > {}", f.step_time_s, s.step_time_s);
+        }
+    }
+
+    #[test]
+    fn more_hbm_never_invalidates_a_plan(plan in plans(), k in 1.0f64..4.0) {
+        let m = tiny_gpt();
+        let mut c = dgx_a100(2);
+        c.gpu.hbm_bytes = 2e9;
+        let before = Evaluator::new(&m, &c, EvalOptions::default()).evaluate(&plan);
+        c.gpu.hbm_bytes *= k;
+        let after = Evaluator::new(&m, &c, EvalOptions::default()).evaluate(&plan);
+        if before.is_ok() {
+            prop_assert!(after.is_ok());
+        }
+        if let Err(Infeasible::Invalid(_)) = before {
+            prop_assert!(matches!(after, Err(Infeasible::Invalid(_))));
+        }
+    }
+
+    #[test]
+    fn report_agrees_with_evaluate_and_parts_sum_to_step(plan in plans(), moe in prop::bool::ANY) {
+        let m = if moe { tiny_moe() } else { tiny_gpt() };
+        let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+        if let Ok(metrics) = ev.evaluate(&plan) {
+            let r = ev.report(&plan).unwrap();
+            prop_assert_eq!(metrics, r.metrics);
+            prop_assert!(close(r.breakdown.total(), metrics.step_time_s, 1e-9));
+            prop_assert!(metrics.mfu > 0.0 && metrics.mfu <= metrics.hfu + 1e-12);
+            prop_assert!(ev.lower_bound(&Default::default()) <= metrics.step_time_s);
+        }
+    }
+
+    #[test]
+    fn full_recompute_stores_no_more_activations_than_selective(plan in plans()) {
+        let m = tiny_gpt();
+        let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+        let sel = ev.report(&Plan { recompute: Recompute::Selective, ..plan });
+        let full = ev.report(&Plan { recompute: Recompute::Full, ..plan });
+        if let (Ok(s), Ok(f)) = (sel, full) {
+            prop_assert!(f.memory.activations <= s.memory.activations);
+        }
+    }
+}
