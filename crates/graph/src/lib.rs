@@ -3,10 +3,25 @@
 //! parameters, forward FLOPs per token, activation sizes and the tensors each parallelism moves.
 //!
 //! Boundary: this crate knows architectures, not hardware or plans. Sizes are element counts
-//! (parameters) and FLOPs; bytes appear only where a precision is given.
+//! (parameters) and FLOPs per token of one forward pass; bytes appear only for stored
+//! activations (16-bit storage). Per-GPU sharding, backward/recompute multipliers and time are
+//! the cost and memory crates' business.
 //!
-//! The principal type is [`ModelSpec`]. All dimensions are validated on construction: a
-//! `ModelSpec` that exists is internally consistent (heads divide hidden, top-k ≤ experts...).
+//! The principal type is [`ModelSpec`], built by [`ModelSpec::from_toml`] (a model file),
+//! [`ModelSpec::from_hf_config`] (a Hugging Face `config.json`) or [`resolve_model`] (either, or
+//! a bundled name). A `ModelSpec` that exists is internally consistent (heads divide hidden,
+//! top-k ≤ experts...). [`ModelSpec::layers`] (and [`ModelSpec::graph`], the same nodes as a
+//! petgraph chain) give one [`Layer`] per node.
+//!
+//! ```
+//! use autoplan_graph::{resolve_model, LayerKind};
+//! let m = resolve_model("deepseek-v3").unwrap();
+//! assert!((m.total_params() / 671e9 - 1.0).abs() < 0.005); // DeepSeek-V3: 671B
+//! let moe = m.layers().into_iter().find(|l| l.kind == LayerKind::Moe).unwrap();
+//! assert_eq!(moe.experts, 256);
+//! // One token is dispatched to 8 experts: 8 × hidden elements cross the EP all-to-all.
+//! assert_eq!(moe.ep_dispatch_elems_per_token, 8.0 * 7168.0);
+//! ```
 
 pub use autoplan_cluster::Precision;
 

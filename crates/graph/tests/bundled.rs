@@ -241,3 +241,25 @@ fn bundled_files_are_named_after_their_model() {
         );
     }
 }
+
+#[test]
+fn moe_flops_match_megatron_model_flops_of_published_runs() {
+    // published_runs.csv reports model TFLOP/s per GPU and tokens/s per GPU for the same runs;
+    // their ratio is Megatron's training FLOPs per token (3 × forward, no recompute):
+    // mzoo_h100_Qwen3_235B_a22B_xnode_ep32: 245 TFLOP/s / 1663.4 tok/s (seq 4096);
+    // bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8: 121 TFLOP/s / 5275 tok/s (seq 4096).
+    // The TFLOP/s are rounded to 3 digits, so agreement within 1% is the most they support.
+    for (name, tflops, tokens) in [
+        ("qwen3-235b-a22b", 245e12, 1663.4),
+        ("qwen3-30b-a3b", 121e12, 5275.0),
+    ] {
+        let m = resolve_model(name).unwrap();
+        assert_eq!(m.training.seq_len, 4096);
+        let published = tflops / tokens;
+        let ours = 3.0 * m.flops_per_token();
+        assert!(
+            (ours / published - 1.0).abs() < 0.01,
+            "{name}: {ours:e} vs {published:e}"
+        );
+    }
+}

@@ -1,13 +1,369 @@
-//! `autoplan show --model` and `autoplan models` (not built yet).
+//! `autoplan show --model X` (totals and a per-node table, identical blocks collapsed) and
+//! `autoplan models` (the bundled library, a line each).
 
+use std::io::Write;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use autoplan_graph::{bundled_models, resolve_model, Attention, Layer, ModelSpec};
 
 use super::Format;
 
-pub fn run(_name: &str, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`show --model` is not implemented yet")
+/// Identical nodes gathered into one row: the first node, how many, and their block indices.
+struct Row {
+    layer: Layer,
+    count: usize,
+    blocks: Vec<u32>,
+}
+
+/// Group identical nodes (same kind and accounting), in order of first appearance.
+fn rows(m: &ModelSpec) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for l in m.layers() {
+        match rows.iter_mut().find(|r| r.layer.same_shape(&l)) {
+            Some(r) => {
+                r.count += 1;
+                r.blocks.extend(l.block);
+            }
+            None => rows.push(Row {
+                blocks: l.block.into_iter().collect(),
+                layer: l,
+                count: 1,
+            }),
+        }
+    }
+    rows
+}
+
+/// "3" or "3-60" or "0,2,5" for the block indices of a row.
+fn block_span(blocks: &[u32]) -> String {
+    match blocks {
+        [] => "-".into(),
+        [b] => b.to_string(),
+        [first, .., last] if (*last - *first) as usize + 1 == blocks.len() => {
+            format!("{first}-{last}")
+        }
+        _ => blocks
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// The name an enum has in model files (its serde name), e.g. `qwen-moe`, `swiglu`.
+fn tag<T: serde::Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".into(),
+    }
+}
+
+/// A count with an SI suffix: 671.03B, 37.6M...
+fn si(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e12 {
+        format!("{:.2}T", x / 1e12)
+    } else if a >= 1e9 {
+        format!("{:.2}B", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.2}K", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn attention_desc(m: &ModelSpec) -> String {
+    match m.attention {
+        Attention::Gqa { kv_heads, head_dim } if kv_heads == m.heads => {
+            format!("MHA {} heads of {head_dim}", m.heads)
+        }
+        Attention::Gqa { kv_heads, head_dim } => {
+            format!("GQA {} heads / {kv_heads} KV heads of {head_dim}", m.heads)
+        }
+        Attention::Mla {
+            q_lora_rank,
+            kv_lora_rank,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+        } => format!(
+            "MLA {} heads, q rank {}, kv rank {kv_lora_rank}, qk {qk_nope_head_dim}+{qk_rope_head_dim}, v {v_head_dim}",
+            m.heads,
+            q_lora_rank.map_or("none".to_string(), |r| r.to_string()),
+        ),
+    }
+}
+
+pub fn run(name: &str, format: Format) -> anyhow::Result<ExitCode> {
+    let m = resolve_model(name).with_context(|| format!("cannot load model `{name}`"))?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Table => table(&mut out, &m)?,
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &json(&m))?;
+            writeln!(out)?;
+        }
+        Format::Csv => csv_rows(&mut out, &m)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
+    let t = &m.training;
+    writeln!(out, "model {} ({})", m.name, tag(&m.family))?;
+    let blocks = match &m.moe {
+        None => format!("{} blocks", m.layers),
+        Some(moe) => format!(
+            "{} blocks ({} dense + {} MoE: {} experts of {}, top-{}, {} shared)",
+            m.layers,
+            m.dense_blocks(),
+            m.moe_blocks(),
+            moe.experts,
+            moe.expert_ffn_hidden,
+            moe.top_k,
+            moe.shared_experts
+        ),
+    };
+    writeln!(out, "  {blocks}, hidden {}, vocab {}", m.hidden, m.vocab)?;
+    writeln!(
+        out,
+        "  {}, {} MLP{}, {}, {} positions, {} embeddings{}",
+        attention_desc(m),
+        tag(&m.mlp),
+        if m.dense_blocks() > 0 {
+            format!(" {}", m.ffn_hidden)
+        } else {
+            String::new()
+        },
+        tag(&m.norm),
+        tag(&m.positions),
+        if m.tied_embeddings { "tied" } else { "untied" },
+        if m.bias { ", biases" } else { "" }
+    )?;
+    writeln!(
+        out,
+        "  training: seq_len {}, global batch {} sequences, {}, {}",
+        t.seq_len,
+        t.global_batch,
+        tag(&t.precision),
+        tag(&t.optimizer)
+    )?;
+    writeln!(out)?;
+    write!(out, "  total params          {:>10}", si(m.total_params()))?;
+    if m.mtp_modules > 0 {
+        write!(
+            out,
+            "   (+{} in {} MTP module(s))",
+            si(m.mtp_params()),
+            m.mtp_modules
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  active params         {:>10}   ({} without the embedding table)",
+        si(m.active_params()),
+        si(m.active_params_excluding_embedding())
+    )?;
+    writeln!(
+        out,
+        "  forward FLOP/token    {:>10}   (×3 for a training step without recompute{})",
+        si(m.flops_per_token()),
+        if m.mtp_modules > 0 {
+            format!("; MTP adds {}", si(m.mtp_flops_per_token()))
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  {:<14} {:>7} {:>6} {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}",
+        "node",
+        "blocks",
+        "count",
+        "params",
+        "active",
+        "GEMM FLOP/t",
+        "attn FLOP/t",
+        "act B/t",
+        "score B/t"
+    )?;
+    for r in rows(m) {
+        let l = &r.layer;
+        writeln!(
+            out,
+            "  {:<14} {:>7} {:>6} {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}",
+            l.kind.name(),
+            block_span(&r.blocks),
+            r.count,
+            si(l.params),
+            si(l.active_params),
+            si(l.gemm_flops_per_token),
+            si(l.attn_core_flops_per_token),
+            si(l.act_bytes_per_token),
+            si(l.attn_score_bytes_per_token),
+        )?;
+    }
+    writeln!(
+        out,
+        "\n  per node; /t = per token of one forward pass at seq_len {}; act/score B = bytes kept for backward (Korthikanti 2022)",
+        t.seq_len
+    )?;
+    Ok(())
+}
+
+fn json(m: &ModelSpec) -> serde_json::Value {
+    let t = &m.training;
+    let nodes: Vec<serde_json::Value> = rows(m)
+        .into_iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(&r.layer).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("block");
+                o.insert("count".into(), r.count.into());
+                o.insert("blocks".into(), r.blocks.into());
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({
+        "name": m.name,
+        "family": m.family,
+        "layers": m.layers,
+        "dense_blocks": m.dense_blocks(),
+        "moe_blocks": m.moe_blocks(),
+        "hidden": m.hidden,
+        "heads": m.heads,
+        "kv_heads": m.kv_heads(),
+        "vocab": m.vocab,
+        "total_params": m.total_params(),
+        "active_params": m.active_params(),
+        "active_params_excluding_embedding": m.active_params_excluding_embedding(),
+        "mtp_modules": m.mtp_modules,
+        "mtp_params": m.mtp_params(),
+        "flops_per_token": m.flops_per_token(),
+        "mtp_flops_per_token": m.mtp_flops_per_token(),
+        "training": {
+            "seq_len": t.seq_len,
+            "global_batch": t.global_batch,
+            "precision": t.precision,
+            "optimizer": t.optimizer,
+        },
+        "nodes": nodes,
+    })
+}
+
+fn csv_rows(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "model",
+        "node",
+        "blocks",
+        "count",
+        "params",
+        "active_params",
+        "gemm_flops_per_token",
+        "attn_core_flops_per_token",
+        "act_bytes_per_token",
+        "attn_score_bytes_per_token",
+        "tp_fwd_allreduce_elems_per_token",
+        "tp_bwd_allreduce_elems_per_token",
+        "cp_kv_elems_per_token",
+        "ep_dispatch_elems_per_token",
+    ])?;
+    for r in rows(m) {
+        let l = &r.layer;
+        w.write_record([
+            m.name.clone(),
+            l.kind.name().to_string(),
+            block_span(&r.blocks),
+            r.count.to_string(),
+            l.params.to_string(),
+            l.active_params.to_string(),
+            l.gemm_flops_per_token.to_string(),
+            l.attn_core_flops_per_token.to_string(),
+            l.act_bytes_per_token.to_string(),
+            l.attn_score_bytes_per_token.to_string(),
+            l.tp_fwd_allreduce_elems_per_token.to_string(),
+            l.tp_bwd_allreduce_elems_per_token.to_string(),
+            l.cp_kv_elems_per_token.to_string(),
+            l.ep_dispatch_elems_per_token.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
 }
 
 pub fn list() -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`models` is not implemented yet")
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<18} {:<10} {:>10} {:>10}",
+        "model", "family", "total", "active"
+    )?;
+    for (name, _) in bundled_models() {
+        let m = resolve_model(name).with_context(|| format!("bundled model `{name}`"))?;
+        writeln!(
+            out,
+            "{:<18} {:<10} {:>10} {:>10}",
+            name,
+            tag(&m.family),
+            si(m.total_params()),
+            si(m.active_params())
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_blocks_collapse_into_one_row() {
+        let m = resolve_model("deepseek-v3").unwrap();
+        let r = rows(&m);
+        let kinds: Vec<(&str, usize, String)> = r
+            .iter()
+            .map(|r| (r.layer.kind.name(), r.count, block_span(&r.blocks)))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("embedding", 1, "-".into()),
+                ("attention", 61, "0-60".into()),
+                ("dense-mlp", 3, "0-2".into()),
+                ("moe", 58, "3-60".into()),
+                ("final-norm", 1, "-".into()),
+                ("lm-head", 1, "-".into()),
+                ("cross-entropy", 1, "-".into()),
+                ("mtp", 1, "0".into()),
+            ]
+        );
+        let total: f64 = r
+            .iter()
+            .filter(|r| r.layer.kind.name() != "mtp")
+            .map(|r| r.count as f64 * r.layer.params)
+            .sum();
+        assert!((total / m.total_params() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn json_has_numeric_totals() {
+        let v = json(&resolve_model("mixtral-8x7b").unwrap());
+        assert!(v["total_params"].as_f64().unwrap() > 46e9);
+        assert!(v["active_params"].as_f64().unwrap() > 12e9);
+        assert_eq!(v["nodes"][2]["count"].as_u64(), Some(32));
+    }
+
+    #[test]
+    fn si_suffixes() {
+        assert_eq!(si(671.026e9), "671.03B");
+        assert_eq!(si(1.5e12), "1.50T");
+        assert_eq!(si(12.0), "12");
+    }
 }
