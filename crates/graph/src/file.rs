@@ -521,3 +521,52 @@ impl RawTraining {
         })
     }
 }
+
+/// Why a workload override does not fit the model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainingError {
+    #[error("training.{field} = 0: must be positive")]
+    Zero { field: &'static str },
+    #[error("training.seq_len = {seq_len}: exceeds the model's learned position table ({max_positions})")]
+    SeqLenExceedsPositions { seq_len: u32, max_positions: u32 },
+    #[error("training.precision = {0:?}: training precision must be bf16, fp16 or fp8")]
+    Precision(Precision),
+}
+
+impl ModelSpec {
+    /// The same model with another workload (the CLI's `--seq-len`, `--global-batch`...
+    /// overrides), checked as the `[training]` section of a file is.
+    ///
+    /// ```
+    /// let m = autoplan_graph::resolve_model("gpt3-175b").unwrap();
+    /// let mut t = m.training.clone();
+    /// t.seq_len = 8192;
+    /// assert!(m.with_training(t).is_err()); // GPT-3's position table has 2048 rows
+    /// ```
+    pub fn with_training(&self, training: Training) -> Result<ModelSpec, TrainingError> {
+        if training.seq_len == 0 {
+            return Err(TrainingError::Zero { field: "seq_len" });
+        }
+        if training.global_batch == 0 {
+            return Err(TrainingError::Zero {
+                field: "global_batch",
+            });
+        }
+        if self.positions == Positions::Learned && training.seq_len > self.max_positions {
+            return Err(TrainingError::SeqLenExceedsPositions {
+                seq_len: training.seq_len,
+                max_positions: self.max_positions,
+            });
+        }
+        if !matches!(
+            training.precision,
+            Precision::Bf16 | Precision::Fp16 | Precision::Fp8
+        ) {
+            return Err(TrainingError::Precision(training.precision));
+        }
+        Ok(ModelSpec {
+            training,
+            ..self.clone()
+        })
+    }
+}
