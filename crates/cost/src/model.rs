@@ -35,6 +35,15 @@ pub struct CostModel {
     /// `inter_bw × bwurate`, bytes/s per rank per direction (the rank's NIC share).
     b_inter: f64,
     oversubscription: f64,
+    /// 1 / `b_intra`, seconds per byte.
+    spb_intra: f64,
+    /// Seconds per byte of a NIC share for rail-aligned traffic (× oversubscription unless
+    /// the network is rail-optimised).
+    spb_inter_aligned: f64,
+    /// Seconds per byte of a NIC share for cross-rail traffic (× oversubscription).
+    spb_inter_cross: f64,
+    /// Seconds per byte of in-switch reduction (1 / (`b_intra` × IN_SWITCH_EFFICIENCY)).
+    spb_in_switch: f64,
     in_switch: bool,
     start_lat: f64,
     sync_lat: f64,
@@ -75,14 +84,24 @@ struct Shape {
     n: u32,
     r: u32,
     nodes: u32,
+    inv_n: f64,
+    inv_r: f64,
+    inv_nodes: f64,
 }
 
 impl Shape {
     fn of(g: GroupPlacement) -> Shape {
         let n = g.size.max(1);
         let r = g.ranks_per_node.clamp(1, n);
-        let nodes = g.nodes.max(1).max(n.div_ceil(r));
-        Shape { n, r, nodes }
+        let nodes = g.nodes.max(1);
+        Shape {
+            n,
+            r,
+            nodes,
+            inv_n: 1.0 / f64::from(n),
+            inv_r: 1.0 / f64::from(r),
+            inv_nodes: 1.0 / f64::from(nodes),
+        }
     }
     fn nf(self) -> f64 {
         f64::from(self.n)
@@ -187,13 +206,25 @@ impl CostModel {
     /// Precompute the constants of `cluster`: bandwidths × `bwurate`, latencies.
     pub fn new(cluster: &Cluster) -> CostModel {
         let u = cluster.efficiency.bwurate;
+        let b_intra = cluster.node.intra_bw * u;
+        let b_inter = cluster.network.inter_bw * u;
+        let oversubscription = cluster.network.oversubscription.max(1.0);
+        let rail = cluster.network.topology == NetTopology::RailOptimized;
         CostModel {
             gpus_per_node: cluster.node.gpus_per_node.max(1),
             fabric: cluster.node.fabric,
             topology: cluster.network.topology,
-            b_intra: cluster.node.intra_bw * u,
-            b_inter: cluster.network.inter_bw * u,
-            oversubscription: cluster.network.oversubscription.max(1.0),
+            b_intra,
+            b_inter,
+            oversubscription,
+            spb_intra: 1.0 / b_intra,
+            spb_inter_aligned: if rail {
+                1.0 / b_inter
+            } else {
+                oversubscription / b_inter
+            },
+            spb_inter_cross: oversubscription / b_inter,
+            spb_in_switch: 1.0 / (b_intra * IN_SWITCH_EFFICIENCY),
             in_switch: cluster.node.in_switch_reduction,
             start_lat: cluster.efficiency.start_lat,
             sync_lat: cluster.efficiency.sync_lat,
@@ -499,56 +530,59 @@ impl CostModel {
 
     // ---------------------------------------------------------------- bandwidths
 
-    /// Intra-node bandwidth per rank for a traffic pattern among `r` ranks of a node.
-    /// NVSwitch and PCIe (switched): every pattern gets `B_i`. Full mesh: `intra_bw` is the
-    /// GPU's total over `g−1` links, so a pattern reaching `p` peers at once gets
-    /// `B_i·p/(g−1)` (rings: edge-disjoint rings over the group's links). Ring fabric:
-    /// neighbour traffic gets `B_i`; other patterns cross ≈ r/4 hops on average (bidirectional
-    /// ring), dividing the bandwidth.
+    /// Seconds per byte (inverse bandwidth) per rank inside a node for a traffic pattern among
+    /// `r` ranks. NVSwitch and PCIe (switched): every pattern gets `B_i`. Full mesh:
+    /// `intra_bw` is the GPU's total over `g−1` links, so a pattern reaching `p` peers at once
+    /// gets `B_i·p/(g−1)` (rings: edge-disjoint rings over the group's links). Ring fabric:
+    /// neighbour traffic gets `B_i`; other patterns cross ≈ r/4 hops on average
+    /// (bidirectional ring), dividing the bandwidth.
     #[inline]
-    fn bw_intra(&self, p: Pattern, r: u32) -> f64 {
-        let g = f64::from(self.gpus_per_node.max(2) - 1);
-        let peers = f64::from(r.max(2) - 1);
+    fn spb_intra(&self, p: Pattern, r: u32) -> f64 {
         match self.fabric {
-            IntraFabric::Nvswitch | IntraFabric::Pcie => self.b_intra,
-            IntraFabric::FullMesh => match p {
-                Pattern::Ring | Pattern::AllPeers => self.b_intra * (peers / g).min(1.0),
-                Pattern::OnePeer => self.b_intra / g,
-            },
+            IntraFabric::Nvswitch | IntraFabric::Pcie => self.spb_intra,
+            IntraFabric::FullMesh => {
+                let g = f64::from(self.gpus_per_node.max(2) - 1);
+                match p {
+                    Pattern::Ring | Pattern::AllPeers => {
+                        self.spb_intra * (g / f64::from(r.max(2) - 1)).max(1.0)
+                    }
+                    Pattern::OnePeer => self.spb_intra * g,
+                }
+            }
             IntraFabric::Ring => match p {
-                Pattern::Ring => self.b_intra,
-                _ => self.b_intra / (f64::from(r) / 4.0).max(1.0),
+                Pattern::Ring => self.spb_intra,
+                _ => self.spb_intra * (f64::from(r) * 0.25).max(1.0),
             },
         }
     }
 
-    /// NIC share per rank for inter-node traffic. `rail_aligned`: every rank talks to ranks of
+    /// Seconds per byte of a rank's NIC share. `rail_aligned`: every rank talks to ranks of
     /// the same local index on other nodes (rings, trees, hierarchical inter phases), which on
     /// a rail-optimised network stays on its rail switch; other traffic (direct, pairwise,
     /// Bruck) climbs to the upper tiers and is divided by `oversubscription`. On fat-tree,
     /// spine-leaf and torus networks every inter-node transfer is assumed to cross the upper
     /// tiers (no leaf size is known), so all of it pays `oversubscription`.
     #[inline]
-    fn bw_inter(&self, rail_aligned: bool) -> f64 {
-        if rail_aligned && self.topology == NetTopology::RailOptimized {
-            self.b_inter
+    fn spb_inter(&self, rail_aligned: bool) -> f64 {
+        if rail_aligned {
+            self.spb_inter_aligned
         } else {
-            self.b_inter / self.oversubscription
+            self.spb_inter_cross
         }
     }
 
-    /// Per-rank bandwidth of a channelised ring/tree (NCCL: one ring or tree per channel, the
+    /// Seconds per byte of a channelised ring/tree (NCCL: one ring or tree per channel, the
     /// channels of a node use all its NICs, collectives.md §2.3.3): inside a node `B_i`;
     /// across nodes `min(B_i, r·B_e)` — the group's `r` ranks of a node own `r` NIC shares.
     #[inline]
-    fn bw_flat(&self, s: Shape) -> f64 {
+    fn spb_flat(&self, s: Shape) -> f64 {
         if !s.multi() {
-            self.bw_intra(Pattern::Ring, s.r)
+            self.spb_intra(Pattern::Ring, s.r)
         } else if s.r == 1 {
-            self.bw_inter(true)
+            self.spb_inter(true)
         } else {
-            self.bw_intra(Pattern::Ring, s.r)
-                .min(s.rf() * self.bw_inter(true))
+            self.spb_intra(Pattern::Ring, s.r)
+                .max(s.inv_r * self.spb_inter(true))
         }
     }
 
@@ -585,12 +619,12 @@ impl CostModel {
     #[inline]
     fn split(&self, s: Shape, intra: f64, inter: f64, p: Pattern, rail_aligned: bool) -> f64 {
         let ti = if intra > 0.0 {
-            intra / self.bw_intra(p, s.r)
+            intra * self.spb_intra(p, s.r)
         } else {
             0.0
         };
         let te = if inter > 0.0 {
-            inter / self.bw_inter(rail_aligned)
+            inter * self.spb_inter(rail_aligned)
         } else {
             0.0
         };
@@ -628,7 +662,7 @@ impl CostModel {
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: 2.0 * (nf - 1.0) / nf * sz / self.bw_flat(s),
+                    bw_secs: 2.0 * (nf - 1.0) * s.inv_n * sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -671,7 +705,7 @@ impl CostModel {
                     // 2(n−1)/n·S/bw for n > 2 (Patarasuk & Yuan 2009); each rank sends S and
                     // receives S in *each* phase, hence 2S/bw — NCCL's own model
                     // (tuning.cc: Tree all-reduce algBw = busBw/2).
-                    bw_secs: factor * sz / self.bw_flat(s),
+                    bw_secs: factor * sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -689,9 +723,9 @@ impl CostModel {
                 let rpf = f64::from(rp);
                 let li = f64::from(ceil_log2(rp));
                 let le = f64::from(ceil_log2(np / rp));
-                let intra = sz * (1.0 - 1.0 / rpf) / self.bw_intra(Pattern::OnePeer, s.r);
+                let intra = sz * (1.0 - 1.0 / rpf) * self.spb_intra(Pattern::OnePeer, s.r);
                 let inter = if le > 0.0 {
-                    sz * (1.0 / rpf - 1.0 / npf) / self.bw_inter(true)
+                    sz * (1.0 / rpf - 1.0 / npf) * self.spb_inter(true)
                 } else {
                     0.0
                 };
@@ -703,15 +737,15 @@ impl CostModel {
                     ll: true,
                 };
                 if np != n {
-                    let fold_bw = if s.multi() {
-                        self.bw_inter(false)
+                    let fold_spb = if s.multi() {
+                        self.spb_inter(false)
                     } else {
-                        self.bw_intra(Pattern::OnePeer, s.r)
+                        self.spb_intra(Pattern::OnePeer, s.r)
                     };
                     let (i, e) = Self::one_step(s);
                     t.intra_steps += 2.0 * i;
                     t.inter_steps += 2.0 * e;
-                    t.bw_secs += 2.0 * sz / fold_bw;
+                    t.bw_secs += 2.0 * sz * fold_spb;
                 }
                 t
             }
@@ -722,12 +756,12 @@ impl CostModel {
                 if !s.multi() || s.r < 2 {
                     return None;
                 }
-                let bi = self.bw_intra(Pattern::Ring, s.r);
+                let spb_i = self.spb_intra(Pattern::Ring, s.r);
                 Terms {
                     intra_steps: 2.0 * (rf - 1.0),
                     inter_steps: 2.0 * (nn - 1.0),
-                    bw_secs: 2.0 * (rf - 1.0) / rf * sz / bi
-                        + 2.0 * (nn - 1.0) / nn * (sz / rf) / self.bw_inter(true),
+                    bw_secs: 2.0 * (rf - 1.0) * s.inv_r * sz * spb_i
+                        + 2.0 * (nn - 1.0) * s.inv_nodes * (sz * s.inv_r) * self.spb_inter(true),
                     extra: 0.0,
                     ll: true,
                 }
@@ -740,17 +774,18 @@ impl CostModel {
                 if !self.in_switch || s.r < 2 {
                     return None;
                 }
-                let bi = self.b_intra * IN_SWITCH_EFFICIENCY;
+                let spb_sw = self.spb_in_switch;
                 let mut t = Terms {
                     intra_steps: 2.0,
                     inter_steps: 0.0,
-                    bw_secs: (rf + 1.0) / rf * sz / bi,
+                    bw_secs: (rf + 1.0) * s.inv_r * sz * spb_sw,
                     extra: IN_SWITCH_LATENCY,
                     ll: false,
                 };
                 if s.multi() {
                     t.inter_steps = 2.0 * (nn - 1.0);
-                    t.bw_secs += 2.0 * (nn - 1.0) / nn * (sz / rf) / self.bw_inter(true);
+                    t.bw_secs +=
+                        2.0 * (nn - 1.0) * s.inv_nodes * (sz * s.inv_r) * self.spb_inter(true);
                 }
                 t
             }
@@ -770,7 +805,7 @@ impl CostModel {
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: (nf - 1.0) / nf * sz / self.bw_flat(s),
+                    bw_secs: (nf - 1.0) * s.inv_n * sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -783,8 +818,8 @@ impl CostModel {
                     inter_steps: e,
                     bw_secs: self.split(
                         s,
-                        (rf - 1.0) / nf * sz,
-                        (nf - rf) / nf * sz,
+                        (rf - 1.0) * s.inv_n * sz,
+                        (nf - rf) * s.inv_n * sz,
                         Pattern::AllPeers,
                         false,
                     ),
@@ -803,9 +838,9 @@ impl CostModel {
                 let nodes_p = f64::from(np / rp);
                 let li = f64::from(ceil_log2(rp));
                 let le = f64::from(ceil_log2(np / rp));
-                let intra = sz * (npf - nodes_p) / npf / self.bw_intra(Pattern::OnePeer, s.r);
+                let intra = sz * (npf - nodes_p) / npf * self.spb_intra(Pattern::OnePeer, s.r);
                 let inter = if le > 0.0 {
-                    sz * (nodes_p - 1.0) / npf / self.bw_inter(true)
+                    sz * (nodes_p - 1.0) / npf * self.spb_inter(true)
                 } else {
                     0.0
                 };
@@ -817,15 +852,15 @@ impl CostModel {
                     ll: true,
                 };
                 if np != n {
-                    let fold_bw = if s.multi() {
-                        self.bw_inter(false)
+                    let fold_spb = if s.multi() {
+                        self.spb_inter(false)
                     } else {
-                        self.bw_intra(Pattern::OnePeer, s.r)
+                        self.spb_intra(Pattern::OnePeer, s.r)
                     };
                     let (i, e) = Self::one_step(s);
                     t.intra_steps += 2.0 * i;
                     t.inter_steps += 2.0 * e;
-                    t.bw_secs += (1.0 / nf + 1.0) * sz / fold_bw;
+                    t.bw_secs += (s.inv_n + 1.0) * sz * fold_spb;
                 }
                 t
             }
@@ -838,8 +873,8 @@ impl CostModel {
                 Terms {
                     intra_steps: rf - 1.0,
                     inter_steps: nn - 1.0,
-                    bw_secs: (nn - 1.0) / nn * (sz / rf) / self.bw_inter(true)
-                        + (rf - 1.0) / rf * sz / self.bw_intra(Pattern::Ring, s.r),
+                    bw_secs: (nn - 1.0) * s.inv_nodes * (sz * s.inv_r) * self.spb_inter(true)
+                        + (rf - 1.0) * s.inv_r * sz * self.spb_intra(Pattern::Ring, s.r),
                     extra: 0.0,
                     ll: true,
                 }
@@ -853,7 +888,7 @@ impl CostModel {
                 Terms {
                     intra_steps: 1.0,
                     inter_steps: 0.0,
-                    bw_secs: (nf - 1.0) / nf * sz / (self.b_intra * IN_SWITCH_EFFICIENCY),
+                    bw_secs: (nf - 1.0) * s.inv_n * sz * self.spb_in_switch,
                     extra: IN_SWITCH_LATENCY,
                     ll: false,
                 }
@@ -878,8 +913,8 @@ impl CostModel {
                     inter_steps: e,
                     bw_secs: self.split(
                         s,
-                        (rf - 1.0) / nf * sz,
-                        (nf - rf) / nf * sz,
+                        (rf - 1.0) * s.inv_n * sz,
+                        (nf - rf) * s.inv_n * sz,
                         Pattern::AllPeers,
                         false,
                     ),
@@ -891,10 +926,10 @@ impl CostModel {
             // T = (n−1)·(S/n/bw + latency). Round k sends to rank i+k (one connection per rank,
             // "N 条连接"); across nodes every round has ranks whose partner is off-node.
             Algorithm::Ring => {
-                let bw = if s.multi() {
-                    self.bw_inter(false)
+                let spb = if s.multi() {
+                    self.spb_inter(false)
                 } else {
-                    self.bw_intra(Pattern::OnePeer, s.r)
+                    self.spb_intra(Pattern::OnePeer, s.r)
                 };
                 let (i, e) = if s.multi() {
                     (0.0, nf - 1.0)
@@ -904,7 +939,7 @@ impl CostModel {
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: (nf - 1.0) * (sz / nf) / bw,
+                    bw_secs: (nf - 1.0) * (sz * s.inv_n) * spb,
                     extra: 0.0,
                     ll: true,
                 }
@@ -912,16 +947,16 @@ impl CostModel {
             // Seed §6.7c Bruck: ⌈log2 n⌉ rounds of ≈S/2: T = log2 n·(S/2/bw + latency).
             Algorithm::Bruck => {
                 let k = f64::from(ceil_log2(s.n));
-                let bw = if s.multi() {
-                    self.bw_inter(false)
+                let spb = if s.multi() {
+                    self.spb_inter(false)
                 } else {
-                    self.bw_intra(Pattern::OnePeer, s.r)
+                    self.spb_intra(Pattern::OnePeer, s.r)
                 };
                 let (i, e) = if s.multi() { (0.0, k) } else { (k, 0.0) };
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: k * (sz / 2.0) / bw,
+                    bw_secs: k * (sz / 2.0) * spb,
                     extra: 0.0,
                     ll: true,
                 }
@@ -934,12 +969,12 @@ impl CostModel {
                 if !s.multi() || s.r < 2 {
                     return None;
                 }
-                let node_share = (sz + (rf - 1.0) * mean) / rf;
+                let node_share = (sz + (rf - 1.0) * mean) * s.inv_r;
                 Terms {
                     intra_steps: 1.0,
                     inter_steps: 1.0,
-                    bw_secs: (rf - 1.0) / rf * sz / self.bw_intra(Pattern::AllPeers, s.r)
-                        + (nn - 1.0) / nn * node_share / self.bw_inter(true),
+                    bw_secs: (rf - 1.0) * s.inv_r * sz * self.spb_intra(Pattern::AllPeers, s.r)
+                        + (nn - 1.0) * s.inv_nodes * node_share * self.spb_inter(true),
                     extra: 0.0,
                     ll: true,
                 }
@@ -959,7 +994,7 @@ impl CostModel {
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: sz / self.bw_flat(s),
+                    bw_secs: sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -970,7 +1005,7 @@ impl CostModel {
                 Terms {
                     intra_steps: li,
                     inter_steps: le,
-                    bw_secs: 2.0 * sz / self.bw_flat(s),
+                    bw_secs: 2.0 * sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -982,7 +1017,7 @@ impl CostModel {
 
     /// Scatter / Gather, S = the root's full buffer; the root's link is the bottleneck.
     fn scatter(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
-        let (nf, rf, nn) = (s.nf(), s.rf(), s.nodes_f());
+        let (nf, rf) = (s.nf(), s.rf());
         let t = match a {
             // Pipelined chain: (n−1)/n·S leaves the root; n−1 hops.
             Algorithm::Ring => {
@@ -990,7 +1025,7 @@ impl CostModel {
                 Terms {
                     intra_steps: i,
                     inter_steps: e,
-                    bw_secs: (nf - 1.0) / nf * sz / self.bw_flat(s),
+                    bw_secs: (nf - 1.0) * s.inv_n * sz * self.spb_flat(s),
                     extra: 0.0,
                     ll: true,
                 }
@@ -1000,11 +1035,11 @@ impl CostModel {
             Algorithm::Tree => {
                 let (li, le) = Self::tree_levels(s);
                 let inter = if s.multi() {
-                    sz * (1.0 - 1.0 / nn) / self.bw_inter(true)
+                    sz * (1.0 - s.inv_nodes) * self.spb_inter(true)
                 } else {
                     0.0
                 };
-                let intra = sz * (1.0 / nn - 1.0 / nf) / self.bw_intra(Pattern::OnePeer, s.r);
+                let intra = sz * (s.inv_nodes - s.inv_n) * self.spb_intra(Pattern::OnePeer, s.r);
                 Terms {
                     intra_steps: li,
                     inter_steps: le,
@@ -1021,8 +1056,8 @@ impl CostModel {
                     inter_steps: e,
                     bw_secs: self.split(
                         s,
-                        (rf - 1.0) / nf * sz,
-                        (nf - rf) / nf * sz,
+                        (rf - 1.0) * s.inv_n * sz,
+                        (nf - rf) * s.inv_n * sz,
                         Pattern::AllPeers,
                         false,
                     ),
@@ -1041,15 +1076,15 @@ impl CostModel {
             return None;
         }
         let (i, e) = Self::one_step(s);
-        let bw = if s.multi() {
-            self.bw_inter(true)
+        let spb = if s.multi() {
+            self.spb_inter(true)
         } else {
-            self.bw_intra(Pattern::OnePeer, s.r)
+            self.spb_intra(Pattern::OnePeer, s.r)
         };
         Some(Terms {
             intra_steps: i,
             inter_steps: e,
-            bw_secs: sz / bw,
+            bw_secs: sz * spb,
             extra: 0.0,
             ll: true,
         })
