@@ -1,10 +1,38 @@
 //! The vocabulary of a parallel training strategy: degrees, schedule, recompute and the
-//! communication knobs, with validity checks that give the exact reason a plan is invalid.
+//! communication knobs ([`Plan`]), its text form, its validity for a model, its pipeline stage
+//! layout and its Megatron-LM flags.
 //!
-//! Boundary: no costs here. `Plan` is `Copy` (no heap) so the search can build millions.
+//! Boundary: no costs and no hardware here (time is `autoplan-evaluate`'s, memory
+//! `autoplan-memory`'s). `Plan` is `Copy` (no heap) so the search can build millions.
+//!
+//! The principal type is [`Plan`]: parse it from `tp=8,pp=4,...` ([`Plan::from_str`], keys in
+//! [`parse::KEYS`]), print it back with `Display`, validate it with [`Plan::check`] (an
+//! [`Invalid`] reason as data), lay out its stages with [`Plan::stage_blocks`], export it with
+//! [`Plan::megatron_args`].
 //!
 //! Megatron's parallel folding: attention/dense layers use `tp × cp × dp` (× `pp`) GPUs, MoE
 //! layers use `moe_tp × ep × edp` (× `pp`) with `edp = tp·cp·dp / (moe_tp·ep)`.
+//!
+//! ```
+//! use autoplan_plan::{Invalid, Plan, Recompute};
+//! let model = autoplan_graph::resolve_model("gpt3-175b").unwrap();
+//! let plan: Plan = "tp=8,pp=8,dp=16,mbs=1,recompute=selective,sp=on,zero=1".parse().unwrap();
+//! assert_eq!(plan.recompute, Recompute::Selective);
+//! assert_eq!(plan.to_string().parse::<Plan>().unwrap(), plan);
+//! assert_eq!(plan.check(&model, 1024), Ok(()));
+//! assert_eq!(plan.check(&model, 512), Err(Invalid::GpuCount { plan: 1024, gpus: 512 }));
+//! assert_eq!(plan.stage_blocks(&model).unwrap().max_blocks(), 12); // 96 blocks / 8 stages
+//! let args = plan.megatron_args(&model).unwrap();
+//! assert!(args.windows(2).any(|w| w == ["--tensor-model-parallel-size", "8"]));
+//! ```
+
+mod check;
+mod megatron;
+pub mod parse;
+
+pub use check::{Invalid, StageLayout};
+pub use megatron::Unsupported;
+pub use parse::ParseError;
 
 pub use autoplan_cost::{AlgoMode, Algorithm};
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,419 @@
+//! Validity of a plan for a model on a GPU count ([`Plan::check`]) and the pipeline stage
+//! layout ([`Plan::stage_blocks`]).
+//!
+//! The rules are Megatron-LM's where Megatron has one, except where a rule only reflects an
+//! implementation limit that costs memory rather than correctness (kv-head replication, vocab
+//! padding); those are allowed here and their cost is counted by `autoplan-memory`.
+
+use autoplan_graph::{Attention, ModelSpec};
+
+use crate::{Plan, Schedule};
+
+/// Why a plan cannot run a model on a cluster. Every variant carries the numbers involved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    #[error("{dim} is 0")]
+    ZeroDegree { dim: &'static str },
+    #[error("the plan uses tp·cp·dp·pp = {plan} GPUs but the cluster has {gpus}")]
+    GpuCount { plan: u64, gpus: u32 },
+    #[error("zero={zero} is not a ZeRO stage (0, 1, 2 or 3)")]
+    ZeroStage { zero: u8 },
+    #[error("tp={tp} does not divide the {heads} attention heads")]
+    TpHeads { tp: u32, heads: u32 },
+    #[error(
+        "tp={tp} and the {kv_heads} key/value heads: neither divides the other (kv heads are \
+         split when tp divides them and replicated tp/kv_heads times when kv_heads divides tp)"
+    )]
+    TpKvHeads { tp: u32, kv_heads: u32 },
+    #[error("tp={tp} does not divide the dense FFN hidden size {ffn_hidden}")]
+    TpFfn { tp: u32, ffn_hidden: u32 },
+    #[error("tp={tp} does not divide the shared experts' hidden size {shared_ffn}")]
+    TpSharedFfn { tp: u32, shared_ffn: u64 },
+    #[error("moe_tp={moe_tp} does not divide the expert FFN hidden size {expert_ffn_hidden}")]
+    MoeTpFfn { moe_tp: u32, expert_ffn_hidden: u32 },
+    #[error("ep={ep} and moe_tp={moe_tp} need an MoE model; {model} has no experts")]
+    ExpertDegreesWithoutMoe { ep: u32, moe_tp: u32, model: String },
+    #[error("ep={ep} does not divide the {experts} experts")]
+    EpExperts { ep: u32, experts: u32 },
+    #[error(
+        "parallel folding: moe_tp·ep = {moe_tp}·{ep} does not divide tp·cp·dp = {dense} \
+         (the MoE layers reuse the GPUs of the attention layers)"
+    )]
+    Folding { moe_tp: u32, ep: u32, dense: u64 },
+    #[error(
+        "MoE with tp={tp} needs sequence parallelism (sp=on): Megatron-LM requires it, tokens \
+         would otherwise be dispatched tp times"
+    )]
+    MoeTpNeedsSp { tp: u32 },
+    #[error("global batch {global_batch} is not a multiple of mbs·dp = {mbs}·{dp}")]
+    Batch {
+        global_batch: u32,
+        mbs: u32,
+        dp: u32,
+    },
+    #[error("pp={pp} is more than the {blocks} transformer blocks")]
+    PpBlocks { pp: u32, blocks: u32 },
+    #[error("vpp={vpp} needs schedule=interleaved (and interleaved needs vpp ≥ 2); schedule is {schedule}")]
+    VppSchedule { vpp: u32, schedule: &'static str },
+    #[error("interleaved schedule: pp={pp} must be ≥ 2")]
+    InterleavedPp { pp: u32 },
+    #[error(
+        "interleaved schedule: stage {stage} has {blocks} blocks, not a multiple of vpp={vpp}"
+    )]
+    VppBlocks { stage: u32, blocks: u32, vpp: u32 },
+    #[error(
+        "interleaved schedule needs at least pp={pp} micro-batches per step, the plan has \
+         {microbatches} (global batch / (mbs·dp))"
+    )]
+    InterleavedMicrobatches { pp: u32, microbatches: u32 },
+    #[error("dualpipe needs an even pp ≥ 2 (ranks pair stage i with stage pp−1−i); pp={pp}")]
+    DualPipePp { pp: u32 },
+    #[error(
+        "uneven stages: first_stage_layers={first:?}, last_stage_layers={last:?} do not fit \
+         {blocks} blocks on pp={pp} stages (every stage needs at least one block)"
+    )]
+    UnevenStages {
+        first: Option<u32>,
+        last: Option<u32>,
+        blocks: u32,
+        pp: u32,
+    },
+    #[error(
+        "cp={cp}: the sequence length {seq_len} must be a multiple of 2·cp (causal load \
+         balancing gives each CP rank two chunks)"
+    )]
+    CpSeq { cp: u32, seq_len: u32 },
+    #[error("recompute_layers={layers} given with recompute=none")]
+    RecomputeLayersWithoutRecompute { layers: u32 },
+}
+
+/// How the transformer blocks are spread over the pipeline stages. `Copy`, no heap.
+///
+/// Stage 0 also holds the embedding, stage `pp−1` the final norm, LM head, loss and MTP modules.
+/// Without explicit `first_stage_layers`/`last_stage_layers`, with `blocks = q·pp + r`:
+/// - `r = 0`: `q` blocks everywhere;
+/// - otherwise the middle stages take `q+1` (the smallest possible maximum) and the first and
+///   last stages share the rest, the first the smaller half (it holds `pp` micro-batches in
+///   flight, the last one) — a layout Megatron-LM expresses with
+///   `--decoder-first/last-pipeline-num-layers`;
+/// - if that leaves the first stage empty (few blocks per stage), every stage gets `q` and the
+///   middle stages `1..=r` one more (the last stage when `r = pp−1`).
+///
+/// With explicit first/last counts the remaining blocks are spread over the middle stages by
+/// the last rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageLayout {
+    pub pp: u32,
+    pub vpp: u32,
+    /// Blocks on stage 0.
+    pub first: u32,
+    /// Blocks on stage `pp−1` (equal to `first` when pp = 1).
+    pub last: u32,
+    /// Blocks on each middle stage before the remainder.
+    pub middle: u32,
+    /// Middle stages `1..=middle_extra` carry one block more.
+    pub middle_extra: u32,
+}
+
+impl StageLayout {
+    /// Blocks on pipeline stage `stage` (0-based, `< pp`).
+    pub fn blocks(&self, stage: u32) -> u32 {
+        if stage == 0 {
+            self.first
+        } else if stage + 1 == self.pp {
+            self.last
+        } else {
+            self.middle + u32::from(stage <= self.middle_extra)
+        }
+    }
+
+    /// The largest block count of any stage.
+    pub fn max_blocks(&self) -> u32 {
+        let mid = if self.pp > 2 {
+            self.middle + u32::from(self.middle_extra > 0)
+        } else {
+            0
+        };
+        self.first.max(self.last).max(mid)
+    }
+
+    /// Blocks on stages before `stage` (the index of its first block).
+    pub fn first_block(&self, stage: u32) -> u32 {
+        (0..stage).map(|s| self.blocks(s)).sum()
+    }
+
+    /// Total blocks.
+    pub fn total(&self) -> u32 {
+        self.first_block(self.pp)
+    }
+}
+
+fn layout(
+    pp: u32,
+    vpp: u32,
+    blocks: u32,
+    first: Option<u32>,
+    last: Option<u32>,
+) -> Option<StageLayout> {
+    if pp == 0 || pp > blocks {
+        return None;
+    }
+    if pp == 1 {
+        let ok = first.is_none_or(|f| f == blocks) && last.is_none_or(|l| l == blocks);
+        return ok.then_some(StageLayout {
+            pp,
+            vpp,
+            first: blocks,
+            last: blocks,
+            middle: 0,
+            middle_extra: 0,
+        });
+    }
+    let (q, r) = (blocks / pp, blocks % pp);
+    let mid_stages = pp - 2;
+    let (f, l) = match (first, last) {
+        (None, None) if r == 0 => (q, q),
+        (None, None) => {
+            // Megatron-expressible first: middle stages q+1 (the optimum max), the first and
+            // last stages share the rest, the first taking the smaller half.
+            let rest = blocks as i64 - mid_stages as i64 * (q as i64 + 1);
+            let (f, l) = (rest / 2, rest - rest / 2);
+            if f >= 1 && l <= q as i64 + 1 {
+                return Some(StageLayout {
+                    pp,
+                    vpp,
+                    first: f as u32,
+                    last: l as u32,
+                    middle: q + 1,
+                    middle_extra: 0,
+                });
+            }
+            (q, q + u32::from(r > mid_stages))
+        }
+        _ => {
+            // One side given: the other takes an even share of what is left.
+            let f = first.unwrap_or(0);
+            let l = last.unwrap_or(0);
+            if f + l > blocks {
+                return None;
+            }
+            let share = |rest: u32, stages: u32| rest / stages;
+            match (first, last) {
+                (Some(f), Some(l)) => (f, l),
+                (Some(f), None) => (f, share(blocks - f, pp - 1)),
+                (None, Some(l)) => (share(blocks - l, pp - 1), l),
+                (None, None) => unreachable!(),
+            }
+        }
+    };
+    if f == 0 || l == 0 || f + l > blocks {
+        return None;
+    }
+    let rest = blocks - f - l;
+    if mid_stages == 0 {
+        return (rest == 0).then_some(StageLayout {
+            pp,
+            vpp,
+            first: f,
+            last: l,
+            middle: 0,
+            middle_extra: 0,
+        });
+    }
+    let (m, extra) = (rest / mid_stages, rest % mid_stages);
+    (m > 0).then_some(StageLayout {
+        pp,
+        vpp,
+        first: f,
+        last: l,
+        middle: m,
+        middle_extra: extra,
+    })
+}
+
+impl Plan {
+    /// Micro-batches per optimizer step: `global_batch / (mbs·dp)` (0 if the batch does not
+    /// divide; [`Plan::check`] rejects that).
+    pub fn microbatches(&self, model: &ModelSpec) -> u32 {
+        let per = self.mbs as u64 * self.dp as u64;
+        let gb = model.training.global_batch as u64;
+        if per == 0 || !gb.is_multiple_of(per) {
+            0
+        } else {
+            (gb / per) as u32
+        }
+    }
+
+    /// Blocks per pipeline stage. `None` when pp is 0, exceeds the blocks, or the uneven
+    /// first/last counts do not fit ([`Plan::check`] says which).
+    pub fn stage_blocks(&self, model: &ModelSpec) -> Option<StageLayout> {
+        layout(
+            self.pp,
+            self.vpp.max(1),
+            model.layers,
+            self.first_stage_layers,
+            self.last_stage_layers,
+        )
+    }
+
+    /// Check the plan against the model and the GPU count; the first violated rule, in the
+    /// order: degrees, GPU count, attention/FFN divisibility, MoE, batch, pipeline, CP, recompute.
+    pub fn check(&self, model: &ModelSpec, gpus: u32) -> Result<(), Invalid> {
+        for (dim, v) in [
+            ("tp", self.tp),
+            ("cp", self.cp),
+            ("dp", self.dp),
+            ("pp", self.pp),
+            ("ep", self.ep),
+            ("moe_tp", self.moe_tp),
+            ("mbs", self.mbs),
+            ("vpp", self.vpp),
+        ] {
+            if v == 0 {
+                return Err(Invalid::ZeroDegree { dim });
+            }
+        }
+        if self.gpus() != gpus as u64 {
+            return Err(Invalid::GpuCount {
+                plan: self.gpus(),
+                gpus,
+            });
+        }
+        if self.zero.0 > 3 {
+            return Err(Invalid::ZeroStage { zero: self.zero.0 });
+        }
+        let tp = self.tp;
+        if !model.heads.is_multiple_of(tp) {
+            return Err(Invalid::TpHeads {
+                tp,
+                heads: model.heads,
+            });
+        }
+        // GQA: Megatron splits the kv heads (tp | kv_heads); when tp > kv_heads we replicate
+        // each kv head tp/kv_heads times (as vLLM does) and count the extra K/V weights and
+        // activations. MLA keys/values are per query head: `tp | heads` suffices.
+        if let Attention::Gqa { kv_heads, .. } = model.attention {
+            if kv_heads % tp != 0 && !tp.is_multiple_of(kv_heads) {
+                return Err(Invalid::TpKvHeads { tp, kv_heads });
+            }
+        }
+        if model.dense_blocks() > 0 && !model.ffn_hidden.is_multiple_of(tp) {
+            return Err(Invalid::TpFfn {
+                tp,
+                ffn_hidden: model.ffn_hidden,
+            });
+        }
+        // The vocabulary needs no check: Megatron pads it to a multiple of 128·tp
+        // (`--make-vocab-size-divisible-by`), and autoplan-memory counts the padded size.
+        match &model.moe {
+            None => {
+                if self.ep > 1 || self.moe_tp > 1 {
+                    return Err(Invalid::ExpertDegreesWithoutMoe {
+                        ep: self.ep,
+                        moe_tp: self.moe_tp,
+                        model: model.name.clone(),
+                    });
+                }
+            }
+            Some(m) => {
+                let shared = m.shared_experts as u64 * m.shared_ffn_hidden as u64;
+                if !shared.is_multiple_of(tp as u64) {
+                    return Err(Invalid::TpSharedFfn {
+                        tp,
+                        shared_ffn: shared,
+                    });
+                }
+                if m.expert_ffn_hidden % self.moe_tp != 0 {
+                    return Err(Invalid::MoeTpFfn {
+                        moe_tp: self.moe_tp,
+                        expert_ffn_hidden: m.expert_ffn_hidden,
+                    });
+                }
+                if m.experts % self.ep != 0 {
+                    return Err(Invalid::EpExperts {
+                        ep: self.ep,
+                        experts: m.experts,
+                    });
+                }
+                let dense = tp as u64 * self.cp as u64 * self.dp as u64;
+                if !dense.is_multiple_of(self.moe_tp as u64 * self.ep as u64) {
+                    return Err(Invalid::Folding {
+                        moe_tp: self.moe_tp,
+                        ep: self.ep,
+                        dense,
+                    });
+                }
+                if tp > 1 && !self.sp && model.moe_blocks() > 0 {
+                    return Err(Invalid::MoeTpNeedsSp { tp });
+                }
+            }
+        }
+        let micro = self.microbatches(model);
+        if micro == 0 {
+            return Err(Invalid::Batch {
+                global_batch: model.training.global_batch,
+                mbs: self.mbs,
+                dp: self.dp,
+            });
+        }
+        if self.pp > model.layers {
+            return Err(Invalid::PpBlocks {
+                pp: self.pp,
+                blocks: model.layers,
+            });
+        }
+        let interleaved = self.schedule == Schedule::Interleaved;
+        if interleaved != (self.vpp > 1) {
+            return Err(Invalid::VppSchedule {
+                vpp: self.vpp,
+                schedule: self.schedule.name(),
+            });
+        }
+        if self.schedule == Schedule::DualPipe && (self.pp < 2 || !self.pp.is_multiple_of(2)) {
+            return Err(Invalid::DualPipePp { pp: self.pp });
+        }
+        let Some(stages) = self.stage_blocks(model) else {
+            return Err(Invalid::UnevenStages {
+                first: self.first_stage_layers,
+                last: self.last_stage_layers,
+                blocks: model.layers,
+                pp: self.pp,
+            });
+        };
+        if interleaved {
+            if self.pp < 2 {
+                return Err(Invalid::InterleavedPp { pp: self.pp });
+            }
+            // Megatron: every (virtual) model chunk has the same number of blocks per stage.
+            for stage in 0..self.pp {
+                let blocks = stages.blocks(stage);
+                if blocks % self.vpp != 0 {
+                    return Err(Invalid::VppBlocks {
+                        stage,
+                        blocks,
+                        vpp: self.vpp,
+                    });
+                }
+            }
+            // Megatron's interleaved schedule runs micro-batches in groups of pp
+            // (`microbatch_group_size_per_vp_stage` = pp).
+            if micro < self.pp {
+                return Err(Invalid::InterleavedMicrobatches {
+                    pp: self.pp,
+                    microbatches: micro,
+                });
+            }
+        }
+        let seq = model.training.seq_len;
+        if self.cp > 1 && !seq.is_multiple_of(2 * self.cp) {
+            return Err(Invalid::CpSeq {
+                cp: self.cp,
+                seq_len: seq,
+            });
+        }
+        if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
+            return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
+        }
+        Ok(())
+    }
+}

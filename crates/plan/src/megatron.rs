@@ -1,0 +1,255 @@
+//! Export a plan as Megatron-LM (Megatron-Core ≥ 0.12 `pretrain_gpt.py`) command-line flags.
+//!
+//! Only the flags the plan decides are emitted (parallel degrees, schedule, batch, recompute,
+//! optimizer sharding, dispatcher, overlaps); the model's own flags (`--num-layers`,
+//! `--hidden-size`, ...) stay in the user's launch script. A knob Megatron-LM cannot express
+//! is an error naming it, never a silently dropped flag.
+
+use autoplan_graph::{Attention, ModelSpec};
+
+use crate::{CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
+
+/// A plan knob that Megatron-LM has no flag for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Megatron-LM cannot express {knob}={value}: {reason}")]
+pub struct Unsupported {
+    pub knob: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+fn unsupported(knob: &'static str, value: impl ToString, reason: &'static str) -> Unsupported {
+    Unsupported {
+        knob,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+impl Plan {
+    /// Megatron-LM flags of this plan, for `model` (which fixes the batch, sequence length and
+    /// stage layout). Call after [`Plan::check`]: the flags of an invalid plan are not
+    /// meaningful. Errors name the first knob Megatron-LM cannot express.
+    pub fn megatron_args(&self, model: &ModelSpec) -> Result<Vec<String>, Unsupported> {
+        let mut a: Vec<String> = Vec::new();
+        kv_push(&mut a, "--tensor-model-parallel-size", self.tp.to_string());
+        kv_push(
+            &mut a,
+            "--pipeline-model-parallel-size",
+            self.pp.to_string(),
+        );
+        kv_push(&mut a, "--context-parallel-size", self.cp.to_string());
+        if model.moe.is_some() {
+            kv_push(&mut a, "--expert-model-parallel-size", self.ep.to_string());
+            kv_push(
+                &mut a,
+                "--expert-tensor-parallel-size",
+                self.moe_tp.to_string(),
+            );
+        }
+        kv_push(&mut a, "--micro-batch-size", self.mbs.to_string());
+        kv_push(
+            &mut a,
+            "--global-batch-size",
+            model.training.global_batch.to_string(),
+        );
+        kv_push(&mut a, "--seq-length", model.training.seq_len.to_string());
+        let mut flags: Vec<String> = Vec::new();
+        let mut flag = |f: &str| flags.push(f.to_string());
+        if self.sp && self.tp > 1 {
+            flag("--sequence-parallel");
+        }
+        if let Attention::Gqa { kv_heads, .. } = model.attention {
+            if self.tp > kv_heads {
+                return Err(unsupported(
+                    "tp",
+                    self.tp,
+                    "Megatron-LM requires tp to divide the key/value heads (no kv-head \
+                     replication)",
+                ));
+            }
+        }
+        // Uneven stages (Megatron-Core `--decoder-first/last-pipeline-num-layers`); Megatron
+        // needs the middle stages even, which our remainder rule does not always give.
+        if let Some(layout) = self.stage_blocks(model) {
+            if layout.pp > 2 && layout.middle_extra > 0 {
+                return Err(unsupported(
+                    "pp",
+                    self.pp,
+                    "the blocks do not split evenly over the middle pipeline stages",
+                ));
+            }
+            let even =
+                layout.first == layout.last && (layout.pp <= 2 || layout.middle == layout.first);
+            if !even {
+                kv_push(
+                    &mut a,
+                    "--decoder-first-pipeline-num-layers",
+                    layout.first.to_string(),
+                );
+                kv_push(
+                    &mut a,
+                    "--decoder-last-pipeline-num-layers",
+                    layout.last.to_string(),
+                );
+            }
+            if self.schedule == Schedule::Interleaved {
+                if even {
+                    kv_push(
+                        &mut a,
+                        "--num-layers-per-virtual-pipeline-stage",
+                        (layout.first / self.vpp.max(1)).to_string(),
+                    );
+                } else {
+                    kv_push(
+                        &mut a,
+                        "--num-virtual-stages-per-pipeline-rank",
+                        self.vpp.to_string(),
+                    );
+                }
+            }
+        }
+        match self.schedule {
+            Schedule::OneF1B | Schedule::Interleaved => {}
+            Schedule::ZeroBubble | Schedule::DualPipe => {
+                return Err(unsupported(
+                    "schedule",
+                    self.schedule.name(),
+                    "Megatron-LM implements 1F1B and interleaved 1F1B only",
+                ))
+            }
+        }
+        match self.recompute {
+            Recompute::None => {}
+            Recompute::Selective => {
+                kv_push(&mut a, "--recompute-granularity", "selective".into());
+            }
+            Recompute::Full => {
+                kv_push(&mut a, "--recompute-granularity", "full".into());
+                match self.recompute_layers {
+                    // Recompute every block, checkpointing one block at a time.
+                    None => {
+                        kv_push(&mut a, "--recompute-method", "uniform".into());
+                        kv_push(&mut a, "--recompute-num-layers", "1".into());
+                    }
+                    // The first N blocks of each (virtual) stage.
+                    Some(n) => {
+                        kv_push(&mut a, "--recompute-method", "block".into());
+                        kv_push(&mut a, "--recompute-num-layers", n.to_string());
+                    }
+                }
+            }
+        }
+        if self.recompute == Recompute::Selective && self.recompute_layers.is_some() {
+            return Err(unsupported(
+                "recompute_layers",
+                self.recompute_layers.unwrap_or(0),
+                "Megatron's selective recompute applies to every block",
+            ));
+        }
+        // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies.
+        match self.zero.0 {
+            0 => {}
+            1 => flag("--use-distributed-optimizer"),
+            2 | 3 => {
+                flag("--use-megatron-fsdp");
+                kv_push(
+                    &mut a,
+                    "--data-parallel-sharding-strategy",
+                    if self.zero.0 == 2 {
+                        "optim_grads"
+                    } else {
+                        "optim_grads_params"
+                    }
+                    .into(),
+                );
+            }
+            z => return Err(unsupported("zero", z, "ZeRO stages are 0 to 3")),
+        }
+        if self.dp * self.cp > 1 {
+            // Gradient reduction overlapped with backward, as the evaluator assumes.
+            flag("--overlap-grad-reduce");
+            if self.zero.0 >= 1 {
+                flag("--overlap-param-gather");
+            }
+        }
+        if self.cp > 1 {
+            kv_push(
+                &mut a,
+                "--cp-comm-type",
+                match self.cp_comm {
+                    CpComm::Ring => "p2p",
+                    CpComm::AllToAll => "a2a",
+                }
+                .into(),
+            );
+        }
+        if self.tp_sp_transition == TpSpTransition::AllToAll && self.tp > 1 {
+            return Err(unsupported(
+                "transition",
+                self.tp_sp_transition.name(),
+                "Megatron-LM's attention output projection is always row-parallel",
+            ));
+        }
+        if model.moe.is_some() {
+            kv_push(
+                &mut a,
+                "--moe-token-dispatcher-type",
+                match self.dispatcher {
+                    Dispatcher::AllToAll => "alltoall",
+                    Dispatcher::AllGather => "allgather",
+                }
+                .into(),
+            );
+            if self.moe_tp > 1 && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
+                return Err(unsupported(
+                    "moe_tp_scheme",
+                    self.moe_tp_scheme.name(),
+                    "Megatron-LM uses the group-wise all-to-all + all-gather scheme",
+                ));
+            }
+            if self.ep_overlap {
+                flag("--overlap-moe-expert-parallel-comm");
+            }
+        }
+        if self.tp_overlap && self.tp > 1 {
+            flag("--tp-comm-overlap");
+        }
+        // Rank order: Megatron's default is tp-cp-ep-dp-pp; `--use-tp-pp-dp-mapping` gives
+        // tp-pp-dp (cp = 1). Dimensions of size 1 do not matter.
+        let size = |d: Dim| match d {
+            Dim::Tp => self.tp,
+            Dim::Cp => self.cp,
+            Dim::Dp => self.dp,
+            Dim::Pp => self.pp,
+        };
+        let effective =
+            |order: [Dim; 4]| -> Vec<Dim> { order.into_iter().filter(|&d| size(d) > 1).collect() };
+        let ours = effective(self.order.0);
+        if ours != effective([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]) {
+            if self.cp == 1 && ours == effective([Dim::Tp, Dim::Pp, Dim::Dp, Dim::Cp]) {
+                flag("--use-tp-pp-dp-mapping");
+            } else {
+                return Err(unsupported(
+                    "order",
+                    self.order,
+                    "Megatron-LM orders ranks tp-cp-dp-pp, or tp-pp-dp with cp = 1",
+                ));
+            }
+        }
+        if let crate::PlacementPolicy::Balanced { .. } = self.placement {
+            return Err(unsupported(
+                "placement",
+                "balanced",
+                "Megatron-LM places experts contiguously over the EP ranks",
+            ));
+        }
+        a.extend(flags);
+        Ok(a)
+    }
+}
+
+fn kv_push(a: &mut Vec<String>, k: &str, v: String) {
+    a.push(k.to_string());
+    a.push(v);
+}

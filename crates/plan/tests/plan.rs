@@ -1,0 +1,440 @@
+//! Plan strings, validity reasons, stage layouts and Megatron flags.
+
+use autoplan_graph::{resolve_model, ModelSpec};
+use autoplan_plan::{
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError,
+    PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
+};
+use proptest::prelude::*;
+
+fn model(name: &str) -> ModelSpec {
+    resolve_model(name).unwrap()
+}
+
+#[test]
+fn parses_every_key() {
+    let p: Plan = "tp=8,pp=8,dp=16,mbs=2,recompute=full,recompute_layers=3,zero=1,sp=on,vpp=2,\
+                   schedule=interleaved,ep=8,etp=2,cp=2,cp_comm=a2a,transition=all-to-all,\
+                   moe_tp_scheme=scatter-gather,dispatcher=all-gather,algo=dbt,order=tp-dp-cp-pp,\
+                   placement=balanced:2,first_stage_layers=5,last_stage_layers=6,\
+                   tp_overlap=on,ep_overlap=true"
+        .parse()
+        .unwrap();
+    let want = Plan {
+        tp: 8,
+        sp: true,
+        cp: 2,
+        cp_comm: CpComm::AllToAll,
+        dp: 16,
+        zero: Zero(1),
+        pp: 8,
+        schedule: Schedule::Interleaved,
+        vpp: 2,
+        first_stage_layers: Some(5),
+        last_stage_layers: Some(6),
+        ep: 8,
+        moe_tp: 2,
+        mbs: 2,
+        recompute: Recompute::Full,
+        recompute_layers: Some(3),
+        tp_sp_transition: TpSpTransition::AllToAll,
+        moe_tp_scheme: MoeTpScheme::ScatterGather,
+        dispatcher: Dispatcher::AllGather,
+        algo: AlgoMode::Fixed(Algorithm::DoubleBinaryTree),
+        order: RankOrder([Dim::Tp, Dim::Dp, Dim::Cp, Dim::Pp]),
+        placement: PlacementPolicy::Balanced { redundant: 2 },
+        tp_overlap: true,
+        ep_overlap: true,
+    };
+    assert_eq!(p, want);
+    assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
+    // Absent keys keep the defaults; the empty string is the default plan.
+    assert_eq!("".parse::<Plan>().unwrap(), Plan::default());
+    assert_eq!(
+        "tp=2".parse::<Plan>().unwrap(),
+        Plan {
+            tp: 2,
+            ..Plan::default()
+        }
+    );
+}
+
+#[test]
+fn errors_name_key_value_and_alternatives() {
+    let e = "tp=8,recompute=sometimes".parse::<Plan>().unwrap_err();
+    assert_eq!(
+        e,
+        ParseError::BadValue {
+            key: "recompute",
+            value: "sometimes".into(),
+            expected: "none, selective or full",
+        }
+    );
+    assert!(e.to_string().contains("recompute") && e.to_string().contains("selective"));
+    assert!(matches!(
+        "tp=0".parse::<Plan>(),
+        Err(ParseError::BadValue { key: "tp", .. })
+    ));
+    assert!(matches!(
+        "tq=2".parse::<Plan>(),
+        Err(ParseError::UnknownKey { ref key, .. }) if key == "tq"
+    ));
+    assert_eq!(
+        "tp=2,tp=4".parse::<Plan>(),
+        Err(ParseError::DuplicateKey { key: "tp" })
+    );
+    assert!(matches!(
+        "tp".parse::<Plan>(),
+        Err(ParseError::NotKeyValue { .. })
+    ));
+    assert!(matches!(
+        "order=tp-tp-dp-pp".parse::<Plan>(),
+        Err(ParseError::BadValue { key: "order", .. })
+    ));
+    assert!(matches!(
+        "zero=4".parse::<Plan>(),
+        Err(ParseError::BadValue { key: "zero", .. })
+    ));
+    assert!(matches!(
+        "algo=fastest".parse::<Plan>(),
+        Err(ParseError::BadValue { key: "algo", .. })
+    ));
+}
+
+#[test]
+fn dp_is_inferred_from_the_gpu_count() {
+    let p = Plan::parse_for_gpus("tp=8,pp=4", 256).unwrap();
+    assert_eq!(p.dp, 8);
+    let p = Plan::parse_for_gpus("tp=8,pp=4,dp=2", 256).unwrap();
+    assert_eq!(p.dp, 2); // given: kept (check() reports the mismatch)
+    assert!(matches!(
+        Plan::parse_for_gpus("tp=3", 256),
+        Err(ParseError::BadValue { key: "dp", .. })
+    ));
+}
+
+#[test]
+fn check_gives_the_exact_reason() {
+    let gpt = model("gpt3-175b"); // 96 blocks, 96 heads, GB 1536, seq 2048
+    let ok: Plan = "tp=8,pp=8,dp=16,sp=on".parse().unwrap();
+    assert_eq!(ok.check(&gpt, 1024), Ok(()));
+    let with = |s: &str| s.parse::<Plan>().unwrap();
+    assert_eq!(
+        with("tp=8,pp=8,dp=8").check(&gpt, 1024),
+        Err(Invalid::GpuCount {
+            plan: 512,
+            gpus: 1024
+        })
+    );
+    assert_eq!(
+        with("tp=64,pp=1,dp=1").check(&gpt, 64),
+        Err(Invalid::TpHeads { tp: 64, heads: 96 })
+    );
+    assert_eq!(
+        with("tp=8,pp=1,dp=5").check(&gpt, 40),
+        Err(Invalid::Batch {
+            global_batch: 1536,
+            mbs: 1,
+            dp: 5
+        })
+    );
+    assert_eq!(
+        with("tp=1,pp=128,dp=1").check(&gpt, 128),
+        Err(Invalid::PpBlocks {
+            pp: 128,
+            blocks: 96
+        })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,vpp=2").check(&gpt, 1024),
+        Err(Invalid::VppSchedule {
+            vpp: 2,
+            schedule: "1f1b"
+        })
+    );
+    // 96 / 8 = 12 blocks per stage: vpp 5 does not divide it.
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,vpp=5,schedule=interleaved").check(&gpt, 1024),
+        Err(Invalid::VppBlocks {
+            stage: 0,
+            blocks: 12,
+            vpp: 5
+        })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,ep=2").check(&gpt, 1024),
+        Err(Invalid::ExpertDegreesWithoutMoe {
+            ep: 2,
+            moe_tp: 1,
+            model: "gpt3-175b".into()
+        })
+    );
+    // 2048 is not a multiple of 2·cp for cp = 3 (683 tokens each would not balance).
+    assert_eq!(
+        with("tp=8,cp=3,pp=8,dp=16").check(&gpt, 3072),
+        Err(Invalid::CpSeq {
+            cp: 3,
+            seq_len: 2048
+        })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,recompute_layers=2").check(&gpt, 1024),
+        Err(Invalid::RecomputeLayersWithoutRecompute { layers: 2 })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,schedule=dualpipe").check(&gpt, 1024),
+        Ok(())
+    );
+    assert_eq!(
+        with("tp=8,pp=1,dp=128,schedule=dualpipe").check(&gpt, 1024),
+        Err(Invalid::DualPipePp { pp: 1 })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,first_stage_layers=90").check(&gpt, 1024),
+        Err(Invalid::UnevenStages {
+            first: Some(90),
+            last: None,
+            blocks: 96,
+            pp: 8
+        })
+    );
+
+    // GQA: Llama 3 70B has 8 kv heads: tp 16 replicates each twice (allowed), tp 8 splits them;
+    // FFN 28672 = 2^12·7 is not divisible by tp = 3... nor are the 64 heads.
+    let llama = model("llama3-70b");
+    assert_eq!(with("tp=16,pp=1,dp=8").check(&llama, 128), Ok(()));
+    let mut odd = llama.clone();
+    odd.attention = autoplan_graph::Attention::Gqa {
+        kv_heads: 6,
+        head_dim: 128,
+    };
+    assert_eq!(
+        with("tp=4,pp=1,dp=32").check(&odd, 128),
+        Err(Invalid::TpKvHeads { tp: 4, kv_heads: 6 })
+    );
+
+    // MoE: DeepSeek-V3 has 256 experts, expert FFN 2048, GB 15360.
+    let ds = model("deepseek-v3");
+    assert_eq!(
+        with("tp=2,pp=16,dp=64,ep=64,sp=on").check(&ds, 2048),
+        Ok(())
+    );
+    assert_eq!(
+        with("tp=2,pp=16,dp=64,ep=3,sp=on").check(&ds, 2048),
+        Err(Invalid::EpExperts {
+            ep: 3,
+            experts: 256
+        })
+    );
+    assert_eq!(
+        with("tp=2,pp=16,dp=64,ep=256,sp=on").check(&ds, 2048),
+        Err(Invalid::Folding {
+            moe_tp: 1,
+            ep: 256,
+            dense: 128
+        })
+    );
+    assert_eq!(
+        with("tp=2,pp=16,dp=64,ep=64").check(&ds, 2048),
+        Err(Invalid::MoeTpNeedsSp { tp: 2 })
+    );
+}
+
+#[test]
+fn stage_layout_examples() {
+    let mut m = model("gpt3-175b");
+    let p = |s: &str| s.parse::<Plan>().unwrap();
+    let l = p("pp=8").stage_blocks(&m).unwrap();
+    assert_eq!((0..8).map(|s| l.blocks(s)).collect::<Vec<_>>(), [12; 8]);
+    m.layers = 61; // DeepSeek-V3-like: 61 = 6·8 + 13 → first 6, last 7
+    let l = p("pp=8").stage_blocks(&m).unwrap();
+    assert_eq!(
+        (0..8).map(|s| l.blocks(s)).collect::<Vec<_>>(),
+        [6, 8, 8, 8, 8, 8, 8, 7]
+    );
+    m.layers = 10; // 10 blocks on 8 stages: middle 2 each would need 12; fall back
+    let l = p("pp=8").stage_blocks(&m).unwrap();
+    assert_eq!(
+        (0..8).map(|s| l.blocks(s)).collect::<Vec<_>>(),
+        [1, 2, 2, 1, 1, 1, 1, 1]
+    );
+    assert_eq!(l.max_blocks(), 2);
+    m.layers = 15; // 15 = 7·2 + 1 with no middle stage: the last takes the extra block
+    let l = p("pp=2").stage_blocks(&m).unwrap();
+    assert_eq!((l.blocks(0), l.blocks(1)), (7, 8));
+    m.layers = 96;
+    let l = p("pp=8,first_stage_layers=6,last_stage_layers=6")
+        .stage_blocks(&m)
+        .unwrap();
+    assert_eq!(
+        (0..8).map(|s| l.blocks(s)).collect::<Vec<_>>(),
+        [6, 14, 14, 14, 14, 14, 14, 6]
+    );
+}
+
+#[test]
+fn megatron_flags_of_a_gpt3_plan() {
+    let m = model("gpt3-175b");
+    let plan: Plan =
+        "tp=8,pp=8,dp=16,mbs=1,sp=on,recompute=selective,zero=1,schedule=interleaved,vpp=2"
+            .parse()
+            .unwrap();
+    plan.check(&m, 1024).unwrap();
+    let args = plan.megatron_args(&m).unwrap().join(" ");
+    assert_eq!(
+        args,
+        "--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 \
+         --context-parallel-size 1 --micro-batch-size 1 --global-batch-size 1536 \
+         --seq-length 2048 --num-layers-per-virtual-pipeline-stage 6 \
+         --recompute-granularity selective --sequence-parallel --use-distributed-optimizer \
+         --overlap-grad-reduce --overlap-param-gather"
+    );
+    let unsupported = "tp=8,pp=8,dp=16,schedule=zero-bubble"
+        .parse::<Plan>()
+        .unwrap()
+        .megatron_args(&m)
+        .unwrap_err();
+    assert_eq!(unsupported.knob, "schedule");
+    let full: Plan = "tp=8,pp=8,dp=16,recompute=full,recompute_layers=2"
+        .parse()
+        .unwrap();
+    let args = full.megatron_args(&m).unwrap().join(" ");
+    assert!(args.contains(
+        "--recompute-granularity full --recompute-method block --recompute-num-layers 2"
+    ));
+    let ds = model("deepseek-v3");
+    let moe: Plan = "tp=2,pp=16,dp=64,ep=64,sp=on,zero=1".parse().unwrap();
+    let args = moe.megatron_args(&ds).unwrap().join(" ");
+    assert!(args.contains("--expert-model-parallel-size 64 --expert-tensor-parallel-size 1"));
+    assert!(args.contains("--moe-token-dispatcher-type alltoall"));
+    // 61 blocks on 16 stages: 14 middle stages of 4, first 2, last 3.
+    assert!(
+        args.contains("--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3")
+    );
+}
+
+fn any_plan() -> impl Strategy<Value = Plan> {
+    let degrees = (
+        1u32..65,
+        1u32..9,
+        1u32..65,
+        1u32..33,
+        1u32..17,
+        1u32..5,
+        1u32..9,
+        1u32..5,
+    );
+    let knobs = (
+        any::<bool>(),
+        0u8..4,
+        prop_oneof![
+            Just(Recompute::None),
+            Just(Recompute::Selective),
+            Just(Recompute::Full)
+        ],
+        prop_oneof![
+            Just(Schedule::OneF1B),
+            Just(Schedule::Interleaved),
+            Just(Schedule::ZeroBubble),
+            Just(Schedule::DualPipe)
+        ],
+        proptest::option::of(0u32..20),
+        proptest::option::of(0u32..20),
+        proptest::option::of(1u32..20),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let comm = (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        prop_oneof![
+            Just(AlgoMode::Cheapest),
+            Just(AlgoMode::NcclLike),
+            Just(AlgoMode::NcclTuner),
+            proptest::sample::select(Algorithm::ALL.to_vec()).prop_map(AlgoMode::Fixed)
+        ],
+        Just([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]).prop_shuffle(),
+        proptest::option::of(0u32..4),
+    );
+    (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
+        let (sp, zero, recompute, schedule, first, last, rl, tpo, epo) = knobs;
+        let (cpa, tra, sg, ag, algo, order, bal) = comm;
+        Plan {
+            tp,
+            sp,
+            cp,
+            cp_comm: if cpa { CpComm::AllToAll } else { CpComm::Ring },
+            dp,
+            zero: Zero(zero),
+            pp,
+            schedule,
+            vpp,
+            first_stage_layers: first,
+            last_stage_layers: last,
+            ep,
+            moe_tp,
+            mbs,
+            recompute,
+            recompute_layers: rl,
+            tp_sp_transition: if tra {
+                TpSpTransition::AllToAll
+            } else {
+                TpSpTransition::AllReduceSlice
+            },
+            moe_tp_scheme: if sg {
+                MoeTpScheme::ScatterGather
+            } else {
+                MoeTpScheme::GroupAllToAll
+            },
+            dispatcher: if ag {
+                Dispatcher::AllGather
+            } else {
+                Dispatcher::AllToAll
+            },
+            algo,
+            order: RankOrder(order),
+            placement: bal.map_or(PlacementPolicy::Contiguous, |r| PlacementPolicy::Balanced {
+                redundant: r,
+            }),
+            tp_overlap: tpo,
+            ep_overlap: epo,
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn display_round_trips(p in any_plan()) {
+        prop_assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
+    }
+
+    #[test]
+    fn stage_layout_covers_every_block_once(
+        blocks in 1u32..130, pp in 1u32..40, first in proptest::option::of(1u32..30),
+        last in proptest::option::of(1u32..30),
+    ) {
+        let mut m = model("llama3-8b");
+        m.layers = blocks;
+        let p = Plan { pp, first_stage_layers: first, last_stage_layers: last, ..Plan::default() };
+        if let Some(l) = p.stage_blocks(&m) {
+            prop_assert_eq!(l.total(), blocks);
+            prop_assert!((0..pp).all(|s| l.blocks(s) >= 1));
+            prop_assert_eq!(l.max_blocks(), (0..pp).map(|s| l.blocks(s)).max().unwrap());
+            if first.is_none() && last.is_none() {
+                // Default split: the smallest possible largest stage.
+                prop_assert_eq!(l.max_blocks(), blocks.div_ceil(pp));
+            }
+        } else {
+            let reason = p.check(&m, pp);
+            let expected = matches!(
+                reason,
+                Err(Invalid::PpBlocks { .. } | Invalid::UnevenStages { .. })
+            );
+            prop_assert!(expected, "{:?}", reason);
+        }
+    }
+}
