@@ -144,7 +144,8 @@ pub struct Layer {
     /// MLA: the up-projected `a·(d_qk + d_v)`, as Megatron's MLA context parallelism does).
     pub cp_kv_elems_per_token: f64,
     /// Elements per token sent by the EP dispatch all-to-all: `h · expected experts per token`
-    /// (the combine all-to-all returns as many).
+    /// (the combine all-to-all returns as many). Unpadded: capacity padding
+    /// (`Moe::capacity_factor`) and load imbalance are the cost model's to apply.
     pub ep_dispatch_elems_per_token: f64,
 }
 

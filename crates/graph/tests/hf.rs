@@ -75,3 +75,36 @@ fn hf_errors_name_the_config_key() {
     let e = import("{\"model_type\": ");
     assert!(e.starts_with("config.json:1:"), "{e}");
 }
+
+#[test]
+fn qwen2_moe_with_a_shared_expert() {
+    // Qwen/Qwen1.5-MoE-A2.7B config.json (model_type qwen2_moe); model card: 14.3B parameters,
+    // 2.7B activated. Its q/k/v biases (24 × 4096 weights) are not modelled.
+    let json = r#"{
+      "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe",
+      "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16,
+      "num_key_value_heads": 16, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+      "shared_expert_intermediate_size": 5632, "num_experts": 60, "num_experts_per_tok": 4,
+      "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": false,
+      "max_position_embeddings": 8192, "rope_theta": 1000000.0, "norm_topk_prob": false
+    }"#;
+    let m = ModelSpec::from_hf_config(
+        &Source::new("Qwen1.5-MoE-A2.7B/config.json", json),
+        Training::IMPORT_DEFAULT,
+    )
+    .unwrap();
+    assert_eq!(m.name, "Qwen1.5-MoE-A2.7B");
+    let moe = m.moe.as_ref().unwrap();
+    assert_eq!((moe.shared_experts, moe.shared_ffn_hidden), (1, 5632));
+    assert_eq!(m.dense_blocks(), 0);
+    assert!(
+        (m.total_params() / 1e9 - 14.3).abs() < 0.05,
+        "{}",
+        m.total_params()
+    );
+    assert!(
+        (m.active_params() / 1e9 - 2.7).abs() < 0.05,
+        "{}",
+        m.active_params()
+    );
+}
