@@ -1,1 +1,121 @@
-//! autoplan-search
+//! Find the best parallel training plans of a model on a cluster: an exact, parallel,
+//! deterministic branch-and-bound over a search space of degrees and knobs.
+//!
+//! Boundary: this crate enumerates and prunes; it does not score plans. Scoring is the job of an
+//! [`Objective`] (implemented for `autoplan_evaluate::Evaluator`, and by the synthetic
+//! objective of [`testing`]); printing, progress bars and files are the CLI's.
+//!
+//! The principal function is [`search`]; the principal types are [`Space`] (what may be chosen,
+//! from `search_spaces/*.toml`), [`Objective`] (score + admissible lower bounds) and
+//! [`Outcome`] (the ranked top-K and the [`Stats`]).
+//!
+//! ```
+//! use autoplan_search::{search, resolve_space, SearchOptions, testing::Synthetic};
+//!
+//! let space = resolve_space("quick").unwrap();
+//! let objective = Synthetic::example();
+//! let fast = search(&objective, &space, &SearchOptions { top_k: 3, exhaustive: false }, &());
+//! let slow = search(&objective, &space, &SearchOptions { top_k: 3, exhaustive: true }, &());
+//! // Pruning never changes the answer (the bounds are admissible).
+//! assert_eq!(fast.keys(), slow.keys());
+//! assert!(fast.stats.evaluated <= slow.stats.evaluated);
+//! ```
+
+mod engine;
+mod evaluator;
+pub mod space;
+pub mod testing;
+
+use autoplan_plan::Plan;
+
+pub use engine::{search, NoFit, Observer, Outcome, Ranked, SearchOptions, Stats};
+pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};
+
+/// What the search needs to know about the model and the cluster to enumerate valid degrees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// GPUs of the cluster; every plan uses all of them (`tp·cp·dp·pp = gpus`).
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    /// Attention heads (`tp` must divide them).
+    pub heads: u32,
+    /// Transformer blocks (`pp` ≤ blocks).
+    pub layers: u32,
+    /// Routed experts per MoE layer; 0 for a dense model (then `ep = moe_tp = 1`).
+    pub experts: u32,
+    /// Global batch in sequences (`mbs · dp` must divide it).
+    pub global_batch: u32,
+    /// HBM per GPU, bytes: a subtree whose memory floor exceeds it is cut.
+    pub hbm_bytes: f64,
+}
+
+/// How far down the decision order a [`Partial`] plan is fixed. The order is
+/// `pp → tp → ep → moe_tp → cp → (dp) → mbs → recompute → zero → schedule/vpp → knobs`:
+/// the degrees first (they decide memory floors and most of the time), the knobs that only
+/// move communication last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Depth {
+    /// Degrees and micro-batch size fixed.
+    MicroBatch,
+    /// ... and the recompute mode.
+    Recompute,
+    /// ... and the ZeRO stage.
+    Zero,
+    /// ... and the pipeline schedule with its virtual stages (only the knobs remain).
+    Schedule,
+}
+
+/// A plan fixed down to `depth`; fields below it hold the space's first (canonical) values.
+/// `space` tells what the remaining decisions can still be.
+#[derive(Debug, Clone, Copy)]
+pub struct Partial<'a> {
+    pub plan: Plan,
+    pub depth: Depth,
+    pub space: &'a Space,
+}
+
+/// Admissible lower bounds for every completion of a [`Partial`]: no completion has a smaller
+/// step time or a smaller peak memory. `Bound::NONE` prunes nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    pub step_time_s: f64,
+    pub memory_bytes: f64,
+}
+
+impl Bound {
+    pub const NONE: Bound = Bound {
+        step_time_s: 0.0,
+        memory_bytes: 0.0,
+    };
+}
+
+/// Why an objective rejected a complete plan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reject {
+    /// Not a valid plan for this model and cluster.
+    Invalid,
+    /// Needs `peak_bytes` on its busiest GPU, more than `hbm_bytes`.
+    OutOfMemory { peak_bytes: f64, hbm_bytes: f64 },
+}
+
+/// What the search optimises: a score for complete plans and admissible bounds for partial
+/// ones (egg's `CostFunction`: one job). The search minimises [`Objective::step_time`].
+///
+/// **Contract:** `bound(p).step_time_s ≤ step_time(evaluate(plan))` and
+/// `bound(p).memory_bytes ≤` the peak memory of `plan` for every complete `plan` below `p`,
+/// and a plan is rejected for memory exactly when its peak exceeds `shape().hbm_bytes`.
+/// Then pruning never changes the top-K (tested against exhaustive enumeration).
+pub trait Objective: Sync {
+    /// The figures of merit of one plan (`Copy`: no allocation per plan).
+    type Metrics: Copy + Send + Sync + std::fmt::Debug;
+    fn shape(&self) -> Shape;
+    /// Score one complete plan. Called millions of times: must not allocate.
+    fn evaluate(&self, plan: &Plan) -> Result<Self::Metrics, Reject>;
+    /// Seconds per optimizer step; smaller is better.
+    fn step_time(metrics: &Self::Metrics) -> f64;
+    /// Lower bounds for every completion of `partial`. The default prunes nothing.
+    fn bound(&self, partial: &Partial<'_>) -> Bound {
+        let _ = partial;
+        Bound::NONE
+    }
+}

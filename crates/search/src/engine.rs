@@ -1,0 +1,705 @@
+//! The branch-and-bound driver.
+//!
+//! 1. enumerate the valid degree tuples (`pp → tp → ep → moe_tp → cp`, dp what is left) and
+//!    their micro-batch sizes: these `(degrees, mbs)` pairs are the parallel tasks;
+//! 2. each task is a depth-first walk `recompute → zero → schedule/vpp → knobs`, asking the
+//!    objective for bounds at every level and cutting a subtree whose memory floor exceeds HBM
+//!    or whose step-time bound exceeds the current K-th best (shared by all threads as atomic
+//!    f64 bits);
+//! 3. the per-thread top-K lists are merged; ranks are by `(step time, plan key)`, a total
+//!    order, so the result does not depend on the number of threads or on who found what.
+//!
+//! Knobs that cannot matter for a plan (SP when tp = 1, the CP exchange when cp = 1, the
+//! expert knobs of a dense model, rank orders that differ only in where size-1 dims sit...)
+//! take the space's first value only, so the top-K holds no duplicates.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::time::Instant;
+
+use autoplan_plan::{Dim, Plan, RankOrder, Schedule};
+use rayon::prelude::*;
+
+use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
+
+/// Options of one search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// How many plans to return (at least 1).
+    pub top_k: usize,
+    /// Evaluate every plan of the space, no pruning (to check the bounds, and for benches).
+    pub exhaustive: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            top_k: 10,
+            exhaustive: false,
+        }
+    }
+}
+
+/// Progress of a search, pushed out of the core (the CLI draws a bar with it).
+pub trait Observer: Sync {
+    /// `done` of `total` tasks are finished. Called from worker threads.
+    fn progress(&self, done: u64, total: u64);
+}
+
+impl Observer for () {
+    fn progress(&self, _: u64, _: u64) {}
+}
+
+/// One plan of the ranking.
+#[derive(Debug, Clone, Copy)]
+pub struct Ranked<M> {
+    pub plan: Plan,
+    /// The plan's position in the space's canonical enumeration (the tie-breaker).
+    pub key: u128,
+    pub metrics: M,
+    pub step_time_s: f64,
+}
+
+/// Counters of one search. `evaluated + pruned_plans = space_plans` (exhaustive: no pruning).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Stats {
+    /// Valid plans in the space (after the constraints and the collapse of irrelevant knobs).
+    pub space_plans: u64,
+    /// Parallel tasks (degree tuple × micro-batch size).
+    pub tasks: u64,
+    /// Interior nodes of the tree whose bounds were computed.
+    pub nodes: u64,
+    /// Subtrees cut because their step-time bound exceeded the K-th best.
+    pub pruned_by_time: u64,
+    /// Subtrees cut because their memory floor exceeded HBM.
+    pub pruned_by_memory: u64,
+    /// Plans under the cut subtrees (never evaluated).
+    pub pruned_plans: u64,
+    /// Plans scored by the objective.
+    pub evaluated: u64,
+    pub feasible: u64,
+    pub out_of_memory: u64,
+    pub invalid: u64,
+    pub threads: usize,
+    pub wall_s: f64,
+}
+
+impl Stats {
+    /// Fraction of the space never evaluated.
+    pub fn prune_ratio(&self) -> f64 {
+        if self.space_plans == 0 {
+            0.0
+        } else {
+            self.pruned_plans as f64 / self.space_plans as f64
+        }
+    }
+
+    /// Evaluated plans per second of wall time.
+    pub fn plans_per_s(&self) -> f64 {
+        self.evaluated as f64 / self.wall_s.max(1e-9)
+    }
+
+    fn add(&mut self, o: &Stats) {
+        self.nodes += o.nodes;
+        self.pruned_by_time += o.pruned_by_time;
+        self.pruned_by_memory += o.pruned_by_memory;
+        self.pruned_plans += o.pruned_plans;
+        self.evaluated += o.evaluated;
+        self.feasible += o.feasible;
+        self.out_of_memory += o.out_of_memory;
+        self.invalid += o.invalid;
+    }
+}
+
+/// Why nothing fits: the least memory any plan of the space needs (a memory floor or the peak
+/// of an evaluated plan, whichever is smaller) against the HBM.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct NoFit {
+    pub min_memory_bytes: f64,
+    pub hbm_bytes: f64,
+}
+
+/// The result of a search.
+#[derive(Debug, Clone)]
+pub struct Outcome<M> {
+    /// Best first, ranked by `(step time, key)`.
+    pub plans: Vec<Ranked<M>>,
+    pub stats: Stats,
+    /// Set when no plan fits in memory (and `plans` is empty).
+    pub no_fit: Option<NoFit>,
+}
+
+impl<M> Outcome<M> {
+    /// The ranked plans' keys (for comparing two searches).
+    pub fn keys(&self) -> Vec<u128> {
+        self.plans.iter().map(|r| r.key).collect()
+    }
+}
+
+/// Indices of the knob dimensions in the leaf odometer.
+const SP: usize = 0;
+const CPC: usize = 1;
+const TPSP: usize = 2;
+const MTS: usize = 3;
+const DISP: usize = 4;
+const ALGO: usize = 5;
+const ORDER: usize = 6;
+const TPO: usize = 7;
+const EPO: usize = 8;
+const NKNOB: usize = 9;
+
+/// One valid degree tuple and what it implies for the levels below it.
+#[derive(Debug, Clone)]
+struct Degrees {
+    pp: u32,
+    tp: u32,
+    ep: u32,
+    moe_tp: u32,
+    cp: u32,
+    dp: u32,
+    /// Indices into the space lists: pp, tp, ep, moe_tp, cp.
+    idx: [usize; 5],
+    /// ZeRO stages that differ here (only the first if nothing is data-parallel).
+    zero: usize,
+    /// (schedule index, vpp index or usize::MAX) pairs.
+    schedules: Vec<(usize, usize)>,
+    /// Allowed indices per knob dimension (ORDER: the canonical rank orders).
+    knobs: [Vec<usize>; NKNOB],
+    knob_product: u64,
+}
+
+/// Mixed-radix strides of the plan key over the space lists (full lists, no collapse).
+struct Radix {
+    stride: [u128; 19],
+}
+
+impl Radix {
+    fn new(s: &Space) -> Radix {
+        let sizes = [
+            s.pp.len(),
+            s.tp.len(),
+            s.ep.len(),
+            s.moe_tp.len(),
+            s.cp.len(),
+            s.mbs.len(),
+            s.recompute.len(),
+            s.zero.len(),
+            s.schedule.len(),
+            s.vpp.len() + 1,
+            s.sp.len(),
+            s.cp_comm.len(),
+            s.tp_sp_transition.len(),
+            s.moe_tp_scheme.len(),
+            s.dispatcher.len(),
+            s.algo.len(),
+            s.order.len(),
+            s.tp_overlap.len(),
+            s.ep_overlap.len(),
+        ];
+        let mut stride = [0u128; 19];
+        let mut acc: u128 = 1;
+        for i in (0..19).rev() {
+            stride[i] = acc;
+            acc = acc.saturating_mul(sizes[i].max(1) as u128);
+        }
+        Radix { stride }
+    }
+}
+
+fn orders_for(space: &Space, dense: [u32; 4], moe: [u32; 4]) -> Vec<usize> {
+    // Size of each dim (Tp, Cp, Dp, Pp) in the dense and in the folded MoE grid.
+    let matters = |d: Dim| {
+        let i = d as usize;
+        dense[i] > 1 || moe[i] > 1
+    };
+    let reduced =
+        |o: &RankOrder| -> Vec<Dim> { o.0.iter().copied().filter(|&d| matters(d)).collect() };
+    let mut seen: Vec<Vec<Dim>> = Vec::new();
+    let mut out = Vec::new();
+    for (i, o) in space.order.iter().enumerate() {
+        let r = reduced(o);
+        if !seen.contains(&r) {
+            seen.push(r);
+            out.push(i);
+        }
+    }
+    out
+}
+
+fn degree_tuples(space: &Space, shape: &Shape) -> Vec<Degrees> {
+    let gpus = shape.gpus;
+    let gpn = shape.gpus_per_node.max(1);
+    let moe = shape.experts > 0;
+    let c = &space.constraints;
+    let in_node = |x: u32| x <= gpn && gpn.is_multiple_of(x);
+    let mut out = Vec::new();
+    for (ip, &pp) in space.pp.iter().enumerate() {
+        if pp > shape.layers || !gpus.is_multiple_of(pp) || c.max_pp.is_some_and(|m| pp > m) {
+            continue;
+        }
+        for (it, &tp) in space.tp.iter().enumerate() {
+            if !shape.heads.is_multiple_of(tp)
+                || !(gpus / pp).is_multiple_of(tp)
+                || c.tp_within_node && !in_node(tp)
+            {
+                continue;
+            }
+            // A dense model has no expert degrees: ep = moe_tp = 1 (the first index).
+            let eps: Vec<(usize, u32)> = if moe {
+                space.ep.iter().copied().enumerate().collect()
+            } else {
+                vec![(0, 1)]
+            };
+            let mts: Vec<(usize, u32)> = if moe {
+                space.moe_tp.iter().copied().enumerate().collect()
+            } else {
+                vec![(0, 1)]
+            };
+            for &(ie, ep) in &eps {
+                if moe && !shape.experts.is_multiple_of(ep) {
+                    continue;
+                }
+                for &(im, mt) in &mts {
+                    if c.moe_tp_within_node && !in_node(mt) || c.ep_within_node && !in_node(ep * mt)
+                    {
+                        continue;
+                    }
+                    for (ic, &cp) in space.cp.iter().enumerate() {
+                        let rest = gpus / pp / tp;
+                        if !rest.is_multiple_of(cp) {
+                            continue;
+                        }
+                        let dp = rest / cp;
+                        if space.dp.is_some_and(|d| d != dp) {
+                            continue;
+                        }
+                        // Megatron's parallel folding: ep·moe_tp divides tp·cp·dp.
+                        if !(tp * cp * dp).is_multiple_of(ep * mt) {
+                            continue;
+                        }
+                        out.push(degrees(
+                            space,
+                            shape,
+                            [pp, tp, ep, mt, cp, dp],
+                            [ip, it, ie, im, ic],
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degrees {
+    let [pp, tp, ep, moe_tp, cp, dp] = d;
+    let moe = shape.experts > 0;
+    let edp = tp * cp * dp / (ep * moe_tp);
+    let zero = if dp * cp == 1 && edp == 1 {
+        1
+    } else {
+        space.zero.len()
+    };
+    let mut schedules = Vec::new();
+    if pp == 1 {
+        schedules.push((0, usize::MAX));
+    } else {
+        for (i, s) in space.schedule.iter().enumerate() {
+            if *s == Schedule::Interleaved {
+                for (v, &vpp) in space.vpp.iter().enumerate() {
+                    if pp * vpp <= shape.layers {
+                        schedules.push((i, v));
+                    }
+                }
+            } else {
+                schedules.push((i, usize::MAX));
+            }
+        }
+    }
+    let all = |n: usize, relevant: bool| -> Vec<usize> {
+        if relevant {
+            (0..n).collect()
+        } else {
+            vec![0]
+        }
+    };
+    let s = space;
+    // Grid sizes per Dim (Tp, Cp, Dp, Pp), dense and folded MoE (moe_tp, ep, edp in place of
+    // tp, cp, dp).
+    let dense = [tp, cp, dp, pp];
+    let moe_grid = [moe_tp, ep, edp, pp];
+    let knobs = [
+        all(s.sp.len(), tp > 1),
+        all(s.cp_comm.len(), cp > 1),
+        all(s.tp_sp_transition.len(), tp > 1),
+        all(s.moe_tp_scheme.len(), moe && moe_tp > 1),
+        all(s.dispatcher.len(), moe && ep * moe_tp > 1),
+        all(s.algo.len(), true),
+        orders_for(s, dense, moe_grid),
+        all(s.tp_overlap.len(), tp > 1),
+        all(s.ep_overlap.len(), moe && ep > 1),
+    ];
+    let knob_product = knobs.iter().map(|k| k.len() as u64).product();
+    Degrees {
+        pp,
+        tp,
+        ep,
+        moe_tp,
+        cp,
+        dp,
+        idx,
+        zero,
+        schedules,
+        knobs,
+        knob_product,
+    }
+}
+
+/// A (degrees, micro-batch size) pair: one parallel task.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    deg: usize,
+    mbs: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry<M> {
+    t: f64,
+    key: u128,
+    plan: Plan,
+    metrics: M,
+}
+
+fn cmp<M>(a: &Entry<M>, b: &Entry<M>) -> Ordering {
+    a.t.total_cmp(&b.t).then(a.key.cmp(&b.key))
+}
+
+/// The per-thread state: a bounded sorted top-K and counters.
+struct Local<M> {
+    top: Vec<Entry<M>>,
+    stats: Stats,
+    min_memory: f64,
+}
+
+impl<M: Copy> Local<M> {
+    fn new(k: usize) -> Self {
+        Local {
+            top: Vec::with_capacity(k + 1),
+            stats: Stats::default(),
+            min_memory: f64::INFINITY,
+        }
+    }
+
+    /// Insert; returns the new K-th best time when the list is full.
+    fn insert(&mut self, e: Entry<M>, k: usize) -> Option<f64> {
+        if self.top.len() == k {
+            let last = self.top.last()?;
+            if cmp(&e, last) != Ordering::Less {
+                return None;
+            }
+        }
+        let pos = self
+            .top
+            .binary_search_by(|x| cmp(x, &e))
+            .unwrap_or_else(|p| p);
+        self.top.insert(pos, e);
+        self.top.truncate(k);
+        (self.top.len() == k).then(|| self.top[k - 1].t)
+    }
+
+    fn merge(mut self, other: Local<M>, k: usize) -> Local<M> {
+        self.top.extend(other.top);
+        self.top.sort_by(cmp);
+        self.top.truncate(k);
+        self.stats.add(&other.stats);
+        self.min_memory = self.min_memory.min(other.min_memory);
+        self
+    }
+}
+
+/// The shared K-th best step time: f64 bits of a non-negative number order like the number.
+struct Threshold(AtomicU64);
+
+impl Threshold {
+    fn get(&self) -> f64 {
+        f64::from_bits(self.0.load(AtomicOrdering::Relaxed))
+    }
+    fn lower(&self, t: f64) {
+        if t >= 0.0 {
+            self.0.fetch_min(t.to_bits(), AtomicOrdering::Relaxed);
+        }
+    }
+}
+
+struct Ctx<'a, O: Objective, B: Observer + ?Sized> {
+    obj: &'a O,
+    space: &'a Space,
+    shape: Shape,
+    opts: SearchOptions,
+    radix: Radix,
+    degs: Vec<Degrees>,
+    threshold: Threshold,
+    done: AtomicU64,
+    total: u64,
+    observer: &'a B,
+}
+
+/// Search `space` for the `opts.top_k` plans of smallest step time under `objective`, on the
+/// current rayon thread pool (install a pool to choose the thread count). The result is the
+/// same for any number of threads.
+pub fn search<O: Objective, B: Observer + ?Sized>(
+    objective: &O,
+    space: &Space,
+    opts: &SearchOptions,
+    observer: &B,
+) -> Outcome<O::Metrics> {
+    let start = Instant::now();
+    let shape = objective.shape();
+    let opts = SearchOptions {
+        top_k: opts.top_k.max(1),
+        exhaustive: opts.exhaustive,
+    };
+    let degs = degree_tuples(space, &shape);
+    let mut tasks = Vec::new();
+    for (d, deg) in degs.iter().enumerate() {
+        for (m, &mbs) in space.mbs.iter().enumerate() {
+            if !shape.global_batch.is_multiple_of(mbs * deg.dp) {
+                continue;
+            }
+            let micro = shape.global_batch / (mbs * deg.dp);
+            let min_micro = space.constraints.min_microbatches_per_stage.unwrap_or(0);
+            if (micro as u64) < min_micro as u64 * deg.pp as u64 {
+                continue;
+            }
+            tasks.push(Task { deg: d, mbs: m });
+        }
+    }
+    let ctx = Ctx {
+        obj: objective,
+        space,
+        shape,
+        opts,
+        radix: Radix::new(space),
+        degs,
+        threshold: Threshold(AtomicU64::new(f64::INFINITY.to_bits())),
+        done: AtomicU64::new(0),
+        total: tasks.len() as u64,
+        observer,
+    };
+    let space_plans: u64 = tasks
+        .iter()
+        .map(|t| ctx.below(&ctx.degs[t.deg], Depth::MicroBatch))
+        .sum();
+    let k = opts.top_k;
+    let local = tasks
+        .par_iter()
+        .with_max_len(1)
+        .fold(
+            || Local::new(k),
+            |mut l, t| {
+                ctx.task(t, &mut l);
+                let done = ctx.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+                ctx.observer.progress(done, ctx.total);
+                l
+            },
+        )
+        .reduce(|| Local::new(k), |a, b| a.merge(b, k));
+    let mut stats = local.stats;
+    stats.space_plans = space_plans;
+    stats.tasks = tasks.len() as u64;
+    stats.threads = rayon::current_num_threads();
+    stats.wall_s = start.elapsed().as_secs_f64();
+    let no_fit = (local.top.is_empty() && local.min_memory.is_finite()).then_some(NoFit {
+        min_memory_bytes: local.min_memory,
+        hbm_bytes: shape.hbm_bytes,
+    });
+    Outcome {
+        plans: local
+            .top
+            .into_iter()
+            .map(|e| Ranked {
+                plan: e.plan,
+                key: e.key,
+                metrics: e.metrics,
+                step_time_s: e.t,
+            })
+            .collect(),
+        stats,
+        no_fit,
+    }
+}
+
+impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
+    /// Plans below a node of `deg` at `depth` (one recompute, zero, schedule... level each).
+    fn below(&self, deg: &Degrees, depth: Depth) -> u64 {
+        let mut n = deg.knob_product;
+        if depth < Depth::Schedule {
+            n *= deg.schedules.len() as u64;
+        }
+        if depth < Depth::Zero {
+            n *= deg.zero as u64;
+        }
+        if depth < Depth::Recompute {
+            n *= self.space.recompute.len() as u64;
+        }
+        n
+    }
+
+    /// Bound a node; true if its subtree is cut.
+    fn cut(&self, plan: &Plan, depth: Depth, deg: &Degrees, l: &mut Local<O::Metrics>) -> bool {
+        if self.opts.exhaustive {
+            return false;
+        }
+        l.stats.nodes += 1;
+        let b: Bound = self.obj.bound(&Partial {
+            plan: *plan,
+            depth,
+            space: self.space,
+        });
+        if b.memory_bytes > self.shape.hbm_bytes {
+            l.stats.pruned_by_memory += 1;
+            l.stats.pruned_plans += self.below(deg, depth);
+            l.min_memory = l.min_memory.min(b.memory_bytes);
+            return true;
+        }
+        if b.step_time_s > self.threshold.get() {
+            l.stats.pruned_by_time += 1;
+            l.stats.pruned_plans += self.below(deg, depth);
+            return true;
+        }
+        false
+    }
+
+    fn task(&self, t: &Task, l: &mut Local<O::Metrics>) {
+        let s = self.space;
+        let deg = &self.degs[t.deg];
+        let r = &self.radix.stride;
+        let mut plan = Plan {
+            pp: deg.pp,
+            tp: deg.tp,
+            ep: deg.ep,
+            moe_tp: deg.moe_tp,
+            cp: deg.cp,
+            dp: deg.dp,
+            mbs: s.mbs[t.mbs],
+            recompute: s.recompute[0],
+            zero: s.zero[0],
+            schedule: s.schedule[0],
+            vpp: 1,
+            sp: s.sp[0],
+            cp_comm: s.cp_comm[0],
+            tp_sp_transition: s.tp_sp_transition[0],
+            moe_tp_scheme: s.moe_tp_scheme[0],
+            dispatcher: s.dispatcher[0],
+            algo: s.algo[0],
+            order: s.order[0],
+            tp_overlap: s.tp_overlap[0],
+            ep_overlap: s.ep_overlap[0],
+            ..Plan::default()
+        };
+        let mut key: u128 = deg
+            .idx
+            .iter()
+            .zip(r.iter())
+            .map(|(&i, &st)| i as u128 * st)
+            .sum::<u128>()
+            + t.mbs as u128 * r[5];
+        if self.cut(&plan, Depth::MicroBatch, deg, l) {
+            return;
+        }
+        let base = key;
+        for (ir, &rc) in s.recompute.iter().enumerate() {
+            plan.recompute = rc;
+            plan.zero = s.zero[0];
+            plan.schedule = s.schedule[0];
+            plan.vpp = 1;
+            if self.cut(&plan, Depth::Recompute, deg, l) {
+                continue;
+            }
+            let k_rc = base + ir as u128 * r[6];
+            for iz in 0..deg.zero {
+                plan.zero = s.zero[iz];
+                plan.schedule = s.schedule[0];
+                plan.vpp = 1;
+                if self.cut(&plan, Depth::Zero, deg, l) {
+                    continue;
+                }
+                let k_z = k_rc + iz as u128 * r[7];
+                for &(is, iv) in &deg.schedules {
+                    plan.schedule = s.schedule[is];
+                    plan.vpp = if iv == usize::MAX { 1 } else { s.vpp[iv] };
+                    let iv_key = if iv == usize::MAX { 0 } else { iv + 1 };
+                    if self.cut(&plan, Depth::Schedule, deg, l) {
+                        continue;
+                    }
+                    key = k_z + is as u128 * r[8] + iv_key as u128 * r[9];
+                    self.leaves(&mut plan, key, deg, l);
+                }
+            }
+        }
+    }
+
+    /// Every knob combination of one schedule node (an odometer, no allocation).
+    fn leaves(&self, plan: &mut Plan, key: u128, deg: &Degrees, l: &mut Local<O::Metrics>) {
+        let s = self.space;
+        let r = &self.radix.stride;
+        let k = self.opts.top_k;
+        let mut pos = [0usize; NKNOB];
+        loop {
+            let ix = |d: usize| deg.knobs[d][pos[d]];
+            plan.sp = s.sp[ix(SP)];
+            plan.cp_comm = s.cp_comm[ix(CPC)];
+            plan.tp_sp_transition = s.tp_sp_transition[ix(TPSP)];
+            plan.moe_tp_scheme = s.moe_tp_scheme[ix(MTS)];
+            plan.dispatcher = s.dispatcher[ix(DISP)];
+            plan.algo = s.algo[ix(ALGO)];
+            plan.order = s.order[ix(ORDER)];
+            plan.tp_overlap = s.tp_overlap[ix(TPO)];
+            plan.ep_overlap = s.ep_overlap[ix(EPO)];
+            let mut leaf_key = key;
+            for d in 0..NKNOB {
+                leaf_key += ix(d) as u128 * r[10 + d];
+            }
+            l.stats.evaluated += 1;
+            match self.obj.evaluate(plan) {
+                Ok(m) => {
+                    let t = O::step_time(&m);
+                    if !t.is_finite() || t < 0.0 {
+                        l.stats.invalid += 1;
+                    } else {
+                        l.stats.feasible += 1;
+                        if t <= self.threshold.get() {
+                            let e = Entry {
+                                t,
+                                key: leaf_key,
+                                plan: *plan,
+                                metrics: m,
+                            };
+                            if let Some(kth) = l.insert(e, k) {
+                                self.threshold.lower(kth);
+                            }
+                        }
+                    }
+                }
+                Err(Reject::Invalid) => l.stats.invalid += 1,
+                Err(Reject::OutOfMemory { peak_bytes, .. }) => {
+                    l.stats.out_of_memory += 1;
+                    l.min_memory = l.min_memory.min(peak_bytes);
+                }
+            }
+            // Advance the odometer.
+            let mut d = 0;
+            loop {
+                if d == NKNOB {
+                    return;
+                }
+                pos[d] += 1;
+                if pos[d] < deg.knobs[d].len() {
+                    break;
+                }
+                pos[d] = 0;
+                d += 1;
+            }
+        }
+    }
+}
