@@ -399,6 +399,9 @@ impl CostModel {
         }
     }
 
+    /// The cheapest allowed algorithm. Unrolled per collective so that each formula is
+    /// inlined with its algorithm known and shared subexpressions are computed once (this is
+    /// the search's hot path: `cargo bench --bench cost`).
     #[inline]
     fn cheapest(
         &self,
@@ -408,19 +411,67 @@ impl CostModel {
         smean: f64,
         allowed: impl Fn(Algorithm) -> bool,
     ) -> CollectiveCost {
+        use Algorithm::*;
         let mut best = CollectiveCost {
             algorithm: algorithms_of(op)[0],
             protocol: Protocol::Simple,
             time: f64::INFINITY,
         };
-        for &a in algorithms_of(op) {
-            if !allowed(a) {
-                continue;
-            }
-            if let Some(c) = self.eval(op, a, s, smax, smean) {
-                if c.time < best.time {
-                    best = c;
+        let sz = smax.max(0.0);
+        let mean = smean.max(0.0);
+        macro_rules! consider {
+            ($a:expr, $terms:expr) => {
+                if allowed($a) {
+                    if let Some(t) = $terms {
+                        let (time, protocol) = self.finish(t);
+                        if time < best.time {
+                            best = CollectiveCost {
+                                algorithm: $a,
+                                protocol,
+                                time,
+                            };
+                        }
+                    }
                 }
+            };
+        }
+        // Same order as `algorithms_of` (ties keep the earlier one).
+        match op {
+            Collective::AllReduce => {
+                consider!(Ring, self.allreduce(Ring, s, sz));
+                consider!(Direct, self.allreduce(Direct, s, sz));
+                consider!(Tree, self.allreduce(Tree, s, sz));
+                consider!(DoubleBinaryTree, self.allreduce(DoubleBinaryTree, s, sz));
+                consider!(HalvingDoubling, self.allreduce(HalvingDoubling, s, sz));
+                consider!(Hierarchical, self.allreduce(Hierarchical, s, sz));
+                consider!(InSwitch, self.allreduce(InSwitch, s, sz));
+            }
+            Collective::AllGather | Collective::ReduceScatter => {
+                consider!(Ring, self.allgather(Ring, s, sz));
+                consider!(Direct, self.allgather(Direct, s, sz));
+                consider!(HalvingDoubling, self.allgather(HalvingDoubling, s, sz));
+                consider!(Hierarchical, self.allgather(Hierarchical, s, sz));
+                consider!(InSwitch, self.allgather(InSwitch, s, sz));
+            }
+            Collective::AllToAll => {
+                consider!(Direct, self.alltoall(Direct, s, sz, mean));
+                consider!(Ring, self.alltoall(Ring, s, sz, mean));
+                consider!(Bruck, self.alltoall(Bruck, s, sz, mean));
+                consider!(Hierarchical, self.alltoall(Hierarchical, s, sz, mean));
+            }
+            Collective::Broadcast | Collective::Reduce => {
+                consider!(Ring, self.broadcast(Ring, s, sz));
+                consider!(Tree, self.broadcast(Tree, s, sz));
+            }
+            Collective::Scatter | Collective::Gather => {
+                consider!(Ring, self.scatter(Ring, s, sz));
+                consider!(Tree, self.scatter(Tree, s, sz));
+                consider!(Direct, self.scatter(Direct, s, sz));
+            }
+            Collective::SendRecv => consider!(PointToPoint, self.sendrecv(PointToPoint, s, sz)),
+            Collective::Barrier => {
+                consider!(Tree, self.barrier(Tree, s));
+                consider!(Direct, self.barrier(Direct, s));
             }
         }
         best
@@ -509,7 +560,7 @@ impl CostModel {
     /// NCCL's tuner. Seed §6.4 charges `start_lat + sync_lat` on every tree step; measured
     /// A100 ring latencies (collectives_measured.csv c15–c17: 10 / 16.9 / 33.7 µs for 2 / 6 /
     /// 14 steps) show one fixed ≈6 µs plus ≈2 µs per step, so start is charged once.
-    #[inline]
+    #[inline(always)]
     fn finish(&self, t: Terms) -> (f64, Protocol) {
         let simple = self.start_lat
             + t.intra_steps * (self.hop_intra + self.sync_lat)
@@ -653,6 +704,7 @@ impl CostModel {
         }
     }
 
+    #[inline(always)]
     fn allreduce(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
         let (n, nf, rf, nn) = (s.n, s.nf(), s.rf(), s.nodes_f());
         let t = match a {
@@ -796,6 +848,7 @@ impl CostModel {
 
     /// AllGather (S = full output) and ReduceScatter (S = full input): mirror images with the
     /// same cost (seed §2.4/§2.6: per-rank volume (n−1)/n·S each way).
+    #[inline(always)]
     fn allgather(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
         let (n, nf, rf, nn) = (s.n, s.nf(), s.rf(), s.nodes_f());
         let t = match a {
@@ -900,6 +953,7 @@ impl CostModel {
 
     /// All-to-all, S = each rank's send buffer (S/n per peer); `mean` = mean rank's buffer
     /// (equal to S unless called through `alltoall_unequal`).
+    #[inline(always)]
     fn alltoall(&self, a: Algorithm, s: Shape, sz: f64, mean: f64) -> Option<Terms> {
         let (nf, rf, nn) = (s.nf(), s.rf(), s.nodes_f());
         let t = match a {
@@ -985,6 +1039,7 @@ impl CostModel {
     }
 
     /// Broadcast / Reduce, S = the buffer.
+    #[inline(always)]
     fn broadcast(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
         let nf = s.nf();
         let t = match a {
@@ -1016,6 +1071,7 @@ impl CostModel {
     }
 
     /// Scatter / Gather, S = the root's full buffer; the root's link is the bottleneck.
+    #[inline(always)]
     fn scatter(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
         let (nf, rf) = (s.nf(), s.rf());
         let t = match a {
@@ -1071,6 +1127,7 @@ impl CostModel {
     }
 
     /// Send/Recv between two ranks (seed §2.9): one step, S over the link between them.
+    #[inline(always)]
     fn sendrecv(&self, a: Algorithm, s: Shape, sz: f64) -> Option<Terms> {
         if a != Algorithm::PointToPoint {
             return None;
@@ -1092,6 +1149,7 @@ impl CostModel {
 
     /// Barrier (seed §1.1): no payload. Tree = dissemination barrier, ⌈log2 n⌉ rounds
     /// (Hensgen, Finkel & Manber 1988); Direct = one round of n−1 zero-byte messages.
+    #[inline(always)]
     fn barrier(&self, a: Algorithm, s: Shape) -> Option<Terms> {
         let (i, e) = match a {
             Algorithm::Tree => Self::tree_levels(s),

@@ -262,6 +262,28 @@ proptest! {
         prop_assert!(t(Collective::AllReduce, Algorithm::Tree) < t(Collective::AllReduce, Algorithm::Ring));
     }
 
+    /// The modes agree with the list of alternatives: Cheapest is its minimum (the unrolled
+    /// fast path and the generic one compute the same numbers), Fixed(a) is a's entry, and
+    /// NcclTuner / NcclLike pick one of the listed entries.
+    #[test]
+    fn modes_agree_with_alternatives(c in any_cluster(), op in op(), g in group(), s in 0.0..1e10f64) {
+        let m = CostModel::new(&c);
+        let alts = m.alternatives(op, g, s);
+        let best = m.collective(op, g, s, AlgoMode::Cheapest);
+        if g.size > 1 {
+            prop_assert_eq!(Some(best), alts.cheapest());
+            for alt in &alts {
+                prop_assert_eq!(m.collective(op, g, s, AlgoMode::Fixed(alt.algorithm)), *alt);
+            }
+            for mode in [AlgoMode::NcclTuner, AlgoMode::NcclLike] {
+                let c = m.collective(op, g, s, mode);
+                prop_assert_eq!(alts.get(c.algorithm), Some(c));
+            }
+        } else {
+            prop_assert_eq!(best.time, 0.0);
+        }
+    }
+
     /// Imbalance never helps: the unequal all-to-all with max ≥ mean costs at least the equal
     /// one at the mean, and exactly the equal one (+ cpufetch) when max = mean.
     #[test]
