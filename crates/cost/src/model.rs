@@ -380,14 +380,8 @@ impl CostModel {
         }
         match mode {
             AlgoMode::Cheapest => self.cheapest(op, s, smax, smean, |_| true),
-            AlgoMode::Fixed(a) => self
-                .eval(op, a, s, smax, smean)
-                .unwrap_or_else(|| self.cheapest(op, s, smax, smean, |_| true)),
-            AlgoMode::NcclLike => {
-                let a = self.seed_rule(op, s);
-                self.eval(op, a, s, smax, smean)
-                    .unwrap_or_else(|| self.cheapest(op, s, smax, smean, |_| true))
-            }
+            AlgoMode::Fixed(a) => self.only(op, a, s, smax, smean),
+            AlgoMode::NcclLike => self.only(op, self.seed_rule(op, s), s, smax, smean),
             AlgoMode::NcclTuner => {
                 let c = self.cheapest(op, s, smax, smean, |a| nccl_implements(op, a, s));
                 if c.time.is_finite() {
@@ -396,6 +390,24 @@ impl CostModel {
                     self.cheapest(op, s, smax, smean, |_| true)
                 }
             }
+        }
+    }
+
+    /// `a` where it is valid, otherwise the cheapest valid algorithm.
+    #[inline]
+    fn only(
+        &self,
+        op: Collective,
+        a: Algorithm,
+        s: Shape,
+        smax: f64,
+        smean: f64,
+    ) -> CollectiveCost {
+        let c = self.cheapest(op, s, smax, smean, |x| x == a);
+        if c.algorithm == a && c.time < f64::INFINITY {
+            c
+        } else {
+            self.cheapest(op, s, smax, smean, |_| true)
         }
     }
 
