@@ -14,6 +14,16 @@
 //!   mean, `Σ_i off_i · (cheapest 1/β) / P`.
 //! * Expert compute: the slowest GPU processes at least the mean load, `Σ_e load_e / P`.
 //!
+//! * Copy counting ("water-filling"): an expert with c copies has its load processed on c
+//!   distinct GPUs, so some copy processes at least load_e / c tokens; and its hosts receive
+//!   at least `off_e(c) = load_e − (sum of the c largest C_ie)` tokens from other GPUs, of
+//!   which at least `cross_e(c) = load_e − (sum of the min(c, nodes) largest per-node
+//!   demands)` from other nodes, so some host receives for e alone at least
+//!   `(cross_e·x + (off_e − cross_e)·m)·bytes/c` seconds' worth (x, m: cheapest cross-node and
+//!   any-pair 1/β into a GPU). A time T is reachable only if the copies each expert needs to
+//!   get under T fit in the P·L slots; the smallest such T (bisection) bounds the slowest
+//!   GPU's compute and, the same way, its dispatch receive and combine send time.
+//!
 //! The objective is a sum of independent maxima (dispatch, combine, compute), so the sum of
 //! their bounds bounds it. For [`Objective::Thesis`] the per-rank send bounds add up instead.
 
@@ -73,12 +83,147 @@ pub fn combinatorial_bound(inst: &Instance) -> f64 {
         recv_total_d += bpt * off * m_d;
         recv_total_c += bpt * off * m_c;
     }
-    let dispatch = d_max.max(recv_total_d / p as f64);
-    let combine = c_max.max(recv_total_c / p as f64);
-    let compute = inst.compute_s_per_token() * total_tokens / p as f64;
+    let copies = copy_bounds(inst);
+    let dispatch = d_max.max(recv_total_d / p as f64).max(copies.recv);
+    let combine = c_max.max(recv_total_c / p as f64).max(copies.send);
+    let compute = (inst.compute_s_per_token() * total_tokens / p as f64).max(copies.compute);
     let comm = match inst.objective() {
         Objective::Thesis => thesis,
         Objective::Synchronous => dispatch + combine,
     };
     comm + compute
+}
+
+struct CopyBounds {
+    /// Slowest GPU's dispatch receive time, seconds.
+    recv: f64,
+    /// Slowest GPU's combine send time, seconds.
+    send: f64,
+    /// Slowest GPU's expert compute, seconds.
+    compute: f64,
+}
+
+/// The copy-counting bounds of the module docs.
+fn copy_bounds(inst: &Instance) -> CopyBounds {
+    let (p, e_n) = (inst.gpus(), inst.experts());
+    let t = inst.topology();
+    let nodes = t.nodes();
+    let bpt = inst.bytes_per_token();
+    let slots = p * inst.slots();
+    // Cheapest 1/β into a GPU (dispatch) and out of it (combine), any pair and cross-node.
+    let (mut m_in, mut x_in, mut m_out, mut x_out) =
+        (f64::INFINITY, f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    for i in 0..p {
+        for j in (0..p).filter(|&j| j != i) {
+            m_in = m_in.min(t.inv_beta(i, j));
+            m_out = m_out.min(t.inv_beta(j, i));
+            if t.cross_node(i, j) {
+                x_in = x_in.min(t.inv_beta(i, j));
+                x_out = x_out.min(t.inv_beta(j, i));
+            }
+        }
+    }
+    if !m_in.is_finite() {
+        (m_in, m_out) = (0.0, 0.0);
+    }
+    if !x_in.is_finite() {
+        (x_in, x_out) = (m_in, m_out);
+    }
+    // Per expert: load, prefix sums of the largest per-GPU and per-node demands.
+    let mut load = vec![0.0; e_n];
+    let mut gpu_prefix: Vec<Vec<f64>> = Vec::with_capacity(e_n);
+    let mut node_prefix: Vec<Vec<f64>> = Vec::with_capacity(e_n);
+    for (e, le) in load.iter_mut().enumerate() {
+        let mut col: Vec<f64> = (0..p).map(|i| inst.demand(i, e)).collect();
+        let mut per_node = vec![0.0; nodes];
+        for (i, &c) in col.iter().enumerate() {
+            per_node[t.node_of(i)] += c;
+        }
+        *le = col.iter().sum();
+        gpu_prefix.push(prefix_desc(&mut col));
+        node_prefix.push(prefix_desc(&mut per_node));
+    }
+    let received = |e: usize, c: usize, x: f64, m: f64| {
+        let off = (load[e] - gpu_prefix[e][c.min(p)]).max(0.0);
+        let cross = (load[e] - node_prefix[e][c.min(nodes)]).max(0.0).min(off);
+        bpt * (cross * (x - m).max(0.0) + off * m) / c as f64
+    };
+    let s = inst.compute_s_per_token();
+    CopyBounds {
+        recv: water_fill(e_n, p, slots, |e, c| received(e, c, x_in, m_in)),
+        send: water_fill(e_n, p, slots, |e, c| received(e, c, x_out, m_out)),
+        compute: water_fill(e_n, p, slots, |e, c| s * load[e] / c as f64),
+    }
+}
+
+/// Sort descending and return prefix sums `[0, v0, v0 + v1, ...]`.
+fn prefix_desc(v: &mut [f64]) -> Vec<f64> {
+    v.sort_by(|a, b| b.total_cmp(a));
+    let mut out = Vec::with_capacity(v.len() + 1);
+    out.push(0.0);
+    let mut acc = 0.0;
+    for &x in v.iter() {
+        acc += x;
+        out.push(acc);
+    }
+    out
+}
+
+/// The smallest T such that giving every expert e the fewest copies c ≤ `max_copies` with
+/// `need(e, c) ≤ T` (need is non-increasing in c) uses at most `slots` copies in all.
+fn water_fill(
+    experts: usize,
+    max_copies: usize,
+    slots: usize,
+    need: impl Fn(usize, usize) -> f64,
+) -> f64 {
+    let copies_for = |e: usize, t: f64| -> Option<usize> {
+        if need(e, max_copies) > t {
+            return None;
+        }
+        let (mut lo, mut hi) = (1usize, max_copies);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if need(e, mid) <= t {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Some(lo)
+    };
+    let feasible = |t: f64| {
+        let mut used = 0usize;
+        for e in 0..experts {
+            match copies_for(e, t) {
+                Some(c) => used += c,
+                None => return false,
+            }
+            if used > slots {
+                return false;
+            }
+        }
+        true
+    };
+    let mut hi = (0..experts).map(|e| need(e, 1)).fold(0.0f64, f64::max);
+    let mut lo = (0..experts)
+        .map(|e| need(e, max_copies))
+        .fold(0.0f64, f64::max);
+    if hi <= 0.0 || feasible(lo) {
+        return lo.max(0.0);
+    }
+    if !feasible(hi) {
+        // Not even one copy each fits: the instance is invalid; no useful bound.
+        return 0.0;
+    }
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if feasible(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    // `lo` is infeasible, so every achievable time is above it.
+    lo
 }

@@ -119,7 +119,11 @@ impl Report {
     /// The best answer: the exact one when it was computed, else the heuristic's.
     pub fn best(&self) -> &Candidate {
         match &self.exact {
-            Some(x) if x.metrics.objective_s <= self.heuristic.metrics.objective_s => x,
+            Some(x)
+                if x.metrics.objective_s <= self.heuristic.metrics.objective_s * (1.0 + 1e-9) =>
+            {
+                x
+            }
             _ => &self.heuristic,
         }
     }
