@@ -113,6 +113,14 @@ pub struct RowResult {
     pub step_time_s: f64,
 }
 
+/// A scored row outside the calibrated domain, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outlier {
+    #[serde(flatten)]
+    pub row: RowResult,
+    pub reason: &'static str,
+}
+
 /// A row that was not scored, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
@@ -144,7 +152,7 @@ pub struct Validation {
     /// Rows inside the calibrated domain (the MAPE is over these).
     pub rows: Vec<RowResult>,
     /// Scored rows outside it, with the reason (see [`OUT_OF_DOMAIN`]).
-    pub outliers: Vec<(RowResult, &'static str)>,
+    pub outliers: Vec<Outlier>,
     pub skipped: Vec<Skipped>,
     /// Mean absolute percentage error over `rows`, as a fraction.
     pub mape: f64,
@@ -172,6 +180,23 @@ fn era(id: &str) -> Era {
         Era::Torchtitan
     } else {
         Era::MegatronCore
+    }
+}
+
+/// The bundled cluster of a row's `gpu` cell (resized to the row's GPU count by the caller with
+/// `Cluster::with_gpus`).
+pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
+    let g = gpu.to_ascii_lowercase();
+    if g.contains("v100") {
+        Some("dgx2-v100")
+    } else if g.contains("h100") && (g.contains("96gb") || g.contains("grand teton")) {
+        Some("grand-teton-h100")
+    } else if g.contains("h100") {
+        Some("dgx-h100")
+    } else if g.contains("a100") {
+        Some("selene-a100")
+    } else {
+        None
     }
 }
 
@@ -499,7 +524,7 @@ pub fn validate(
             Err(s) => skipped.push(s),
             Ok(c) => match score(&c) {
                 Ok(row) => match OUT_OF_DOMAIN.iter().find(|(id, _)| *id == row.id) {
-                    Some((_, why)) => outliers.push((row, *why)),
+                    Some((_, why)) => outliers.push(Outlier { row, reason: why }),
                     None => rows.push(row),
                 },
                 Err(e) => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),

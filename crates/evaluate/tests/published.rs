@@ -2,7 +2,7 @@
 //! regression of the model (or of the calibration) fails CI.
 
 use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{validate, PublishedRun, Validation};
+use autoplan_evaluate::validate::{cluster_name_for, validate, PublishedRun, Validation};
 
 fn runs() -> Vec<PublishedRun> {
     let path = concat!(
@@ -13,22 +13,13 @@ fn runs() -> Vec<PublishedRun> {
     rdr.deserialize().map(|r| r.expect("row")).collect()
 }
 
-/// The calibrated DGX presets of the cost crate, resized to the row's GPU count.
-fn cluster_for(gpu: &str, n: u32, gpn: u32) -> Option<Cluster> {
-    let g = gpu.to_ascii_lowercase();
-    let nodes = n.div_ceil(gpn);
-    let mut c = if g.contains("a100") {
-        autoplan_cost::calibration::dgx_a100(nodes)
-    } else if g.contains("h100") {
-        autoplan_cost::calibration::dgx_h100(nodes)
-    } else {
-        return None;
-    };
-    if n < c.node.gpus_per_node {
-        c.node.gpus_per_node = n;
-        c.nodes = 1;
-    }
-    Some(c)
+/// The bundled cluster of the row's hardware, resized to its GPU count.
+fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
+    let name = cluster_name_for(gpu)?;
+    autoplan_cluster::resolve_cluster(name)
+        .ok()?
+        .with_gpus(n)
+        .ok()
 }
 
 fn run() -> Validation {

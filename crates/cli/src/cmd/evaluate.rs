@@ -1,10 +1,346 @@
-//! `autoplan evaluate` (not built yet).
+//! `autoplan evaluate --model M --cluster C --plan "..."`: one plan's full report (summary,
+//! step-time breakdown, per-layer communication table, memory), or why it cannot run (exit 2).
 
+use std::io::Write;
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::Context;
+use autoplan_cluster::resolve_cluster;
+use autoplan_evaluate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Report};
+use autoplan_graph::resolve_model;
+use autoplan_plan::Plan;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`evaluate` is not implemented yet")
+use super::Format;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A bundled model name (`autoplan models`), a model TOML, or a Hugging Face config.json.
+    #[arg(long)]
+    pub model: String,
+    /// A bundled cluster name (`autoplan clusters`) or a cluster TOML.
+    #[arg(long)]
+    pub cluster: String,
+    /// The plan, e.g. "tp=8,sp=on,pp=8,vpp=3,mbs=1,recompute=selective,zero=1"; `dp` defaults to
+    /// the GPUs left over.
+    #[arg(long)]
+    pub plan: String,
+    /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Override the model's training sequence length.
+    #[arg(long)]
+    pub seq_len: Option<u32>,
+    /// Override the model's global batch (sequences).
+    #[arg(long)]
+    pub global_batch: Option<u32>,
+    /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
+    /// Megatron).
+    #[arg(long, value_enum, default_value_t = Attn::Flash)]
+    pub attention: Attn,
+    /// Do not overlap the DP gradient reduction with the backward pass.
+    #[arg(long)]
+    pub no_dp_overlap: bool,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Print the plan as launch arguments of a framework instead of the report.
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attn {
+    Flash,
+    Unfused,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// Megatron-LM `pretrain_gpt.py` flags.
+    Megatron,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut model = resolve_model(&args.model)
+        .with_context(|| format!("cannot load model `{}`", args.model))?;
+    if let Some(s) = args.seq_len {
+        anyhow::ensure!(s > 0, "--seq-len must be positive");
+        model.training.seq_len = s;
+        model.max_positions = model.max_positions.max(s);
+    }
+    if let Some(b) = args.global_batch {
+        anyhow::ensure!(b > 0, "--global-batch must be positive");
+        model.training.global_batch = b;
+    }
+    let mut cluster = resolve_cluster(&args.cluster)
+        .with_context(|| format!("cannot load cluster `{}`", args.cluster))?;
+    if let Some(n) = args.gpus {
+        cluster = cluster.with_gpus(n)?;
+    }
+    let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
+        .with_context(|| format!("--plan {:?}", args.plan))?;
+    let mut out = std::io::stdout().lock();
+
+    if let Some(Emit::Megatron) = args.emit {
+        let flags = plan
+            .megatron_args(&model)
+            .with_context(|| "the plan has no Megatron-LM equivalent")?;
+        writeln!(out, "{}", flags.join(" \\\n  "))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let opts = EvalOptions {
+        attention: match args.attention {
+            Attn::Flash => AttentionKernel::Flash,
+            Attn::Unfused => AttentionKernel::Unfused,
+        },
+        dp_overlap: !args.no_dp_overlap,
+        ..EvalOptions::default()
+    };
+    let ev = Evaluator::new(&model, &cluster, opts);
+    match ev.report(&plan) {
+        Ok(r) => {
+            match args.format {
+                Format::Json => {
+                    serde_json::to_writer_pretty(&mut out, &json(&r))?;
+                    writeln!(out)?;
+                }
+                Format::Table | Format::Csv => table(&mut out, &args.plan, &ev, &plan, &r)?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if args.format == Format::Json {
+                let (valid, excess) = match &e {
+                    Infeasible::Invalid(_) => (false, None),
+                    Infeasible::OutOfMemory {
+                        peak_bytes,
+                        hbm_bytes,
+                    } => (true, Some((peak_bytes - hbm_bytes) / GIB)),
+                };
+                serde_json::to_writer_pretty(
+                    &mut out,
+                    &serde_json::json!({
+                        "valid": valid,
+                        "fits": false,
+                        "reason": e.to_string(),
+                        "excess_gib": excess,
+                    }),
+                )?;
+                writeln!(out)?;
+            } else {
+                eprintln!("error: {e}");
+            }
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn json(r: &Report) -> serde_json::Value {
+    let m = &r.metrics;
+    serde_json::json!({
+        "step_time_s": m.step_time_s,
+        "tokens_per_s": m.tokens_per_s,
+        "tokens_per_s_per_gpu": m.tokens_per_s_per_gpu,
+        "mfu": m.mfu,
+        "hfu": m.hfu,
+        "tflops_per_gpu": m.tflops_per_gpu,
+        "hw_tflops_per_gpu": m.hw_tflops_per_gpu,
+        "memory_peak_gib": m.memory_peak_bytes / GIB,
+        "hbm_gib": r.hbm_bytes / GIB,
+        "fits": m.memory_peak_bytes <= r.hbm_bytes,
+        "dominant_comm": m.dominant_comm,
+        "microbatches": r.microbatches,
+        "report": r,
+    })
+}
+
+fn pct(x: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        100.0 * x / of
+    } else {
+        0.0
+    }
+}
+
+fn bytes(b: f64) -> String {
+    if b >= GIB {
+        format!("{:.2} GiB", b / GIB)
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / 1024.0 / 1024.0)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn secs(t: f64) -> String {
+    if t >= 1.0 {
+        format!("{t:.3} s")
+    } else if t >= 1e-3 {
+        format!("{:.3} ms", t * 1e3)
+    } else {
+        format!("{:.1} µs", t * 1e6)
+    }
+}
+
+fn table(
+    out: &mut impl Write,
+    plan_str: &str,
+    ev: &Evaluator,
+    plan: &Plan,
+    r: &Report,
+) -> anyhow::Result<()> {
+    let m = &r.metrics;
+    let model = ev.model();
+    let c = ev.cluster();
+    writeln!(
+        out,
+        "{} on {} ({} GPUs: {} nodes × {} {})",
+        model.name,
+        c.name,
+        c.gpus(),
+        c.nodes,
+        c.node.gpus_per_node,
+        c.gpu.name
+    )?;
+    writeln!(out, "plan {plan_str}")?;
+    writeln!(
+        out,
+        "  degrees tp={} cp={} dp={} pp={} (vpp {}) ep={} moe_tp={} edp={}, {} micro-batches of {} × {} tokens",
+        plan.tp,
+        plan.cp,
+        plan.dp,
+        plan.pp,
+        plan.vpp,
+        plan.ep,
+        plan.moe_tp,
+        plan.edp(),
+        r.microbatches,
+        plan.mbs,
+        model.training.seq_len
+    )?;
+    writeln!(out)?;
+    writeln!(out, "  step time       {}", secs(m.step_time_s))?;
+    writeln!(
+        out,
+        "  throughput      {:.0} tokens/s, {:.1} tokens/s/GPU",
+        m.tokens_per_s, m.tokens_per_s_per_gpu
+    )?;
+    writeln!(
+        out,
+        "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   (3·(GEMM + 2·causal attention) FLOPs/token)",
+        m.tflops_per_gpu,
+        100.0 * m.mfu
+    )?;
+    writeln!(
+        out,
+        "  hw TFLOP/s      {:.1} per GPU, HFU {:.1}%   (with recomputed FLOPs)",
+        m.hw_tflops_per_gpu,
+        100.0 * m.hfu
+    )?;
+    writeln!(
+        out,
+        "  memory peak     {:.2} GiB of {:.2} GiB ({})",
+        m.memory_peak_bytes / GIB,
+        r.hbm_bytes / GIB,
+        if m.memory_peak_bytes <= r.hbm_bytes {
+            "fits"
+        } else {
+            "does not fit"
+        }
+    )?;
+    writeln!(out)?;
+    let b = &r.breakdown;
+    writeln!(
+        out,
+        "step-time breakdown (bottleneck stage {}):",
+        r.bottleneck_stage
+    )?;
+    for (name, v) in [
+        ("compute", b.compute_s),
+        ("recompute", b.recompute_s),
+        ("exposed TP/SP comm", b.tp_exposed_s),
+        ("exposed CP comm", b.cp_exposed_s),
+        ("exposed EP comm", b.ep_exposed_s),
+        ("exposed PP comm", b.pp_exposed_s),
+        ("exposed DP comm", b.dp_exposed_s),
+        ("pipeline bubble", b.bubble_s),
+        ("optimizer step", b.optimizer_s),
+    ] {
+        writeln!(
+            out,
+            "  {name:<20} {:>12} {:>6.1}%",
+            secs(v),
+            pct(v, m.step_time_s)
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "communication per step (per-layer rows: the bottleneck stage's layers):"
+    )?;
+    writeln!(
+        out,
+        "  {:<13} {:<48} {:<9} {:<14} {:<17} {:>5} {:<11} {:>11} {:>8} {:>11} {:>11} {:>11}",
+        "layer",
+        "collective",
+        "pass",
+        "primitive",
+        "algorithm",
+        "group",
+        "placement",
+        "bytes",
+        "calls",
+        "time/call",
+        "time",
+        "exposed"
+    )?;
+    for row in &r.comm {
+        let place = if row.group.intra_node() {
+            "intra-node".to_string()
+        } else {
+            format!("{}×{} nodes", row.group.ranks_per_node, row.group.nodes)
+        };
+        writeln!(
+            out,
+            "  {:<13} {:<48} {:<9} {:<14} {:<17} {:>5} {:<11} {:>11} {:>8.0} {:>11} {:>11} {:>11}",
+            row.layer.map_or("-", |l| l.name()),
+            row.what,
+            tag(&row.pass),
+            tag(&row.collective),
+            tag(&row.algorithm),
+            row.group.size,
+            place,
+            bytes(row.bytes),
+            row.calls_per_step,
+            secs(row.time_per_call),
+            secs(row.time),
+            secs(row.exposed)
+        )?;
+    }
+    if r.comm.is_empty() {
+        writeln!(out, "  (none: a single GPU)")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "memory per GPU (most loaded stage):")?;
+    let mem = serde_json::to_value(r.memory)?;
+    if let serde_json::Value::Object(map) = mem {
+        for (k, v) in map {
+            if let Some(x) = v.as_f64() {
+                writeln!(out, "  {k:<20} {:>10.2} GiB", x / GIB)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The serde name of an enum value (`all-reduce`, `ring`, `forward`).
+fn tag<T: serde::Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".into(),
+    }
 }
