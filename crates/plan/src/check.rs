@@ -58,7 +58,8 @@ pub enum Invalid {
     #[error("interleaved schedule: pp={pp} must be ≥ 2")]
     InterleavedPp { pp: u32 },
     #[error(
-        "interleaved schedule: stage {stage} has {blocks} blocks, not a multiple of vpp={vpp}"
+        "interleaved schedule: stage {stage} has {blocks} blocks, fewer than its vpp={vpp} \
+         model chunks"
     )]
     VppBlocks { stage: u32, blocks: u32, vpp: u32 },
     #[error(
@@ -247,10 +248,15 @@ impl Plan {
     /// Blocks per pipeline stage. `None` when pp is 0, exceeds the blocks, or the uneven
     /// first/last counts do not fit ([`Plan::check`] says which).
     pub fn stage_blocks(&self, model: &ModelSpec) -> Option<StageLayout> {
+        self.stage_layout_for_blocks(model.layers)
+    }
+
+    /// [`Plan::stage_blocks`] for a model of `blocks` transformer blocks.
+    pub fn stage_layout_for_blocks(&self, blocks: u32) -> Option<StageLayout> {
         layout(
             self.pp,
             self.vpp.max(1),
-            model.layers,
+            blocks,
             self.first_stage_layers,
             self.last_stage_layers,
         )
@@ -384,10 +390,12 @@ impl Plan {
             if self.pp < 2 {
                 return Err(Invalid::InterleavedPp { pp: self.pp });
             }
-            // Megatron: every (virtual) model chunk has the same number of blocks per stage.
+            // Every model chunk needs a block. Chunks of unequal size are allowed: Megatron
+            // builds them with `--account-for-embedding/loss-in-pipeline-split` (e.g. 94 blocks
+            // on pp = 8, vpp = 4: stages of 11, 12, ..., 12, 11 blocks).
             for stage in 0..self.pp {
                 let blocks = stages.blocks(stage);
-                if blocks % self.vpp != 0 {
+                if blocks < self.vpp {
                     return Err(Invalid::VppBlocks {
                         stage,
                         blocks,

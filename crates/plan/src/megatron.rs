@@ -55,9 +55,8 @@ impl Plan {
         );
         kv_push(&mut a, "--seq-length", model.training.seq_len.to_string());
         let mut flags: Vec<String> = Vec::new();
-        let mut flag = |f: &str| flags.push(f.to_string());
         if self.sp && self.tp > 1 {
-            flag("--sequence-parallel");
+            flags.push("--sequence-parallel".into());
         }
         if let Attention::Gqa { kv_heads, .. } = model.attention {
             if self.tp > kv_heads {
@@ -81,7 +80,30 @@ impl Plan {
             }
             let even =
                 layout.first == layout.last && (layout.pp <= 2 || layout.middle == layout.first);
-            if !even {
+            let vpp = self.vpp.max(1);
+            // Megatron's `--account-for-embedding/loss-in-pipeline-split` treat the embedding
+            // and the loss as one block each: with `(blocks + 2)` divisible by `pp·vpp`, the
+            // first and last stages get one block fewer than the middle ones.
+            let per_stage = (model.layers + 2) / layout.pp;
+            let account_for = !even
+                && layout.pp > 2
+                && (model.layers + 2) % (layout.pp * vpp) == 0
+                && layout.first + 1 == per_stage
+                && layout.last + 1 == per_stage
+                && layout.middle == per_stage;
+            if account_for {
+                flags.push("--account-for-embedding-in-pipeline-split".into());
+                flags.push("--account-for-loss-in-pipeline-split".into());
+            } else if self.schedule == Schedule::Interleaved
+                && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0)
+            {
+                return Err(unsupported(
+                    "vpp",
+                    vpp,
+                    "Megatron-LM needs every stage's blocks to be a multiple of vpp",
+                ));
+            }
+            if !even && !account_for {
                 kv_push(
                     &mut a,
                     "--decoder-first-pipeline-num-layers",
@@ -94,7 +116,7 @@ impl Plan {
                 );
             }
             if self.schedule == Schedule::Interleaved {
-                if even {
+                if even && !account_for {
                     kv_push(
                         &mut a,
                         "--num-layers-per-virtual-pipeline-stage",
@@ -150,9 +172,9 @@ impl Plan {
         // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies.
         match self.zero.0 {
             0 => {}
-            1 => flag("--use-distributed-optimizer"),
+            1 => flags.push("--use-distributed-optimizer".into()),
             2 | 3 => {
-                flag("--use-megatron-fsdp");
+                flags.push("--use-megatron-fsdp".into());
                 kv_push(
                     &mut a,
                     "--data-parallel-sharding-strategy",
@@ -168,9 +190,9 @@ impl Plan {
         }
         if self.dp * self.cp > 1 {
             // Gradient reduction overlapped with backward, as the evaluator assumes.
-            flag("--overlap-grad-reduce");
+            flags.push("--overlap-grad-reduce".into());
             if self.zero.0 >= 1 {
-                flag("--overlap-param-gather");
+                flags.push("--overlap-param-gather".into());
             }
         }
         if self.cp > 1 {
@@ -209,11 +231,11 @@ impl Plan {
                 ));
             }
             if self.ep_overlap {
-                flag("--overlap-moe-expert-parallel-comm");
+                flags.push("--overlap-moe-expert-parallel-comm".into());
             }
         }
         if self.tp_overlap && self.tp > 1 {
-            flag("--tp-comm-overlap");
+            flags.push("--tp-comm-overlap".into());
         }
         // Rank order: Megatron's default is tp-cp-ep-dp-pp; `--use-tp-pp-dp-mapping` gives
         // tp-pp-dp (cp = 1). Dimensions of size 1 do not matter.
@@ -228,7 +250,7 @@ impl Plan {
         let ours = effective(self.order.0);
         if ours != effective([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]) {
             if self.cp == 1 && ours == effective([Dim::Tp, Dim::Pp, Dim::Dp, Dim::Cp]) {
-                flag("--use-tp-pp-dp-mapping");
+                flags.push("--use-tp-pp-dp-mapping".into());
             } else {
                 return Err(unsupported(
                     "order",

@@ -152,14 +152,25 @@ fn check_gives_the_exact_reason() {
             schedule: "1f1b"
         })
     );
-    // 96 / 8 = 12 blocks per stage: vpp 5 does not divide it.
+    // 96 / 8 = 12 blocks per stage: 13 chunks cannot all have a block; 5 uneven chunks can.
     assert_eq!(
-        with("tp=8,pp=8,dp=16,vpp=5,schedule=interleaved").check(&gpt, 1024),
+        with("tp=8,pp=8,dp=16,vpp=13,schedule=interleaved").check(&gpt, 1024),
         Err(Invalid::VppBlocks {
             stage: 0,
             blocks: 12,
-            vpp: 5
+            vpp: 13
         })
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,vpp=5,schedule=interleaved").check(&gpt, 1024),
+        Ok(())
+    );
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,vpp=5,schedule=interleaved")
+            .megatron_args(&gpt)
+            .unwrap_err()
+            .knob,
+        "vpp"
     );
     assert_eq!(
         with("tp=8,pp=8,dp=16,ep=2").check(&gpt, 1024),
@@ -311,6 +322,31 @@ fn megatron_flags_of_a_gpt3_plan() {
     assert!(
         args.contains("--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3")
     );
+}
+
+#[test]
+fn megatron_accounts_for_embedding_and_loss_when_the_layout_matches() {
+    // Qwen3-235B-A22B (94 blocks) on pp = 8, vpp = 4, as the Megatron MoE model zoo runs it:
+    // (94 + 2) / 32 = 3 blocks per chunk; the first and last stages have 11 blocks.
+    let m = model("qwen3-235b-a22b");
+    let p: Plan = "tp=4,pp=8,dp=8,ep=8,sp=on,schedule=interleaved,vpp=4"
+        .parse()
+        .unwrap();
+    assert_eq!(p.check(&m, 256), Ok(()));
+    let l = p.stage_blocks(&m).unwrap();
+    assert_eq!(
+        (0..8).map(|s| l.blocks(s)).collect::<Vec<_>>(),
+        [11, 12, 12, 12, 12, 12, 12, 11]
+    );
+    let args = p.megatron_args(&m).unwrap().join(" ");
+    assert!(
+        args.contains("--num-virtual-stages-per-pipeline-rank 4"),
+        "{args}"
+    );
+    assert!(args.contains(
+        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    ));
+    assert!(!args.contains("--decoder-first-pipeline-num-layers"));
 }
 
 fn any_plan() -> impl Strategy<Value = Plan> {
