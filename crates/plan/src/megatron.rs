@@ -87,7 +87,7 @@ impl Plan {
             let per_stage = (model.layers + 2) / layout.pp;
             let account_for = !even
                 && layout.pp > 2
-                && (model.layers + 2) % (layout.pp * vpp) == 0
+                && (model.layers + 2).is_multiple_of(layout.pp * vpp)
                 && layout.first + 1 == per_stage
                 && layout.last + 1 == per_stage
                 && layout.middle == per_stage;
