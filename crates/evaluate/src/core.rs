@@ -707,13 +707,20 @@ impl Evaluator {
                         2.0 * gemm,
                     );
                 } else if x.sp {
-                    let (ag, rs) = if i == ATTN {
+                    let (ag, rs, bag, brs) = if i == ATTN {
                         (
                             "attention input all-gather (SP)",
                             "attention out reduce-scatter (SP)",
+                            "attention out-grad all-gather (SP)",
+                            "attention input-grad reduce-scatter (SP)",
                         )
                     } else {
-                        ("mlp input all-gather (SP)", "mlp out reduce-scatter (SP)")
+                        (
+                            "mlp input all-gather (SP)",
+                            "mlp out reduce-scatter (SP)",
+                            "mlp out-grad all-gather (SP)",
+                            "mlp input-grad reduce-scatter (SP)",
+                        )
                     };
                     e.emit(
                         CommKind::Tp,
@@ -739,7 +746,7 @@ impl Evaluator {
                     );
                     e.emit(
                         CommKind::Tp,
-                        rs,
+                        bag,
                         Pass::Backward,
                         AllGather,
                         g,
@@ -750,7 +757,7 @@ impl Evaluator {
                     );
                     e.emit(
                         CommKind::Tp,
-                        ag,
+                        brs,
                         Pass::Backward,
                         ReduceScatter,
                         g,
@@ -823,7 +830,7 @@ impl Evaluator {
                 );
                 e.emit(
                     CommKind::Tp,
-                    "shared-expert out reduce-scatter (SP)",
+                    "shared-expert out-grad all-gather (SP)",
                     Pass::Backward,
                     AllGather,
                     g,
@@ -834,7 +841,7 @@ impl Evaluator {
                 );
                 e.emit(
                     CommKind::Tp,
-                    "shared-expert input all-gather (SP)",
+                    "shared-expert input-grad reduce-scatter (SP)",
                     Pass::Backward,
                     ReduceScatter,
                     g,

@@ -84,7 +84,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let flags = plan
             .megatron_args(&model)
             .with_context(|| "the plan has no Megatron-LM equivalent")?;
-        writeln!(out, "{}", flags.join(" \\\n  "))?;
+        // One `--flag value` per line, continued shell-style.
+        let mut lines: Vec<String> = Vec::new();
+        for f in flags {
+            match lines.last_mut() {
+                Some(l) if !f.starts_with("--") => {
+                    l.push(' ');
+                    l.push_str(&f);
+                }
+                _ => lines.push(f),
+            }
+        }
+        writeln!(out, "{}", lines.join(" \\\n  "))?;
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -209,15 +220,17 @@ fn table(
     writeln!(out, "plan {plan_str}")?;
     writeln!(
         out,
-        "  degrees tp={} cp={} dp={} pp={} (vpp {}) ep={} moe_tp={} edp={}, {} micro-batches of {} × {} tokens",
+        "  degrees tp={} cp={} dp={} pp={} (vpp {}){}, {} micro-batches of {} × {} tokens",
         plan.tp,
         plan.cp,
         plan.dp,
         plan.pp,
         plan.vpp,
-        plan.ep,
-        plan.moe_tp,
-        plan.edp(),
+        if model.moe.is_some() {
+            format!(" ep={} moe_tp={} edp={}", plan.ep, plan.moe_tp, plan.edp())
+        } else {
+            String::new()
+        },
         r.microbatches,
         plan.mbs,
         model.training.seq_len
