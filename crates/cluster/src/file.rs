@@ -46,8 +46,8 @@ use crate::{
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// GB/s → bytes/s (1 GB = 1e9 B, the convention of vendor link specs and nccl-tests).
 const GBPS: f64 = 1e9;
-/// µs → s.
-const US: f64 = 1e-6;
+/// s per µs (divide by it: `5.0 / 1e6` is exactly the double nearest 5e-6, `5.0 * 1e-6` is not).
+const US_PER_S: f64 = 1e6;
 /// TFLOP/s → FLOP/s.
 const TFLOPS: f64 = 1e12;
 
@@ -335,7 +335,7 @@ impl RawClusterFile {
                 gpus_per_node: gpn,
                 fabric: node.fabric,
                 intra_bw: intra_bw * GBPS,
-                intra_latency: intra_lat * US,
+                intra_latency: intra_lat / US_PER_S,
                 in_switch_reduction: node.in_switch_reduction,
             },
             network: Network {
@@ -343,13 +343,13 @@ impl RawClusterFile {
                 inter_bw: inter_bw * GBPS,
                 nics_per_node: network.nics_per_node,
                 oversubscription: over,
-                link_delay: delay * US,
+                link_delay: delay / US_PER_S,
             },
             efficiency: Efficiency {
                 bwurate: e.bwurate,
-                start_lat: e.start_lat_us * US,
-                sync_lat: e.sync_lat_us * US,
-                cpufetch: e.cpufetch_us * US,
+                start_lat: e.start_lat_us / US_PER_S,
+                sync_lat: e.sync_lat_us / US_PER_S,
+                cpufetch: e.cpufetch_us / US_PER_S,
             },
         })
     }

@@ -1,13 +1,188 @@
-//! `autoplan show --cluster` and `autoplan clusters` (not built yet).
+//! `autoplan show --cluster Y` (the cluster's hardware in file units, or JSON in SI units) and
+//! `autoplan clusters` (the bundled library, a line each).
 
+use std::io::Write;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use autoplan_cluster::{bundled_clusters, resolve_cluster, Cluster};
 
 use super::Format;
 
-pub fn run(_name: &str, _format: Format) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`show --cluster` is not implemented yet")
+/// The name an enum has in cluster files (its serde name), e.g. `nvswitch`, `fat-tree`.
+fn tag<T: serde::Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".into(),
+    }
 }
 
+pub fn run(name: &str, format: Format) -> anyhow::Result<ExitCode> {
+    let c = resolve_cluster(name).with_context(|| format!("cannot load cluster `{name}`"))?;
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Table => table(&mut out, &c)?,
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &json(&c))?;
+            writeln!(out)?;
+        }
+        Format::Csv => {
+            writeln!(out, "field,value")?;
+            flatten(&mut out, "", &json(&c))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Human units, as in cluster files: GB/s, µs, GiB, TFLOP/s.
+fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
+    let (g, n, w, e) = (&c.gpu, &c.node, &c.network, &c.efficiency);
+    writeln!(
+        out,
+        "cluster {}: {} GPUs = {} node{} x {} {}",
+        c.name,
+        c.gpus(),
+        c.nodes,
+        if c.nodes == 1 { "" } else { "s" },
+        n.gpus_per_node,
+        g.name
+    )?;
+    let peaks: Vec<String> = g
+        .peak_flops
+        .iter()
+        .map(|(p, f)| format!("{} {}", tag(p), f / 1e12))
+        .collect();
+    writeln!(out, "gpu       {} ({})", g.name, tag(&g.arch))?;
+    writeln!(out, "  peak    {} TFLOP/s (dense)", peaks.join(", "))?;
+    writeln!(
+        out,
+        "  memory  {} GiB at {} GB/s",
+        g.hbm_bytes / f64::from(1u32 << 30),
+        g.hbm_bw / 1e9
+    )?;
+    writeln!(
+        out,
+        "node      {} GPUs on {}",
+        n.gpus_per_node,
+        tag(&n.fabric)
+    )?;
+    writeln!(
+        out,
+        "  intra   {} GB/s per GPU per direction, {} us per hop{}",
+        n.intra_bw / 1e9,
+        n.intra_latency * 1e6,
+        if n.in_switch_reduction {
+            ", in-switch reduction"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(
+        out,
+        "network   {} nodes, {}, {} NICs per node, oversubscription {}",
+        c.nodes,
+        tag(&w.topology),
+        w.nics_per_node,
+        w.oversubscription
+    )?;
+    writeln!(
+        out,
+        "  inter   {} GB/s per GPU per direction, link delay {} us",
+        w.inter_bw / 1e9,
+        w.link_delay * 1e6
+    )?;
+    writeln!(
+        out,
+        "efficiency bwurate {}, start_lat {} us, sync_lat {} us, cpufetch {} us",
+        e.bwurate,
+        e.start_lat * 1e6,
+        e.sync_lat * 1e6,
+        e.cpufetch * 1e6
+    )?;
+    Ok(())
+}
+
+/// SI units throughout (bytes, bytes/s, seconds, FLOP/s); field names carry the unit.
+fn json(c: &Cluster) -> serde_json::Value {
+    let (g, n, w, e) = (&c.gpu, &c.node, &c.network, &c.efficiency);
+    let peaks: serde_json::Map<String, serde_json::Value> = g
+        .peak_flops
+        .iter()
+        .map(|(p, f)| (tag(p), serde_json::json!(f)))
+        .collect();
+    serde_json::json!({
+        "name": c.name,
+        "gpus": c.gpus(),
+        "nodes": c.nodes,
+        "gpus_per_node": n.gpus_per_node,
+        "gpu": {
+            "name": g.name,
+            "arch": tag(&g.arch),
+            "peak_flop_per_s": peaks,
+            "hbm_bytes": g.hbm_bytes,
+            "hbm_bytes_per_s": g.hbm_bw,
+        },
+        "node": {
+            "fabric": tag(&n.fabric),
+            "intra_bw_bytes_per_s": n.intra_bw,
+            "intra_latency_s": n.intra_latency,
+            "in_switch_reduction": n.in_switch_reduction,
+        },
+        "network": {
+            "topology": tag(&w.topology),
+            "inter_bw_bytes_per_s": w.inter_bw,
+            "nics_per_node": w.nics_per_node,
+            "oversubscription": w.oversubscription,
+            "link_delay_s": w.link_delay,
+        },
+        "efficiency": {
+            "bwurate": e.bwurate,
+            "start_lat_s": e.start_lat,
+            "sync_lat_s": e.sync_lat,
+            "cpufetch_s": e.cpufetch,
+        },
+    })
+}
+
+/// `a.b.c,value` lines for the CSV format.
+fn flatten(out: &mut impl Write, prefix: &str, v: &serde_json::Value) -> anyhow::Result<()> {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(out, &key, v)?;
+            }
+        }
+        serde_json::Value::String(s) => writeln!(out, "{prefix},{s}")?,
+        other => writeln!(out, "{prefix},{other}")?,
+    }
+    Ok(())
+}
+
+/// One line per bundled cluster: name, size, GPU, fabrics and their per-GPU bandwidths.
 pub fn list() -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`clusters` is not implemented yet")
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<18} {:>6} {:>13} {:<22} {:>16} {:>16}",
+        "name", "GPUs", "nodes x GPUs", "GPU", "intra GB/s", "inter GB/s"
+    )?;
+    for (name, _) in bundled_clusters() {
+        let c = resolve_cluster(name).with_context(|| format!("bundled cluster `{name}`"))?;
+        writeln!(
+            out,
+            "{:<18} {:>6} {:>13} {:<22} {:>16} {:>16}",
+            c.name,
+            c.gpus(),
+            format!("{} x {}", c.nodes, c.node.gpus_per_node),
+            c.gpu.name,
+            format!("{} {}", c.node.intra_bw / 1e9, tag(&c.node.fabric)),
+            format!("{} {}", c.network.inter_bw / 1e9, tag(&c.network.topology)),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
