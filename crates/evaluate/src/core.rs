@@ -8,7 +8,8 @@ use autoplan_cost::compute::{
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
 use autoplan_plan::{
-    CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, Plan, Recompute, Schedule, StageLayout,
+    TpSpTransition, Zero,
 };
 
 use crate::comm::{CommKind, CommRow, Pass, Sink};
@@ -338,8 +339,11 @@ impl Evaluator {
         let mut stages = Vec::with_capacity(plan.pp as usize);
         let mut st = [StageTime::default(); 1];
         let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
+        let layout = self.layout(plan)?;
+        let mut start = 0;
         for i in 0..plan.pp {
-            st[0] = self.stage(plan, &x, &costs, i);
+            st[0] = self.stage(plan, &x, &costs, &layout, i, start);
+            start += st[0].blocks;
             stages.push(StageSummary {
                 stage: i,
                 blocks: st[0].blocks,
@@ -388,6 +392,17 @@ impl Evaluator {
         };
         let gpus = self.cluster.gpus().max(1) as f64;
         tokens * per_token / (gpus * self.peak * self.eff_max)
+    }
+
+    /// The pipeline layout of a checked plan.
+    fn layout(&self, plan: &Plan) -> Result<StageLayout, Infeasible> {
+        plan.stage_blocks(&self.model)
+            .ok_or(Infeasible::Invalid(Invalid::UnevenStages {
+                first: plan.first_stage_layers,
+                last: plan.last_stage_layers,
+                blocks: self.blocks,
+                pp: plan.pp,
+            }))
     }
 
     fn ctx(&self, plan: &Plan) -> Ctx {
@@ -567,7 +582,15 @@ impl Evaluator {
     ) -> [ClassCost; NCLASS] {
         let mut out = [ClassCost::default(); NCLASS];
         let counts = if S::ENABLED {
-            let s = self.stage_blocks(plan, bottleneck);
+            let layout = self.layout(plan).unwrap_or(StageLayout {
+                pp: 1,
+                vpp: 1,
+                first: self.blocks,
+                last: self.blocks,
+                middle: 0,
+                middle_extra: 0,
+            });
+            let s = self.stage_blocks(&layout, bottleneck, layout.first_block(bottleneck));
             let last = bottleneck + 1 == plan.pp.max(1);
             let first = bottleneck == 0;
             [
@@ -1286,46 +1309,11 @@ impl Evaluator {
         }
     }
 
-    /// Blocks on stage `i`: (total, dense, moe). Uneven first/last stages per the plan; the
-    /// rest split evenly with the remainder on the earliest middle stages. Dense blocks are the
-    /// first `dense_blocks` of the model.
-    fn stage_blocks(&self, plan: &Plan, i: u32) -> (u32, u32, u32) {
-        let pp = plan.pp.max(1);
-        let l = self.blocks;
-        let first = if pp > 1 {
-            plan.first_stage_layers
-        } else {
-            None
-        };
-        let last = if pp > 1 { plan.last_stage_layers } else { None };
-        let fixed = first.unwrap_or(0) + last.unwrap_or(0);
-        let n_mid = pp - u32::from(first.is_some()) - u32::from(last.is_some());
-        let rest = l.saturating_sub(fixed);
-        let count = |j: u32| -> u32 {
-            if j == 0 {
-                if let Some(f) = first {
-                    return f;
-                }
-            }
-            if j + 1 == pp {
-                if let Some(v) = last {
-                    return v;
-                }
-            }
-            let k = j - u32::from(first.is_some());
-            rest.checked_div(n_mid)
-                .map_or(0, |q| q + u32::from(k < rest % n_mid))
-        };
-        let start: u32 = if i == 0 {
-            0
-        } else if first.is_some() && n_mid > 0 {
-            let k = i - 1;
-            first.unwrap_or(0) + k * (rest / n_mid) + k.min(rest % n_mid)
-        } else {
-            i * (rest / n_mid.max(1)) + i.min(rest % n_mid.max(1))
-        };
-        let n = count(i);
-        let end = (start + n).min(l);
+    /// Blocks on stage `i` whose first block is `start`: (total, dense, moe). The layout is
+    /// `Plan::stage_blocks` (autoplan-plan); dense blocks are the model's first `dense_blocks`.
+    fn stage_blocks(&self, layout: &StageLayout, i: u32, start: u32) -> (u32, u32, u32) {
+        let n = layout.blocks(i);
+        let end = start + n;
         let dense = self
             .dense_blocks
             .min(end)
@@ -1333,8 +1321,17 @@ impl Evaluator {
         (n, dense, n.saturating_sub(dense))
     }
 
-    fn stage(&self, plan: &Plan, x: &Ctx, c: &[ClassCost; NCLASS], i: u32) -> StageTime {
-        let (n, dense, moe) = self.stage_blocks(plan, i);
+    #[allow(clippy::too_many_arguments)]
+    fn stage(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        c: &[ClassCost; NCLASS],
+        layout: &StageLayout,
+        i: u32,
+        start: u32,
+    ) -> StageTime {
+        let (n, dense, moe) = self.stage_blocks(layout, i, start);
         let first = i == 0;
         let last = i + 1 == x.pp;
         let mut counts = [0.0; NCLASS];
@@ -1390,7 +1387,8 @@ impl Evaluator {
     }
 
     fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
-        crate::interim::check(plan, &self.model, self.cluster.gpus())?;
+        plan.check(&self.model, self.cluster.gpus())?;
+        let layout = self.layout(plan)?;
         let x = self.ctx(plan);
         let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
 
@@ -1410,8 +1408,10 @@ impl Evaluator {
         let mut b = StageTime::default();
         let mut bi = 0;
         let mut pmax = StageTime::default();
+        let mut start = 0;
         for i in 0..x.pp {
-            let mut s = self.stage(plan, &x, &costs, i);
+            let mut s = self.stage(plan, &x, &costs, &layout, i, start);
+            start += s.blocks;
             s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
             s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
             sum += s.t;

@@ -1,84 +1,9 @@
-//! Stand-ins for `Plan::check` (autoplan-plan) and `memory()` (autoplan-memory) while those
-//! crates are being written; replaced by calls to them as soon as they land.
+//! Stand-in for `memory()` (autoplan-memory) while that crate is being written; replaced by a
+//! call to it as soon as it lands.
 
 use autoplan_graph::ModelSpec;
 use autoplan_plan::{Plan, Recompute, Zero};
 use serde::Serialize;
-
-/// Why a plan is invalid (interim: the minimal checks the evaluator relies on).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
-    #[error("the plan uses {plan} GPUs (tp·cp·dp·pp) but the cluster has {cluster}")]
-    GpuCount { plan: u64, cluster: u32 },
-    #[error("tp={tp} does not divide the {heads} attention heads")]
-    TpHeads { tp: u32, heads: u32 },
-    #[error("pp={pp} is more than the {layers} layers")]
-    PpLayers { pp: u32, layers: u32 },
-    #[error("global batch {batch} is not a multiple of mbs·dp = {mbs}·{dp}")]
-    Batch { batch: u32, mbs: u32, dp: u32 },
-    #[error("ep·moe_tp = {ep}·{moe_tp} does not divide tp·cp·dp = {dense}")]
-    Folding { ep: u32, moe_tp: u32, dense: u32 },
-    #[error("ep={ep} does not divide the {experts} experts")]
-    EpExperts { ep: u32, experts: u32 },
-    #[error("a degree is 0")]
-    Zero,
-}
-
-pub fn check(plan: &Plan, model: &ModelSpec, gpus: u32) -> Result<(), PlanError> {
-    if plan.tp == 0
-        || plan.cp == 0
-        || plan.dp == 0
-        || plan.pp == 0
-        || plan.ep == 0
-        || plan.moe_tp == 0
-        || plan.mbs == 0
-    {
-        return Err(PlanError::Zero);
-    }
-    if plan.gpus() != gpus as u64 {
-        return Err(PlanError::GpuCount {
-            plan: plan.gpus(),
-            cluster: gpus,
-        });
-    }
-    if !model.heads.is_multiple_of(plan.tp) {
-        return Err(PlanError::TpHeads {
-            tp: plan.tp,
-            heads: model.heads,
-        });
-    }
-    if plan.pp > model.layers {
-        return Err(PlanError::PpLayers {
-            pp: plan.pp,
-            layers: model.layers,
-        });
-    }
-    let b = model.training.global_batch;
-    if !b.is_multiple_of(plan.mbs * plan.dp) {
-        return Err(PlanError::Batch {
-            batch: b,
-            mbs: plan.mbs,
-            dp: plan.dp,
-        });
-    }
-    let dense = plan.tp * plan.cp * plan.dp;
-    if !dense.is_multiple_of(plan.ep * plan.moe_tp) {
-        return Err(PlanError::Folding {
-            ep: plan.ep,
-            moe_tp: plan.moe_tp,
-            dense,
-        });
-    }
-    if let Some(m) = &model.moe {
-        if !m.experts.is_multiple_of(plan.ep) {
-            return Err(PlanError::EpExperts {
-                ep: plan.ep,
-                experts: m.experts,
-            });
-        }
-    }
-    Ok(())
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct MemoryOptions {

@@ -34,7 +34,7 @@ mod flops;
 mod interim;
 pub mod validate;
 
-pub use interim::{MemoryBreakdown, MemoryOptions, PlanError};
+pub use interim::{MemoryBreakdown, MemoryOptions};
 
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{Evaluator, Partial};
@@ -86,7 +86,7 @@ impl Default for EvalOptions {
 pub enum Infeasible {
     /// The plan is not valid for this model and cluster (degrees, divisibility, ...).
     #[error("invalid plan: {0}")]
-    Invalid(#[from] PlanError),
+    Invalid(#[from] autoplan_plan::Invalid),
     /// The busiest GPU needs more than its HBM.
     #[error("out of memory: needs {need_gib:.2} GiB of {hbm_gib:.2} GiB HBM ({excess_gib:.2} GiB over)", need_gib = peak_bytes / GIB, hbm_gib = hbm_bytes / GIB, excess_gib = (peak_bytes - hbm_bytes) / GIB)]
     OutOfMemory { peak_bytes: f64, hbm_bytes: f64 },
