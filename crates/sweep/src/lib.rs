@@ -48,6 +48,7 @@
 
 mod diff;
 mod engine;
+mod planner;
 pub mod schema;
 mod spec;
 mod table;
@@ -59,6 +60,7 @@ use std::str::FromStr;
 pub use autoplan_plan::Plan;
 pub use diff::{diff, Change, DiffReport};
 pub use engine::{run, Planner, RunError};
+pub use planner::SearchPlanner;
 pub use schema::{header, render_case, COLUMNS};
 pub use spec::{ClusterEntry, SpecField, SweepSpec};
 pub use table::{merge, resume_point, Block, CsvError, Resume, SweepTable};
@@ -130,11 +132,18 @@ pub struct Metrics {
     pub mfu: f64,
     /// Peak memory of the most loaded GPU, bytes.
     pub memory_peak_bytes: f64,
-    /// The communication with the most exposed time on the critical path, e.g.
-    /// `dp:reduce-scatter:ring` (empty when nothing is exposed).
+    /// Communication time on the critical path per step (all kinds), seconds.
+    pub exposed_comm_s: f64,
+    /// Pipeline bubble per step, seconds.
+    pub bubble_s: f64,
+    /// The parallelism whose communication has the most exposed time: `tp`, `cp`, `ep`, `pp`,
+    /// `dp`, or `none`.
     pub dominant_comm: String,
     /// Its exposed time per step, seconds.
     pub dominant_comm_exposed_s: f64,
+    /// Its collective with the most exposed time, e.g.
+    /// `reduce-scatter ring inter-node (dp gradient reduce-scatter)`; empty when none.
+    pub dominant_collective: String,
 }
 
 /// A plan and its predicted metrics, at the rank given by its position in the planner's list.

@@ -7,8 +7,7 @@
 //! breaks replaced by spaces before writing, so a file can be cut at any `\n` and stays a valid
 //! CSV — that is what makes resuming after a kill safe.
 
-use autoplan_plan::{Plan, RankOrder};
-use serde::Serialize;
+use autoplan_plan::{PlacementPolicy, Plan};
 
 use crate::{Case, Infeasible, RankedPlan};
 
@@ -60,8 +59,11 @@ pub const COLUMNS: &[&str] = &[
     "tokens_per_s_per_gpu",
     "mfu",
     "memory_peak_bytes",
+    "exposed_comm_s",
+    "bubble_s",
     "dominant_comm",
     "dominant_comm_exposed_s",
+    "dominant_collective",
 ];
 
 /// Index of a column in [`COLUMNS`]. Panics on a name that is not a column: callers pass
@@ -142,8 +144,11 @@ pub fn render_case(case: &Case, outcome: &Result<Vec<RankedPlan>, Infeasible>) -
             fixed(m.tokens_per_s_per_gpu, 2),
             fixed(m.mfu, 4),
             fixed(m.memory_peak_bytes, 0),
+            fixed(m.exposed_comm_s, 6),
+            fixed(m.bubble_s, 6),
             one_line(&m.dominant_comm),
             fixed(m.dominant_comm_exposed_s, 6),
+            one_line(&m.dominant_collective),
         ]);
         debug_assert_eq!(row.len(), COLUMNS.len());
         write(&mut w, &row);
@@ -181,17 +186,20 @@ fn one_line(s: &str) -> String {
     s.replace(['\r', '\n'], " ")
 }
 
+/// Knob values by the names the search-space files use (`1f1b`, `selective`, `tp-cp-dp-pp`,
+/// ...), so a value read in a sweep can be pasted into a space file or a `--fix`.
 fn plan_fields(p: &Plan, row: &mut Vec<String>) {
+    use autoplan_search::space as names;
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     row.extend([
         p.tp.to_string(),
         p.sp.to_string(),
         p.cp.to_string(),
-        name(&p.cp_comm),
+        names::cp_comm_name(p.cp_comm).to_string(),
         p.dp.to_string(),
         p.zero.0.to_string(),
         p.pp.to_string(),
-        name(&p.schedule),
+        names::schedule_name(p.schedule).to_string(),
         p.vpp.to_string(),
         opt(p.first_stage_layers),
         opt(p.last_stage_layers),
@@ -199,81 +207,49 @@ fn plan_fields(p: &Plan, row: &mut Vec<String>) {
         p.moe_tp.to_string(),
         p.edp().to_string(),
         p.mbs.to_string(),
-        name(&p.recompute),
+        names::recompute_name(p.recompute).to_string(),
         opt(p.recompute_layers),
-        name(&p.tp_sp_transition),
-        name(&p.moe_tp_scheme),
-        name(&p.dispatcher),
-        name(&p.algo),
-        order(&p.order),
-        name(&p.placement),
+        names::tp_sp_name(p.tp_sp_transition).to_string(),
+        names::moe_tp_scheme_name(p.moe_tp_scheme).to_string(),
+        names::dispatcher_name(p.dispatcher).to_string(),
+        names::AlgoName(p.algo).to_string(),
+        names::order_name(p.order),
+        placement(&p.placement),
         p.tp_overlap.to_string(),
         p.ep_overlap.to_string(),
     ]);
 }
 
-fn order(o: &RankOrder) -> String {
-    o.0.iter().map(name).collect::<Vec<_>>().join("-")
-}
-
-/// The serde name of a plan enum value, so new variants need no change here: a unit variant
-/// is its name (`one-f1b`), a newtype variant `variant:value` (`fixed:ring`), a struct variant
-/// `variant:field=value;...` (`balanced:redundant=2`).
-fn name<T: Serialize>(v: &T) -> String {
-    match toml::Value::try_from(v) {
-        Ok(value) => flat(&value),
-        Err(e) => format!("<{e}>"),
-    }
-}
-
-fn flat(v: &toml::Value) -> String {
-    use toml::Value;
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Integer(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Boolean(b) => b.to_string(),
-        Value::Datetime(d) => d.to_string(),
-        Value::Array(a) => a.iter().map(flat).collect::<Vec<_>>().join("-"),
-        Value::Table(t) if t.len() == 1 => {
-            let (k, v) = t.iter().next().expect("one entry");
-            match v {
-                Value::Table(fields) => format!(
-                    "{k}:{}",
-                    fields
-                        .iter()
-                        .map(|(f, x)| format!("{f}={}", flat(x)))
-                        .collect::<Vec<_>>()
-                        .join(";")
-                ),
-                other => format!("{k}:{}", flat(other)),
-            }
-        }
-        Value::Table(t) => t
-            .iter()
-            .map(|(f, x)| format!("{f}={}", flat(x)))
-            .collect::<Vec<_>>()
-            .join(";"),
+/// `contiguous`, or `balanced:N` (N redundant expert slots per GPU).
+fn placement(p: &PlacementPolicy) -> String {
+    match p {
+        PlacementPolicy::Contiguous => "contiguous".to_string(),
+        PlacementPolicy::Balanced { redundant } => format!("balanced:{redundant}"),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use autoplan_plan::{AlgoMode, Algorithm, PlacementPolicy, Schedule};
+    use autoplan_plan::{AlgoMode, Algorithm, Schedule};
 
     #[test]
-    fn enum_names_follow_serde() {
-        // Whatever the plan crate calls its variants (`OneF1B` is kebab-cased by serde).
-        assert_eq!(name(&Schedule::OneF1B), "one-f1-b");
-        assert_eq!(name(&Schedule::ZeroBubble), "zero-bubble");
-        assert_eq!(name(&AlgoMode::Cheapest), "cheapest");
-        assert_eq!(name(&AlgoMode::Fixed(Algorithm::Ring)), "fixed:ring");
-        assert_eq!(
-            name(&PlacementPolicy::Balanced { redundant: 2 }),
-            "balanced:redundant=2"
-        );
-        assert_eq!(order(&RankOrder::default()), "tp-cp-dp-pp");
+    fn knob_names_are_those_of_space_files() {
+        let p = Plan {
+            schedule: Schedule::OneF1B,
+            algo: AlgoMode::Fixed(Algorithm::Ring),
+            placement: PlacementPolicy::Balanced { redundant: 2 },
+            ..Plan::default()
+        };
+        let mut row = Vec::new();
+        plan_fields(&p, &mut row);
+        let at = |c: &str| row[col(c) - col("tp")].as_str();
+        assert_eq!(at("schedule"), "1f1b");
+        assert_eq!(at("algo"), "ring");
+        assert_eq!(at("order"), "tp-cp-dp-pp");
+        assert_eq!(at("placement"), "balanced:2");
+        assert_eq!(at("recompute"), "none");
+        assert_eq!(row.len(), plan_columns().len());
     }
 
     #[test]

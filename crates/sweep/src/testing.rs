@@ -69,8 +69,11 @@ impl crate::Planner for SyntheticPlanner {
                         tokens_per_s_per_gpu: tokens / step / case.gpus as f64,
                         mfu: 0.5 / (1.0 + 0.1 * r as f64),
                         memory_peak_bytes: 1e9 * (8.0 + r as f64) + case.seq_len as f64,
-                        dominant_comm: format!("dp:all-reduce:ring x{}", r + 1),
+                        exposed_comm_s: step * 0.02,
+                        bubble_s: step * 0.05 * r as f64,
+                        dominant_comm: "dp".into(),
                         dominant_comm_exposed_s: step * 0.01,
+                        dominant_collective: format!("all-reduce ring inter-node (x{})", r + 1),
                     },
                 }
             })

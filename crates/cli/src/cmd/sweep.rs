@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use autoplan_sweep::{Case, Planner, RunError, Shard, SweepSpec, SweepTable};
+use autoplan_sweep::{Case, Planner, RunError, SearchPlanner, Shard, SweepSpec, SweepTable};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 #[derive(clap::Args, Debug)]
@@ -230,8 +230,8 @@ fn progress_bar(len: usize, done: usize, wanted: bool) -> ProgressBar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spec = SweepSpec::read(&args.spec)?;
-    let catalog = real::Catalog::load(&spec)?;
-    let cases = spec.cases(|name| catalog.cluster_gpus(name))?;
+    let planner = SearchPlanner::load(&spec)?;
+    let cases = spec.cases(|name| planner.cluster_gpus(name))?;
     let shard = args.shard.unwrap_or(Shard::ALL);
     let mine = shard.select(&cases);
     let opts = FileOptions {
@@ -240,7 +240,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_cases: args.max_cases,
         progress: true,
     };
-    let s = sweep_file(&mine, &args.out, &catalog, &opts)?;
+    let s = sweep_file(&mine, &args.out, &planner, &opts)?;
     eprintln!(
         "{}: {} of {} case(s){} done ({} resumed, {} run now){}",
         args.out.display(),
@@ -281,7 +281,8 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let expected = match &args.spec {
         Some(path) => {
             let spec = SweepSpec::read(path)?;
-            Some(spec.cases(real::cluster_gpus)?)
+            let planner = SearchPlanner::load(&spec)?;
+            Some(spec.cases(|name| planner.cluster_gpus(name))?)
         }
         None => None,
     };
@@ -313,35 +314,4 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// The real planner: the bundled or file models, clusters and spaces of a spec, resolved once,
-/// and the search.
-mod real {
-    use super::*;
-    use autoplan_sweep::{Infeasible, RankedPlan};
-
-    pub struct Catalog {}
-
-    impl Catalog {
-        pub fn load(_spec: &SweepSpec) -> anyhow::Result<Catalog> {
-            bail!("`sweep` needs the search (issue 5), which is not wired in yet")
-        }
-
-        pub fn cluster_gpus(&self, name: &str) -> Result<u32, String> {
-            cluster_gpus(name)
-        }
-    }
-
-    pub fn cluster_gpus(name: &str) -> Result<u32, String> {
-        Err(format!("cannot resolve cluster `{name}` yet"))
-    }
-
-    impl Planner for Catalog {
-        fn plan(&self, _case: &Case) -> Result<Vec<RankedPlan>, Infeasible> {
-            Err(Infeasible {
-                reason: "no search".into(),
-            })
-        }
-    }
 }
