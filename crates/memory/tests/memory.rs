@@ -1,0 +1,395 @@
+//! The memory model against hand computations (Korthikanti et al. 2022, a tiny GPT) and its
+//! monotonicity properties over random valid plans.
+
+use autoplan_graph::{bundled_models, resolve_model, ModelSpec, Precision};
+use autoplan_memory::{memory, MemoryOptions, ModelMemory, GIB};
+use autoplan_plan::{Plan, Recompute, Schedule, TpSpTransition, Zero};
+use proptest::prelude::*;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+/// Korthikanti et al. 2022 store the attention scores (no fused attention kernel).
+fn korthikanti() -> MemoryOptions {
+    MemoryOptions {
+        flash_attention: false,
+        reserve_bytes: 0.0,
+        ..MemoryOptions::default()
+    }
+}
+
+fn plan(s: &str) -> Plan {
+    s.parse().unwrap()
+}
+
+#[test]
+fn gpt3_175b_per_layer_activations_equal_korthikanti() {
+    // Korthikanti et al. 2022, §4.1–4.2, GPT-3 175B: s = 2048, h = 12288, a = 96, b = 1.
+    let m = resolve_model("gpt3-175b").unwrap();
+    let mm = ModelMemory::new(&m);
+    let (s, h, a) = (2048.0, 12288.0, 96.0);
+    let sbh = s * h;
+    let scores = 5.0 * a * s / h; // = 80
+    let o = korthikanti();
+    let layer = |p: &str, r: Recompute| mm.block_activation_bytes(&plan(p), &o, false, r);
+    // No parallelism: sbh(34 + 5as/h).
+    assert!(close(layer("tp=1", Recompute::None), sbh * (34.0 + scores)));
+    // Tensor parallelism, t = 8: sbh(10 + 24/t + 5as/(ht)).
+    assert!(close(
+        layer("tp=8", Recompute::None),
+        sbh * (10.0 + 24.0 / 8.0 + scores / 8.0)
+    ));
+    // Tensor + sequence parallelism: sbh/t (34 + 5as/h).
+    assert!(close(
+        layer("tp=8,sp=on", Recompute::None),
+        sbh / 8.0 * (34.0 + scores)
+    ));
+    // Selective recompute removes the 5as/h term.
+    assert!(close(
+        layer("tp=8,sp=on", Recompute::Selective),
+        sbh / 8.0 * 34.0
+    ));
+    assert!(close(
+        layer("tp=8", Recompute::Selective),
+        sbh * (10.0 + 24.0 / 8.0)
+    ));
+    // Full recompute keeps the block input: 2sbh, /t with SP.
+    assert!(close(layer("tp=8", Recompute::Full), 2.0 * sbh));
+    assert!(close(layer("tp=8,sp=on", Recompute::Full), 2.0 * sbh / 8.0));
+    // A fused attention kernel never stores the scores.
+    let flash = MemoryOptions::default();
+    assert!(close(
+        mm.block_activation_bytes(&plan("tp=8,sp=on"), &flash, false, Recompute::None),
+        sbh / 8.0 * 34.0
+    ));
+    // Micro-batch b and context parallelism cp scale the tokens: b·s/cp.
+    assert!(close(
+        layer("tp=8,sp=on,mbs=4,cp=2", Recompute::Selective),
+        2.0 * sbh / 8.0 * 34.0
+    ));
+}
+
+#[test]
+fn gpt3_175b_first_stage_holds_pp_microbatches_and_interleaving_more() {
+    // Korthikanti §4.2.3: the first 1F1B stage holds p micro-batches of its L/p layers (L layers'
+    // worth) plus the embedding dropout mask sbh/t per micro-batch; interleaving with v chunks
+    // multiplies that by (1 + (p−1)/(p·v)).
+    let m = resolve_model("gpt3-175b").unwrap(); // global batch 1536
+    let sbh = 2048.0 * 12288.0;
+    let per_mb = 12.0 * sbh / 8.0 * 34.0 + sbh / 8.0;
+    let b = memory(
+        &m,
+        &plan("tp=8,sp=on,pp=8,dp=16,recompute=selective"),
+        &korthikanti(),
+    );
+    assert_eq!(b.stage, 0);
+    assert_eq!(b.in_flight, 8.0);
+    assert!(close(b.activations, 8.0 * per_mb));
+    let b = memory(
+        &m,
+        &plan("tp=8,sp=on,pp=8,dp=16,recompute=selective,schedule=interleaved,vpp=2"),
+        &korthikanti(),
+    );
+    assert!(close(b.in_flight, 8.0 * (1.0 + 7.0 / 16.0)));
+    assert!(close(b.activations, 11.5 * per_mb));
+    // Few micro-batches: global batch 1536 / (mbs 16 · dp 24) = 4 < pp.
+    let b = memory(
+        &m,
+        &plan("tp=8,sp=on,pp=8,dp=24,mbs=16,recompute=selective"),
+        &korthikanti(),
+    );
+    assert_eq!(b.in_flight, 4.0);
+}
+
+/// A tiny GPT: 2 blocks, h 64, 4 heads, ffn 256, vocab 128, seq 16, tied, LayerNorm, biases.
+fn tiny_gpt() -> ModelSpec {
+    let mut m = resolve_model("gpt-1.7b").unwrap();
+    m.name = "tiny".into();
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.attention = autoplan_graph::Attention::Gqa {
+        kv_heads: 4,
+        head_dim: 16,
+    };
+    m.ffn_hidden = 256;
+    m.vocab = 128;
+    m.max_positions = 16;
+    m.tied_embeddings = true;
+    m.training.seq_len = 16;
+    m.training.global_batch = 4;
+    m.training.precision = Precision::Bf16;
+    m
+}
+
+#[test]
+fn tiny_gpt_by_hand() {
+    let m = tiny_gpt();
+    assert!(close(ModelMemory::new(&m).total_params(), m.total_params()));
+    // Attention: 4·64² + biases 3·64 + 64 + LayerNorm 128 = 16 768.
+    // MLP: 2·64·256 + biases 256 + 64 + LayerNorm 128 = 33 216.
+    // Embedding 128·64 + positions 16·64, final LayerNorm 128, tied head (pp = 1): 0.
+    let params = 2.0 * (16768.0 + 33216.0) + 8192.0 + 1024.0 + 128.0;
+    assert!(close(m.total_params(), params));
+    let o = korthikanti();
+    let b = memory(&m, &plan("mbs=1"), &o);
+    // bf16 with fp32 main grads: 2 + 4 + 12 bytes per parameter.
+    assert!(close(b.weights, 2.0 * params));
+    assert!(close(b.grads, 4.0 * params));
+    assert!(close(b.optimizer, 12.0 * params));
+    // Per block s·h·(34 + 5as/h) = 16·64·(34 + 5) bytes; embedding dropout s·h; final norm and
+    // head inputs 2·2·s·h; fp32 logits 4·s·V.
+    let (s, h) = (16.0, 64.0);
+    let acts = 2.0 * s * h * 39.0 + s * h + 4.0 * s * h;
+    assert!(close(b.activations, acts), "{} vs {acts}", b.activations);
+    assert!(close(b.logits, 4.0 * s * 128.0));
+    assert_eq!(b.extra, 0.0);
+    assert_eq!(b.transient, 0.0);
+    assert!(close(b.total, 18.0 * params + acts + b.logits));
+
+    // ZeRO-1 over dp = 2 halves the optimizer state; ZeRO-2 the gradients; ZeRO-3 the weights
+    // and gathers one block (attention + MLP, 49 984 parameters) at a time.
+    let z = |s: &str| memory(&m, &plan(s), &o);
+    assert!(close(z("dp=2,zero=1").optimizer, 6.0 * params));
+    assert!(close(z("dp=2,zero=2").grads, 2.0 * params));
+    let z3 = z("dp=2,zero=3");
+    assert!(close(z3.weights, params));
+    assert!(close(z3.transient, 2.0 * 49984.0));
+
+    // Vocab padding: with tp = 2 the vocabulary is padded to 256 (128·tp), 128 rows per GPU.
+    let b = memory(&m, &plan("tp=2"), &o);
+    let split = 4.0 * 64.0 * 64.0 + 3.0 * 64.0 + 2.0 * 64.0 * 256.0 + 256.0;
+    let replicated = 64.0 + 128.0 + 64.0 + 128.0;
+    let per_gpu = 2.0 * (split / 2.0 + replicated) + 128.0 * 64.0 + 1024.0 + 128.0;
+    assert!(
+        close(b.weights, 2.0 * per_gpu),
+        "{} vs {}",
+        b.weights,
+        2.0 * per_gpu
+    );
+
+    // Seed 001: the all-to-all transition keeps out_linear (64×64) whole: half of it is extra.
+    let b = memory(&m, &plan("tp=2,sp=on,transition=all-to-all"), &o);
+    assert!(close(b.extra, 2.0 * 64.0 * 64.0 / 2.0 * 18.0));
+}
+
+#[test]
+fn fp16_keeps_master_gradients_in_the_optimizer() {
+    // Megatron's distributed-optimizer table: fp16 params/grads: 4 + 16/d; bf16 with fp32 grads:
+    // 6 + 12/d bytes per parameter.
+    let mut m = tiny_gpt();
+    m.training.precision = Precision::Fp16;
+    let p = plan("dp=4,zero=1");
+    let o16 = MemoryOptions::megatron(Precision::Fp16);
+    let b = memory(&m, &p, &o16);
+    let n = m.total_params();
+    assert!(close(
+        b.weights + b.grads + b.optimizer,
+        (4.0 + 16.0 / 4.0) * n
+    ));
+    let bf = MemoryOptions::megatron(Precision::Bf16);
+    let b = memory(&m, &p, &bf);
+    assert!(close(
+        b.weights + b.grads + b.optimizer,
+        (6.0 + 12.0 / 4.0) * n
+    ));
+}
+
+#[test]
+fn parameters_agree_with_the_graph_crate_for_every_bundled_model() {
+    for (name, _) in bundled_models() {
+        let m = resolve_model(name).unwrap();
+        let ours = ModelMemory::new(&m).total_params();
+        assert!(
+            close(ours, m.total_params()),
+            "{name}: {ours} vs {}",
+            m.total_params()
+        );
+    }
+}
+
+#[test]
+fn experts_shard_over_ep_moe_tp_and_their_state_over_edp() {
+    let m = resolve_model("mixtral-8x7b").unwrap();
+    let o = MemoryOptions::default();
+    let one = memory(&m, &plan("pp=4,dp=8,ep=1,zero=1"), &o);
+    let ep8 = memory(&m, &plan("pp=4,dp=8,ep=8,zero=1"), &o);
+    // ep = 8: each GPU keeps one of the 8 experts' weights, but edp = dp/ep = 1: the expert
+    // optimizer state is not sharded any more, while the dense part still shards over dp = 8.
+    assert!(ep8.weights < one.weights);
+    let e = autoplan_graph::ModelSpec::routed_expert_params(&m);
+    let blocks = 8.0; // 32 blocks / pp 4
+    let expert_opt_ep1 = 12.0 * blocks * 8.0 * e / 8.0;
+    let expert_opt_ep8 = 12.0 * blocks * e / 1.0;
+    assert!(close(
+        one.optimizer - ep8.optimizer,
+        expert_opt_ep1 - expert_opt_ep8
+    ));
+}
+
+/// Bundled models the properties run on (dense GPT, GQA Llama, MoE Mixtral, MLA DeepSeek).
+const MODELS: [&str; 4] = ["gpt3-175b", "llama3-70b", "mixtral-8x7b", "deepseek-v2"];
+
+fn pow2(max_log: u32) -> impl Strategy<Value = u32> {
+    (0..=max_log).prop_map(|k| 1u32 << k)
+}
+
+/// A plan and a model from [`MODELS`], valid (or `None`, which the properties skip).
+fn valid_case() -> impl Strategy<Value = Option<(usize, Plan)>> {
+    (
+        0..MODELS.len(),
+        (
+            pow2(3),
+            pow2(3),
+            pow2(4),
+            pow2(1),
+            pow2(3),
+            pow2(1),
+            pow2(2),
+        ),
+        (
+            any::<bool>(),
+            0u8..4,
+            0usize..3,
+            1u32..4,
+            proptest::option::of(1u32..4),
+        ),
+        (any::<bool>(), any::<bool>()),
+    )
+        .prop_map(
+            |(mi, (tp, pp, dp, cp, ep, moe_tp, mbs), (sp, zero, rc, vpp, rl), (a2a, zb))| {
+                let recompute = [Recompute::None, Recompute::Selective, Recompute::Full][rc];
+                let vpp = if pp > 1 { vpp } else { 1 };
+                let p = Plan {
+                    tp,
+                    pp,
+                    dp,
+                    cp,
+                    ep,
+                    moe_tp,
+                    mbs,
+                    sp,
+                    zero: Zero(zero),
+                    recompute,
+                    recompute_layers: if recompute == Recompute::None {
+                        None
+                    } else {
+                        rl
+                    },
+                    vpp,
+                    schedule: match (vpp > 1, zb) {
+                        (true, _) => Schedule::Interleaved,
+                        (false, true) if pp % 2 == 0 => Schedule::DualPipe,
+                        _ => Schedule::OneF1B,
+                    },
+                    tp_sp_transition: if a2a {
+                        TpSpTransition::AllToAll
+                    } else {
+                        TpSpTransition::AllReduceSlice
+                    },
+                    ..Plan::default()
+                };
+                let mut p = p;
+                let m = resolve_model(MODELS[mi]).unwrap();
+                // Steer towards valid plans: no expert degrees on dense models, SP with MoE+TP,
+                // expert degrees that fold into tp·cp·dp.
+                if m.moe.is_none() {
+                    (p.ep, p.moe_tp) = (1, 1);
+                } else {
+                    p.sp |= p.tp > 1;
+                    if !(p.tp * p.cp * p.dp).is_multiple_of(p.ep * p.moe_tp) {
+                        (p.ep, p.moe_tp) = (1, 1);
+                    }
+                }
+                p.check(&m, p.gpus() as u32).is_ok().then_some((mi, p))
+            },
+        )
+}
+
+#[test]
+fn the_case_generator_yields_mostly_valid_plans() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = valid_case();
+    let valid = (0..200)
+        .filter(|_| strategy.new_tree(&mut runner).unwrap().current().is_some())
+        .count();
+    assert!(
+        valid >= 100,
+        "only {valid} of 200 generated plans are valid"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn full_recompute_never_uses_more_than_selective_nor_selective_than_none(
+        case in valid_case(), flash in any::<bool>(),
+    ) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions { flash_attention: flash, ..MemoryOptions::default() };
+        let at = |r: Recompute| memory(&m, &Plan { recompute: r, ..p }, &o);
+        let (none, sel, full) = (at(Recompute::None), at(Recompute::Selective), at(Recompute::Full));
+        prop_assert!(full.activations <= sel.activations * (1.0 + 1e-12));
+        prop_assert!(sel.activations <= none.activations * (1.0 + 1e-12));
+        prop_assert!(full.total <= sel.total * (1.0 + 1e-12));
+    }
+
+    #[test]
+    fn zero_stages_never_raise_memory(case in valid_case()) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions::default();
+        let at = |z: u8| memory(&m, &Plan { zero: Zero(z), ..p }, &o).total;
+        prop_assert!(at(1) <= at(0) * (1.0 + 1e-12));
+        prop_assert!(at(2) <= at(1) * (1.0 + 1e-12));
+        // ZeRO-3 gathers one block while it runs: below ZeRO-2 once a stage has two blocks
+        // of each kind to shard (dense models here).
+        let layout = p.stage_blocks(&m).unwrap();
+        if m.moe.is_none() && (0..p.pp).all(|s| layout.blocks(s) >= 2) {
+            prop_assert!(at(3) <= at(2) * (1.0 + 1e-12));
+        }
+    }
+
+    #[test]
+    fn more_hbm_never_invalidates_and_smaller_microbatches_never_use_more(
+        case in valid_case(), hbm in 16.0f64..200.0, more in 0.0f64..100.0,
+    ) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions::default();
+        let b = memory(&m, &p, &o);
+        if b.fits(hbm * GIB) {
+            prop_assert!(b.fits((hbm + more) * GIB));
+        }
+        if p.mbs > 1 {
+            let half = memory(&m, &Plan { mbs: p.mbs / 2, ..p }, &o);
+            prop_assert!(half.activations <= b.activations * (1.0 + 1e-12));
+            prop_assert!(half.total <= b.total * (1.0 + 1e-12));
+        }
+        prop_assert!(b.total.is_finite() && b.total > 0.0);
+    }
+
+    #[test]
+    fn floor_is_a_lower_bound_over_the_memory_only_knobs(
+        case in valid_case(), zero in 0u8..4, rc in 0usize..3, mbs_div in 0u32..3,
+        sp in any::<bool>(), a2a in any::<bool>(),
+    ) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let mm = ModelMemory::new(&m);
+        let o = MemoryOptions::default();
+        let q = Plan {
+            zero: Zero(zero),
+            recompute: [Recompute::None, Recompute::Selective, Recompute::Full][rc],
+            mbs: (p.mbs >> mbs_div).max(1),
+            sp,
+            tp_sp_transition: if a2a { TpSpTransition::AllToAll } else { TpSpTransition::AllReduceSlice },
+            ..p
+        };
+        prop_assert!(mm.floor(&p, &o) <= mm.breakdown(&q, &o).total * (1.0 + 1e-12));
+    }
+}
