@@ -491,19 +491,50 @@ pub fn search<O: Objective, B: Observer + ?Sized>(
         .map(|t| ctx.below(&ctx.degs[t.deg], Depth::MicroBatch))
         .sum();
     let k = opts.top_k;
-    let local = tasks
+    // Best first: bound every task (in parallel), cut those over HBM, and hand the rest out in
+    // the order of their step-time bound so a tight K-th best is known early. The order only
+    // changes how much is pruned, never the result.
+    let bounded: Vec<(usize, Bound, Local<O::Metrics>)> = tasks
         .par_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut l = Local::new(0);
+            let b = ctx.task_bound(t, &mut l);
+            (i, b, l)
+        })
+        .collect();
+    let mut first = Local::new(k);
+    let mut order: Vec<(f64, usize)> = Vec::with_capacity(tasks.len());
+    for (i, b, l) in bounded {
+        first.stats.add(&l.stats);
+        first.min_memory = first.min_memory.min(l.min_memory);
+        if b.memory_bytes <= shape.hbm_bytes || opts.exhaustive {
+            order.push((b.step_time_s, i));
+        } else {
+            ctx.done.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+    }
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let next = AtomicU64::new(0);
+    let workers = rayon::current_num_threads().max(1);
+    let local = (0..workers)
+        .into_par_iter()
         .with_max_len(1)
-        .fold(
-            || Local::new(k),
-            |mut l, t| {
-                ctx.task(t, &mut l);
+        .map(|_| {
+            let mut l = Local::new(k);
+            loop {
+                let i = next.fetch_add(1, AtomicOrdering::Relaxed) as usize;
+                let Some(&(bound, t)) = order.get(i) else {
+                    break;
+                };
+                ctx.task(&tasks[t], bound, &mut l);
                 let done = ctx.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
                 ctx.observer.progress(done, ctx.total);
-                l
-            },
-        )
-        .reduce(|| Local::new(k), |a, b| a.merge(b, k));
+            }
+            l
+        })
+        .reduce(|| Local::new(k), |a, b| a.merge(b, k))
+        .merge(first, k);
     let mut stats = local.stats;
     stats.space_plans = space_plans;
     stats.tasks = tasks.len() as u64;
@@ -545,6 +576,56 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         n
     }
 
+    /// The bound of a task's root (degrees and mbs fixed); counts a memory cut.
+    fn task_bound(&self, t: &Task, l: &mut Local<O::Metrics>) -> Bound {
+        if self.opts.exhaustive {
+            return Bound::NONE;
+        }
+        let deg = &self.degs[t.deg];
+        let plan = self.root(t);
+        l.stats.nodes += 1;
+        let b = self.obj.bound(&Partial {
+            plan,
+            depth: Depth::MicroBatch,
+            space: self.space,
+        });
+        if b.memory_bytes > self.shape.hbm_bytes {
+            l.stats.pruned_by_memory += 1;
+            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
+            l.min_memory = l.min_memory.min(b.memory_bytes);
+        }
+        b
+    }
+
+    /// The plan at a task's root: its degrees and mbs, every other field at its first value.
+    fn root(&self, t: &Task) -> Plan {
+        let s = self.space;
+        let deg = &self.degs[t.deg];
+        Plan {
+            pp: deg.pp,
+            tp: deg.tp,
+            ep: deg.ep,
+            moe_tp: deg.moe_tp,
+            cp: deg.cp,
+            dp: deg.dp,
+            mbs: s.mbs[t.mbs],
+            recompute: s.recompute[0],
+            zero: s.zero[0],
+            schedule: s.schedule[0],
+            vpp: 1,
+            sp: s.sp[0],
+            cp_comm: s.cp_comm[0],
+            tp_sp_transition: s.tp_sp_transition[0],
+            moe_tp_scheme: s.moe_tp_scheme[0],
+            dispatcher: s.dispatcher[0],
+            algo: s.algo[0],
+            order: s.order[0],
+            tp_overlap: s.tp_overlap[0],
+            ep_overlap: s.ep_overlap[0],
+            ..Plan::default()
+        }
+    }
+
     /// Bound a node; true if its subtree is cut.
     fn cut(&self, plan: &Plan, depth: Depth, deg: &Degrees, l: &mut Local<O::Metrics>) -> bool {
         if self.opts.exhaustive {
@@ -570,33 +651,11 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         false
     }
 
-    fn task(&self, t: &Task, l: &mut Local<O::Metrics>) {
+    fn task(&self, t: &Task, bound: f64, l: &mut Local<O::Metrics>) {
         let s = self.space;
         let deg = &self.degs[t.deg];
         let r = &self.radix.stride;
-        let mut plan = Plan {
-            pp: deg.pp,
-            tp: deg.tp,
-            ep: deg.ep,
-            moe_tp: deg.moe_tp,
-            cp: deg.cp,
-            dp: deg.dp,
-            mbs: s.mbs[t.mbs],
-            recompute: s.recompute[0],
-            zero: s.zero[0],
-            schedule: s.schedule[0],
-            vpp: 1,
-            sp: s.sp[0],
-            cp_comm: s.cp_comm[0],
-            tp_sp_transition: s.tp_sp_transition[0],
-            moe_tp_scheme: s.moe_tp_scheme[0],
-            dispatcher: s.dispatcher[0],
-            algo: s.algo[0],
-            order: s.order[0],
-            tp_overlap: s.tp_overlap[0],
-            ep_overlap: s.ep_overlap[0],
-            ..Plan::default()
-        };
+        let mut plan = self.root(t);
         let mut key: u128 = deg
             .idx
             .iter()
@@ -604,7 +663,9 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             .map(|(&i, &st)| i as u128 * st)
             .sum::<u128>()
             + t.mbs as u128 * r[5];
-        if self.cut(&plan, Depth::MicroBatch, deg, l) {
+        if !self.opts.exhaustive && bound > self.threshold.get() {
+            l.stats.pruned_by_time += 1;
+            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
             return;
         }
         let base = key;

@@ -80,38 +80,9 @@ impl Objective for Evaluator {
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let p = partial.plan;
         let s = partial.space;
-        let rc_fixed = partial.depth >= Depth::Recompute;
-        let compute = self.lower_bound(&EvalPartial {
-            tp: Some(p.tp),
-            pp: Some(p.pp),
-            recompute: rc_fixed.then_some(p.recompute),
-        });
-        let micro = (self.model().training.global_batch / (p.mbs * p.dp).max(1)).max(1) as f64;
-        // The schedules still open at this depth.
-        let open = |f: &mut dyn FnMut(Schedule, u32)| {
-            if partial.depth >= Depth::Schedule || p.pp == 1 {
-                f(p.schedule, p.vpp);
-            } else {
-                for &sch in &s.schedule {
-                    if sch == Schedule::Interleaved {
-                        for &v in &s.vpp {
-                            f(sch, v);
-                        }
-                    } else {
-                        f(sch, 1);
-                    }
-                }
-            }
-        };
-        let mut frac = f64::INFINITY;
-        open(&mut |sch, v| frac = frac.min(bubble_fraction(sch, v, p.pp)));
-        let bubble = if p.pp > 1 && frac.is_finite() {
-            (micro + frac * (p.pp - 1) as f64) / micro
-        } else {
-            1.0
-        };
+        let b = time_bound(self, partial);
         let mut q = p;
-        if !rc_fixed {
+        if partial.depth < Depth::Recompute {
             q.recompute = s.recompute.iter().copied().max().unwrap_or(Recompute::Full);
         }
         if partial.depth < Depth::Zero {
@@ -121,7 +92,7 @@ impl Objective for Evaluator {
         q.tp_sp_transition = TpSpTransition::AllReduceSlice;
         let mut mem = f64::INFINITY;
         let mut unknown = false;
-        open(&mut |sch, v| {
+        open_schedules(partial, &mut |sch, v| {
             q.schedule = sch;
             q.vpp = v;
             match peak(self, &q) {
@@ -130,12 +101,152 @@ impl Objective for Evaluator {
             }
         });
         Bound {
-            step_time_s: compute * bubble,
             memory_bytes: if unknown || !mem.is_finite() {
                 0.0
             } else {
                 mem
             },
+            ..b
         }
+    }
+}
+
+/// Call `f` with every (schedule, vpp) still open below `partial`.
+fn open_schedules(partial: &Partial<'_>, f: &mut dyn FnMut(Schedule, u32)) {
+    let p = partial.plan;
+    let s = partial.space;
+    if partial.depth >= Depth::Schedule || p.pp == 1 {
+        f(p.schedule, p.vpp);
+    } else {
+        for &sch in &s.schedule {
+            if sch == Schedule::Interleaved {
+                for &v in &s.vpp {
+                    f(sch, v);
+                }
+            } else {
+                f(sch, 1);
+            }
+        }
+    }
+}
+
+/// The compute-and-bubble time bound of the module docs (memory left at 0).
+fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
+    let p = partial.plan;
+    let rc_fixed = partial.depth >= Depth::Recompute;
+    let compute = ev.lower_bound(&EvalPartial {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        recompute: rc_fixed.then_some(p.recompute),
+    });
+    let micro = (ev.model().training.global_batch / (p.mbs * p.dp).max(1)).max(1) as f64;
+    let mut frac = f64::INFINITY;
+    open_schedules(partial, &mut |sch, v| {
+        frac = frac.min(bubble_fraction(sch, v, p.pp))
+    });
+    let bubble = if p.pp > 1 && frac.is_finite() {
+        (micro + frac * (p.pp - 1) as f64) / micro
+    } else {
+        1.0
+    };
+    Bound {
+        step_time_s: compute * bubble,
+        memory_bytes: 0.0,
+    }
+}
+
+/// The real cost model with a tighter bound: [`Scorer::new`] builds, beside the evaluator, a
+/// *relaxed* one on the same cluster with infinite bandwidth and zero latencies, where every
+/// collective is free. Its step time is the compute, recompute, bubble and optimizer of the
+/// plan alone, a lower bound of the real step time (communication only adds exposed time, and
+/// the per-collective algorithm and placement knobs only change communication). Once the
+/// schedule is fixed, the bound is the relaxed step time minimised over the knobs that also
+/// change compute (SP and the TP→SP transition); above that depth it is the evaluator's bound.
+#[derive(Debug, Clone)]
+pub struct Scorer {
+    pub exact: Evaluator,
+    relaxed: Evaluator,
+}
+
+impl Scorer {
+    pub fn new(
+        model: &autoplan_graph::ModelSpec,
+        cluster: &autoplan_cluster::Cluster,
+        opts: autoplan_evaluate::EvalOptions,
+    ) -> Scorer {
+        let mut free = cluster.clone();
+        free.node.intra_bw = 1e30;
+        free.node.intra_latency = 0.0;
+        free.network.inter_bw = 1e30;
+        free.network.link_delay = 0.0;
+        free.efficiency.start_lat = 0.0;
+        free.efficiency.sync_lat = 0.0;
+        free.efficiency.cpufetch = 0.0;
+        Scorer {
+            exact: Evaluator::new(model, cluster, opts),
+            relaxed: Evaluator::new(model, &free, opts),
+        }
+    }
+}
+
+impl Objective for Scorer {
+    type Metrics = Metrics;
+
+    fn shape(&self) -> Shape {
+        self.exact.shape()
+    }
+
+    fn evaluate(&self, plan: &Plan) -> Result<Metrics, Reject> {
+        Objective::evaluate(&self.exact, plan)
+    }
+
+    fn step_time(m: &Metrics) -> f64 {
+        m.step_time_s
+    }
+
+    fn bound(&self, partial: &Partial<'_>) -> Bound {
+        let mut b = match partial.depth {
+            Depth::MicroBatch => return self.exact.bound(partial),
+            // Between the root and the schedule level only the (cheap) time bound: the memory
+            // floor of the root and of the schedule nodes catch what does not fit.
+            Depth::Recompute | Depth::Zero => {
+                return Bound {
+                    memory_bytes: 0.0,
+                    ..time_bound(&self.exact, partial)
+                }
+            }
+            Depth::Schedule => time_bound(&self.exact, partial),
+        };
+        let s = partial.space;
+        let mut q = partial.plan;
+        let both = q.tp > 1;
+        let (sps, tpsps): (&[bool], &[TpSpTransition]) = if both {
+            (&s.sp, &s.tp_sp_transition)
+        } else {
+            (&s.sp[..1], &s.tp_sp_transition[..1])
+        };
+        let (mut time, mut mem) = (f64::INFINITY, f64::INFINITY);
+        for &sp in sps {
+            for &t in tpsps {
+                q.sp = sp;
+                q.tp_sp_transition = t;
+                match self.relaxed.evaluate(&q) {
+                    Ok(m) => {
+                        time = time.min(m.step_time_s);
+                        mem = mem.min(m.memory_peak_bytes);
+                    }
+                    Err(Infeasible::OutOfMemory { peak_bytes, .. }) => mem = mem.min(peak_bytes),
+                    // No information: keep the weaker bound.
+                    Err(Infeasible::Invalid(_)) => return b,
+                }
+            }
+        }
+        if time.is_finite() {
+            b.step_time_s = b.step_time_s.max(time);
+        }
+        if mem.is_finite() {
+            b.memory_bytes = b.memory_bytes.max(mem);
+        }
+        b
     }
 }

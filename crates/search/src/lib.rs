@@ -29,6 +29,7 @@ pub mod testing;
 use autoplan_plan::Plan;
 
 pub use engine::{search, NoFit, Observer, Outcome, Ranked, SearchOptions, Stats};
+pub use evaluator::Scorer;
 pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};
 
 /// What the search needs to know about the model and the cluster to enumerate valid degrees.
