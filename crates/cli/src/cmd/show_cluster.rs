@@ -79,7 +79,7 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "network   {} nodes, {}, {} NICs per node, oversubscription {}",
+        "network   {} nodes, {}, {} NIC(s) per node, oversubscription {}",
         c.nodes,
         tag(&w.topology),
         w.nics_per_node,
@@ -163,26 +163,32 @@ fn flatten(out: &mut impl Write, prefix: &str, v: &serde_json::Value) -> anyhow:
     Ok(())
 }
 
-/// One line per bundled cluster: name, size, GPU, fabrics and their per-GPU bandwidths.
+/// One line per bundled cluster: name, size, GPU, and each fabric with its per-GPU bandwidth.
 pub fn list() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<18} {:>6} {:>13} {:<22} {:>16} {:>16}",
-        "name", "GPUs", "nodes x GPUs", "GPU", "intra GB/s", "inter GB/s"
+        "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} {}",
+        "name", "GPUs", "nodes", "GPU", "intra", "fabric", "inter", "network"
     )?;
     for (name, _) in bundled_clusters() {
         let c = resolve_cluster(name).with_context(|| format!("bundled cluster `{name}`"))?;
         writeln!(
             out,
-            "{:<18} {:>6} {:>13} {:<22} {:>16} {:>16}",
+            "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} {}",
             c.name,
             c.gpus(),
-            format!("{} x {}", c.nodes, c.node.gpus_per_node),
+            format!("{}x{}", c.nodes, c.node.gpus_per_node),
             c.gpu.name,
-            format!("{} {}", c.node.intra_bw / 1e9, tag(&c.node.fabric)),
-            format!("{} {}", c.network.inter_bw / 1e9, tag(&c.network.topology)),
+            c.node.intra_bw / 1e9,
+            tag(&c.node.fabric),
+            c.network.inter_bw / 1e9,
+            tag(&c.network.topology),
         )?;
     }
+    writeln!(
+        out,
+        "intra/inter: GB/s per GPU per direction (NCCL effective figures, see the files)"
+    )?;
     Ok(ExitCode::SUCCESS)
 }
