@@ -168,8 +168,8 @@ pub fn list() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} {}",
-        "name", "GPUs", "nodes", "GPU", "intra", "fabric", "inter", "network"
+        "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} network",
+        "name", "GPUs", "nodes", "GPU", "intra", "fabric", "inter"
     )?;
     for (name, _) in bundled_clusters() {
         let c = resolve_cluster(name).with_context(|| format!("bundled cluster `{name}`"))?;
