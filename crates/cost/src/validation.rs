@@ -153,8 +153,18 @@ fn deepep_bytes(row: &MeasuredRow) -> Option<(f64, &'static str)> {
     }
 }
 
-/// Predict one row, or say why it cannot be expressed.
+/// Predict one row on the reference machines of [`calibration`], or say why it cannot be
+/// expressed.
 pub fn predict(row: &MeasuredRow) -> Result<Prediction, Unexpressible> {
+    predict_on(row, hardware_cluster)
+}
+
+/// Predict one row on the machine `machine(hardware, nodes)` returns for its `hardware` cell
+/// (e.g. a bundled cluster), or say why it cannot be expressed.
+pub fn predict_on(
+    row: &MeasuredRow,
+    machine: impl Fn(&str, u32) -> Option<Cluster>,
+) -> Result<Prediction, Unexpressible> {
     let no = |reason: String| Unexpressible {
         id: row.id.clone(),
         reason,
@@ -173,7 +183,7 @@ pub fn predict(row: &MeasuredRow) -> Result<Prediction, Unexpressible> {
             "ranks {ranks} not a whole number per node over {nodes} nodes"
         )));
     }
-    let cluster = hardware_cluster(&row.hardware, nodes).ok_or_else(|| {
+    let cluster = machine(&row.hardware, nodes).ok_or_else(|| {
         no(format!(
             "no reference machine for hardware {:?}",
             row.hardware

@@ -98,3 +98,36 @@ fn latency_constants_follow_from_rows_c15_c17() {
     assert!((slope * 1e-6 - autoplan_cost::calibration::HOP_NVLINK).abs() < 0.1e-6);
     assert!((intercept * 1e-6 - autoplan_cost::calibration::START_LAT).abs() < 0.2e-6);
 }
+
+/// The bundled clusters that describe the same hardware (cluster files carry the calibrated
+/// constants) predict every row within tolerance too.
+#[test]
+fn bundled_clusters_reproduce_the_rows() {
+    let machine = |hardware: &str, _nodes: u32| {
+        let h = hardware.to_ascii_uppercase();
+        let name = if h.contains("H800") {
+            "h800x2048"
+        } else if h.contains("H100") {
+            "h100x256"
+        } else if h.contains("A100") {
+            "a100x64"
+        } else {
+            return None;
+        };
+        Some(autoplan_cluster::resolve_cluster(name).expect("bundled cluster"))
+    };
+    let mut expressed = 0;
+    for row in rows() {
+        if let Ok(p) = autoplan_cost::validation::predict_on(&row, machine) {
+            expressed += 1;
+            assert!(
+                p.passes(),
+                "{} on {}: {:+.1}%",
+                p.id,
+                p.cluster,
+                100.0 * p.error()
+            );
+        }
+    }
+    assert!(expressed >= 18);
+}

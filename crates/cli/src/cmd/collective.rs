@@ -238,14 +238,17 @@ fn reference_machine(name: &str) -> Option<Cluster> {
     }
 }
 
+/// A bundled cluster or cluster TOML (the cluster crate's `resolve_cluster`), else a reference
+/// machine of the calibration.
 fn resolve(name: &str) -> anyhow::Result<Cluster> {
-    if let Some(c) = reference_machine(name) {
-        return Ok(c);
+    match autoplan_cluster::resolve_cluster(name) {
+        Ok(c) => Ok(c),
+        Err(e @ autoplan_cluster::ResolveError::Unknown { .. }) => reference_machine(name)
+            .ok_or_else(|| {
+                anyhow::anyhow!("{e}; or a reference machine: dgx-a100xN, dgx-h100xN, hgx-h800xN")
+            }),
+        Err(e) => Err(e.into()),
     }
-    bail!(
-        "unknown cluster {name:?}: bundled clusters and cluster files are not readable yet; \
-         reference machines: dgx-a100xN, dgx-h100xN, hgx-h800xN (N nodes)"
-    )
 }
 
 /// Where `ranks` consecutive ranks sit: `ranks_per_node` of them on each node (default: as many
