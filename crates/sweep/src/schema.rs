@@ -261,6 +261,18 @@ mod tests {
     }
 
     #[test]
+    fn results_readme_lists_every_column() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let documented: Vec<&str> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split('`').next())
+            .collect();
+        assert_eq!(documented, COLUMNS, "results/README.md's column table");
+    }
+
+    #[test]
     fn columns_are_unique_and_grouped() {
         let mut sorted = COLUMNS.to_vec();
         sorted.sort();
