@@ -130,3 +130,30 @@ fn diff_reports_changed_best_plans_and_metric_shifts() {
     assert!(report.contains("1 only in old"), "{report}");
     assert!(report.contains("memory_peak_bytes"), "{report}");
 }
+
+#[test]
+fn bad_names_in_a_spec_are_located_before_any_work() {
+    let d = dir("bad");
+    let spec = d.join("bad.toml");
+    let text = fs::read_to_string(SPEC)
+        .unwrap()
+        .replace("\"mixtral-8x7b\"", "\"mixtral-8x8b\"");
+    fs::write(&spec, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("8x8b")).unwrap() + 1;
+    let out_csv = d.join("out.csv");
+    let out = autoplan(&[
+        "sweep",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--out",
+        out_csv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let at = format!("bad.toml:{line}:");
+    assert!(
+        err.contains(&at) && err.contains("models.1") && err.contains("unknown model"),
+        "{err}"
+    );
+    assert!(!out_csv.exists(), "nothing is written");
+}

@@ -229,6 +229,9 @@ fn progress_bar(len: usize, done: usize, wanted: bool) -> ProgressBar {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.max_cases == Some(0) {
+        bail!("--max-cases 0: expected at least 1 case");
+    }
     let spec = SweepSpec::read(&args.spec)?;
     let planner = SearchPlanner::load(&spec)?;
     let cases = spec.cases(|name| planner.cluster_gpus(name))?;
