@@ -155,7 +155,10 @@ pub struct Evaluator {
     capacity: Option<f64>,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
-    mem: crate::interim::MemSums,
+    mem: autoplan_memory::ModelMemory,
+    /// The memory options, with `flash_attention` and `fp32_main_grads` following
+    /// `EvalOptions::attention` and `grad_bytes`.
+    mem_opts: autoplan_memory::MemoryOptions,
 }
 
 /// Per-plan derived quantities.
@@ -305,7 +308,12 @@ impl Evaluator {
             imbalance,
             capacity,
             eff_max,
-            mem: crate::interim::MemSums::of(model),
+            mem: autoplan_memory::ModelMemory::new(model),
+            mem_opts: autoplan_memory::MemoryOptions {
+                flash_attention: opts.attention == AttentionKernel::Flash,
+                fp32_main_grads: opts.grad_bytes >= 4.0,
+                ..opts.memory
+            },
         }
     }
 
@@ -1756,17 +1764,12 @@ impl Evaluator {
     }
 
     fn memory_peak(&self, plan: &Plan) -> f64 {
-        self.memory(plan).peak_bytes
+        self.memory(plan).total
     }
 
-    fn memory(&self, plan: &Plan) -> crate::MemoryBreakdown {
-        crate::interim::memory(
-            &self.model,
-            &self.mem,
-            plan,
-            &self.opts.memory,
-            self.opts.attention == AttentionKernel::Flash,
-        )
+    /// Memory of the most loaded GPU (autoplan-memory; allocation-free).
+    fn memory(&self, plan: &Plan) -> autoplan_memory::MemoryBreakdown {
+        self.mem.breakdown(plan, &self.mem_opts)
     }
 }
 

@@ -31,10 +31,9 @@
 mod comm;
 mod core;
 mod flops;
-mod interim;
 pub mod validate;
 
-pub use interim::{MemoryBreakdown, MemoryOptions};
+pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{Evaluator, Partial};
@@ -65,7 +64,8 @@ pub struct EvalOptions {
     pub grad_bytes: f64,
     /// Parameters per DDP bucket (Megatron: 40M): the last bucket's reduction is never hidden.
     pub bucket_params: f64,
-    /// Options passed to the memory model.
+    /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
+    /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
 }
 

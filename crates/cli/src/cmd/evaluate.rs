@@ -197,7 +197,8 @@ fn secs(t: f64) -> String {
     }
 }
 
-fn table(
+/// The full report of one plan as text (also `autoplan search --explain`).
+pub(crate) fn table(
     out: &mut impl Write,
     plan_str: &str,
     ev: &Evaluator,
@@ -338,14 +339,24 @@ fn table(
         writeln!(out, "  (none: a single GPU)")?;
     }
     writeln!(out)?;
-    writeln!(out, "memory per GPU (most loaded stage):")?;
-    let mem = serde_json::to_value(r.memory)?;
-    if let serde_json::Value::Object(map) = mem {
-        for (k, v) in map {
-            if let Some(x) = v.as_f64() {
-                writeln!(out, "  {k:<20} {:>10.2} GiB", x / GIB)?;
-            }
-        }
+    let mm = &r.memory;
+    writeln!(
+        out,
+        "memory per GPU (stage {}, {:.1} micro-batches in flight):",
+        mm.stage, mm.in_flight
+    )?;
+    for (name, v) in [
+        ("weights", mm.weights),
+        ("gradients", mm.grads),
+        ("optimizer state", mm.optimizer),
+        ("activations", mm.activations),
+        ("fp32 logits", mm.logits),
+        ("replicated out_linear", mm.extra),
+        ("transient buffers", mm.transient),
+        ("framework reserve", mm.reserve),
+        ("total", mm.total),
+    ] {
+        writeln!(out, "  {name:<22} {:>10.2} GiB", v / GIB)?;
     }
     Ok(())
 }
