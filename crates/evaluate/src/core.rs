@@ -343,6 +343,12 @@ impl Evaluator {
     pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
         let mut rows: Vec<CommRow> = Vec::new();
         let o = self.run(plan, &mut rows)?;
+        // Per-layer rows in layer order, then the pipeline, then the once-per-step collectives.
+        rows.sort_by_key(|r| match (r.pass, r.layer) {
+            (Pass::Step, _) => 2,
+            (_, None) => 1,
+            _ => 0,
+        });
         let x = self.ctx(plan);
         let mut stages = Vec::with_capacity(plan.pp as usize);
         let mut st = [StageTime::default(); 1];

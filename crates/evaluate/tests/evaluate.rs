@@ -155,6 +155,19 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
     assert!(close(r.breakdown.optimizer_s, adam, 1e-9));
     assert_eq!(r.breakdown.bubble_s, 0.0);
     assert_eq!(r.metrics.dominant_comm, CommKind::Dp);
+    // Memory (autoplan-memory, Megatron's bytes per parameter): 2-byte weights, 4-byte fp32
+    // gradients, 12-byte Adam state, all unsharded (ZeRO 0, tp = pp = 1), plus the 3 GiB reserve.
+    let mm = &r.memory;
+    assert!(
+        close(mm.weights, 2.0 * params, 1e-9),
+        "{} vs {}",
+        mm.weights,
+        2.0 * params
+    );
+    assert!(close(mm.grads, 4.0 * params, 1e-9));
+    assert!(close(mm.optimizer, 12.0 * params, 1e-9));
+    assert!(close(mm.reserve, 3.0 * 1024.0 * 1024.0 * 1024.0, 1e-12));
+    assert_eq!(r.metrics.memory_peak_bytes, mm.total);
     // Throughput and MFU follow from the step: 32 sequences of 512 tokens; model FLOPs
     // 3·(GEMM + 2·causal attention) per token (Megatron's convention).
     let tokens = 32.0 * 512.0;
