@@ -118,7 +118,8 @@ const CE: usize = 6;
 const MTP: usize = 7;
 const NCLASS: usize = 8;
 
-/// A partial plan for branch-and-bound: the degrees fixed so far.
+/// A partial plan for branch-and-bound: the degrees fixed so far. The current bound
+/// ([`Evaluator::lower_bound`]) holds for every completion and does not tighten with them yet.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Partial {
     pub tp: Option<u32>,
@@ -155,6 +156,8 @@ pub struct Evaluator {
     capacity: Option<f64>,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
+    /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
+    expert_gemm_fwd: f64,
     mem: autoplan_memory::ModelMemory,
     /// The memory options, with `flash_attention` and `fp32_main_grads` following
     /// `EvalOptions::attention` and `grad_bytes`.
@@ -308,6 +311,11 @@ impl Evaluator {
             imbalance,
             capacity,
             eff_max,
+            expert_gemm_fwd: layers
+                .iter()
+                .flat_map(|l| l.gemms.iter().filter(move |g| g.count > 1 && l.experts > 0))
+                .map(autoplan_graph::Gemm::flops_per_token)
+                .sum(),
             mem: autoplan_memory::ModelMemory::new(model),
             mem_opts: autoplan_memory::MemoryOptions {
                 flash_attention: opts.attention == AttentionKernel::Flash,
@@ -392,18 +400,18 @@ impl Evaluator {
     }
 
     /// An admissible lower bound on the step time of every completion of `partial` on all of the
-    /// cluster's GPUs: the model's forward + backward FLOPs (plus recompute if fixed) at the
-    /// highest GEMM efficiency, spread perfectly over the GPUs, with no communication, bubble or
-    /// memory-bound work.
-    pub fn lower_bound(&self, partial: &Partial) -> f64 {
+    /// cluster's GPUs: the forward + backward GEMM and causal attention FLOPs of one step at the
+    /// highest GEMM efficiency, spread perfectly over the GPUs, with no communication, bubble,
+    /// memory-bound work or recompute (which `recompute_layers` may reduce to nothing). Padded
+    /// expert GEMMs with a capacity below the routed load count at the capacity.
+    pub fn lower_bound(&self, _partial: &Partial) -> f64 {
         let tokens = self.global_batch as f64 * self.seq;
-        let causal_fwd = self.flops.gemm_fwd + self.flops.attn_fwd_causal;
-        let mut per_token = 3.0 * causal_fwd;
-        per_token += match partial.recompute {
-            Some(Recompute::Full) => self.flops.gemm_fwd_blocks + self.flops.attn_fwd_causal,
-            Some(Recompute::Selective) => self.flops.attn_fwd_causal,
-            Some(Recompute::None) | None => 0.0,
+        let capped = match self.capacity {
+            Some(cf) => (cf * self.top_k / self.k_eff.max(1e-9)).min(1.0),
+            None => 1.0,
         };
+        let gemm = self.flops.gemm_fwd - self.expert_gemm_fwd * (1.0 - capped);
+        let per_token = 3.0 * (gemm + self.flops.attn_fwd_causal);
         let gpus = self.cluster.gpus().max(1) as f64;
         tokens * per_token / (gpus * self.peak * self.eff_max)
     }
