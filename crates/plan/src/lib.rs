@@ -5,7 +5,7 @@
 //! Boundary: no costs and no hardware here (time is `autoplan-evaluate`'s, memory
 //! `autoplan-memory`'s). `Plan` is `Copy` (no heap) so the search can build millions.
 //!
-//! The principal type is [`Plan`]: parse it from `tp=8,pp=4,...` ([`Plan::from_str`], keys in
+//! The principal type is [`Plan`]: parse it from `tp=8,pp=4,...` (`str::parse`, keys in
 //! [`parse::KEYS`]), print it back with `Display`, validate it with [`Plan::check`] (an
 //! [`Invalid`] reason as data), lay out its stages with [`Plan::stage_blocks`], export it with
 //! [`Plan::megatron_args`].
