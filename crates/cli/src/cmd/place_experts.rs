@@ -355,3 +355,101 @@ fn csv_out(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
     w.flush()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Args {
+        Cli::try_parse_from(std::iter::once("place-experts").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn json_has_the_documented_keys_and_beats_contiguous() {
+        let args = parse(&[
+            "--cluster",
+            "a100x64",
+            "--experts",
+            "32",
+            "--ep",
+            "16",
+            "--slots",
+            "3",
+            "--zipf",
+            "1.2",
+            "--format",
+            "json",
+        ]);
+        let (inst, _) = build(&args).unwrap();
+        let report = solve(&inst, &SolveOptions::default()).unwrap();
+        let v = json(&inst, &report);
+        for key in [
+            "alltoall_time_s",
+            "baseline_alltoall_time_s",
+            "cross_node_bytes",
+            "max_over_mean_load",
+            "placement",
+            "routing",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["placement"].as_array().unwrap().len(), 16);
+        let best = v["objective_s"].as_f64().unwrap();
+        assert!(best < report.contiguous.metrics.objective_s);
+    }
+
+    #[test]
+    fn bad_inputs_are_clear_errors() {
+        let e = build(&parse(&[
+            "--cluster",
+            "a100x64",
+            "--experts",
+            "256",
+            "--ep",
+            "128",
+            "--slots",
+            "4",
+            "--uniform",
+        ]))
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("does not fit on cluster `a100x64`"),
+            "{e:#}"
+        );
+        let e = build(&parse(&[
+            "--cluster",
+            "a100x64",
+            "--experts",
+            "256",
+            "--ep",
+            "8",
+            "--slots",
+            "4",
+            "--uniform",
+        ]))
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("256 experts do not fit"), "{e:#}");
+        let e = build(&parse(&[
+            "--cluster",
+            "a100x64",
+            "--experts",
+            "8",
+            "--ep",
+            "8",
+            "--slots",
+            "1",
+            "--zipf=-1",
+        ]))
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("--zipf = -1"), "{e:#}");
+    }
+}
