@@ -228,6 +228,91 @@ fn experts_shard_over_ep_moe_tp_and_their_state_over_edp() {
     ));
 }
 
+/// A tiny Mixtral: 2 MoE blocks, h 64, 4 heads of 16, 4 experts of width 32, top-2, vocab 128.
+fn tiny_moe() -> ModelSpec {
+    let mut m = resolve_model("mixtral-8x7b").unwrap();
+    m.name = "tiny-moe".into();
+    m.layers = 2;
+    m.hidden = 64;
+    m.heads = 4;
+    m.attention = autoplan_graph::Attention::Gqa {
+        kv_heads: 4,
+        head_dim: 16,
+    };
+    m.vocab = 128;
+    m.training.seq_len = 16;
+    m.training.global_batch = 8;
+    m.training.precision = Precision::Bf16;
+    let moe = m.moe.as_mut().unwrap();
+    moe.experts = 4;
+    moe.top_k = 2;
+    moe.expert_ffn_hidden = 32;
+    moe.shared_experts = 0;
+    moe.first_dense_layers = 0;
+    moe.load_imbalance = 1.0;
+    moe.capacity_factor = None;
+    m
+}
+
+#[test]
+fn tiny_moe_by_hand() {
+    let m = tiny_moe();
+    let o = MemoryOptions {
+        reserve_bytes: 0.0,
+        ..MemoryOptions::default()
+    };
+    // Attention 4·64² + RMSNorm 64; MoE: RMSNorm 64 + router 64·4; experts 4 × 3·64·32.
+    let (attn, fixed, experts) = (16448.0, 320.0, 24576.0);
+    let head = 2.0 * 128.0 * 64.0 + 64.0; // embedding, untied head, final norm
+    assert!(close(
+        m.total_params(),
+        2.0 * (attn + fixed + experts) + head
+    ));
+    // ep = 2 over dp = 2: each GPU keeps 2 of the 4 experts; edp = 1, so ZeRO-1 shards only the
+    // dense part.
+    let b = memory(&m, &plan("dp=2,ep=2,zero=1"), &o);
+    let dense = 2.0 * (attn + fixed) + head;
+    let local_experts = 2.0 * experts / 2.0;
+    assert!(close(b.weights, 2.0 * (dense + local_experts)));
+    assert!(close(b.optimizer, 12.0 * (dense / 2.0 + local_experts)));
+    // Per token of a block: attention 2·2h (norm, QKV inputs) + 2·2·a·d (Q, o input) + 2·2·g·d
+    // (K, V) = 768; MoE 2·2h + 4·E (fp32 router logits) = 272; k = 2 routed copies of the expert
+    // input 2h and SwiGLU inner 3·2·32: 640. 16 tokens, 2 blocks, + final-norm and head inputs.
+    let per_block = 16.0 * (768.0 + 272.0 + 640.0);
+    assert!(close(b.activations, 2.0 * per_block + 4.0 * 64.0 * 16.0));
+    assert!(close(b.logits, 4.0 * 16.0 * 128.0));
+    // All-to-all dispatch: send k·T·2h and receive as much.
+    assert!(close(b.transient, 2.0 * 16.0 * 2.0 * 128.0));
+    // moe_tp = 2: expert weights split in two, the all-gathered expert input doubles.
+    let b = memory(&m, &plan("dp=2,moe_tp=2"), &o);
+    assert!(close(b.weights, 2.0 * (dense + 2.0 * experts / 2.0)));
+    let per_block = 16.0 * (768.0 + 272.0 + 2.0 * 256.0 + 384.0);
+    assert!(close(b.activations, 2.0 * per_block + 4.0 * 64.0 * 16.0));
+    // A load imbalance of 1.5 scales the routed part on the most loaded GPU.
+    let mut skewed = m.clone();
+    skewed.moe.as_mut().unwrap().load_imbalance = 1.5;
+    let b = memory(&skewed, &plan("dp=2,ep=2"), &o);
+    let per_block = 16.0 * (768.0 + 272.0 + 1.5 * 640.0);
+    assert!(close(b.activations, 2.0 * per_block + 4.0 * 64.0 * 16.0));
+}
+
+#[test]
+fn the_most_loaded_stage_is_reported() {
+    // 1F1B: the first stage holds pp micro-batches; with a huge vocabulary and few blocks the
+    // last stage's fp32 logits and head weigh more.
+    let mut m = tiny_gpt();
+    m.layers = 4;
+    let o = korthikanti();
+    let b = memory(&m, &plan("pp=2"), &o);
+    assert_eq!(b.stage, 0);
+    assert_eq!(b.in_flight, 2.0);
+    m.vocab = 1 << 20;
+    let b = memory(&m, &plan("pp=2"), &o);
+    assert_eq!(b.stage, 1);
+    assert_eq!(b.in_flight, 1.0);
+    assert!(close(b.logits, 4.0 * 16.0 * (1u64 << 20) as f64));
+}
+
 /// Bundled models the properties run on (dense GPT, GQA Llama, MoE Mixtral, MLA DeepSeek).
 const MODELS: [&str; 4] = ["gpt3-175b", "llama3-70b", "mixtral-8x7b", "deepseek-v2"];
 
