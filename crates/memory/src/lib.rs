@@ -47,8 +47,9 @@
 //!   this is exactly `s·b·h·(34 + 5·a·s/h)` at `t = 1`, `s·b·h·(10 + 24/t + 5·a·s/(h·t))` with
 //!   TP and `s·b·h/t·(34 + 5·a·s/h)` with TP+SP. Selective recompute (or a fused flash-attention
 //!   kernel, [`MemoryOptions::flash_attention`]) drops the `5·a·s/h` scores; full recompute keeps
-//!   the block input, `2·s·b·h` (`/t` with SP), plus one block's working set while it is
-//!   recomputed. GQA stores `K, V` of `g` heads, SwiGLU its gate, up and product (`3·f`), MLA its
+//!   the block input, `2·s·b·h` (`/t` with SP), plus, once per stage, the working set of the
+//!   block being recomputed (the stage's average block at the selective level, minus its
+//!   checkpoint). GQA stores `K, V` of `g` heads, SwiGLU its gate, up and product (`3·f`), MLA its
 //!   compressed latents (replicated) and up-projected `Q, K, V` (split). MoE stores, per token
 //!   routed to `k` experts, the expert input (× `moe_tp`: the group all-gathers tokens) and the
 //!   expert's inner activations (× the load imbalance, or the capacity factor when padded). The
@@ -64,7 +65,8 @@
 //!   `v` chunks (Megatron's warm-up): stage `i` holds `min(n·v, 2·(pp−i−1) + (v−1)·pp + 1)`
 //!   chunks of `1/v` of its blocks, i.e. `pp·(1 + (pp−1)/(pp·v))` stages' worth on stage 0
 //!   (Korthikanti §4.2.3). DualPipe (DeepSeek-V3 report, Table 2): rank `i` holds stages `i` and
-//!   `pp−1−i` (two parameter copies) and `pp+1` micro-batches of a stage's activations.
+//!   `pp−1−i` (two parameter copies) and `pp+1` micro-batches of a stage's activations, counted
+//!   as half of them of each of its two stages.
 //! - **Logits**: the fp32 logits of one micro-batch on the last stage, `4·T·V/t` (Korthikanti
 //!   §4.3), once more per MTP module. The last stage runs each micro-batch's backward right after
 //!   its forward, so one micro-batch's logits are alive at a time.
