@@ -180,6 +180,7 @@ pub(crate) struct Traffic {
     recv: Vec<f64>,
     csend: Vec<f64>,
     crecv: Vec<f64>,
+    thesis: f64,
 }
 
 /// Phase times derived from a [`Traffic`].
@@ -213,6 +214,7 @@ impl Traffic {
             recv: vec![0.0; p],
             csend: vec![0.0; p],
             crecv: vec![0.0; p],
+            thesis: 0.0,
         }
     }
 
@@ -227,25 +229,59 @@ impl Traffic {
             nearest_targets(inst, i, reps, &mut targets);
             let share = c / targets.len() as f64;
             for &j in &targets {
-                self.flow(i, j, share, sign);
+                self.flow(inst, i, j, share, sign);
             }
         }
         self.scratch = targets;
     }
 
+    /// Add (`sign = 1`) or remove (`sign = -1`) `tokens` from GPU `i` processed on GPU `j`,
+    /// keeping the per-rank send/receive times and the thesis sum up to date (α is added
+    /// when a pair starts carrying traffic and removed when it stops).
     #[inline]
-    pub(crate) fn flow(&mut self, i: usize, j: usize, tokens: f64, sign: i32) {
+    pub(crate) fn flow(&mut self, inst: &Instance, i: usize, j: usize, tokens: f64, sign: i32) {
         let s = sign as f64;
         self.load[j] += s * tokens;
-        if i != j {
-            let k = i * self.p + j;
-            self.v[k] += s * tokens;
-            self.uses[k] = (self.uses[k] as i64 + sign as i64) as u32;
+        if i == j {
+            return;
+        }
+        let t = inst.topology();
+        let k = i * self.p + j;
+        self.v[k] += s * tokens;
+        let before = self.uses[k];
+        self.uses[k] = (before as i64 + sign as i64) as u32;
+        let bytes = s * tokens * inst.bytes_per_token();
+        let mut d = bytes * t.inv_beta(i, j);
+        let mut c = bytes * t.inv_beta(j, i);
+        if before == 0 && self.uses[k] > 0 {
+            d += t.alpha(i, j);
+            c += t.alpha(j, i);
+        } else if before > 0 && self.uses[k] == 0 {
+            d -= t.alpha(i, j);
+            c -= t.alpha(j, i);
+        }
+        self.send[i] += d;
+        self.recv[j] += d;
+        self.csend[j] += c;
+        self.crecv[i] += c;
+        self.thesis += d + c;
+    }
+
+    /// Phase times from the incrementally maintained per-rank times: O(P).
+    pub(crate) fn fast_times(&self, inst: &Instance) -> Times {
+        let phase =
+            |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max(x.max(*y)));
+        let max_load = self.load.iter().fold(0.0f64, |m, &x| m.max(x));
+        Times {
+            thesis: self.thesis,
+            dispatch: phase(&self.send, &self.recv),
+            combine: phase(&self.csend, &self.crecv),
+            compute: max_load * inst.compute_s_per_token(),
         }
     }
 
-    /// The GPU with the largest send/receive + compute time in the last [`Traffic::times`]
-    /// call: where a move is most likely to shorten the step.
+    /// The GPU with the largest send/receive + compute time: where a move is most likely to
+    /// shorten the step.
     pub(crate) fn critical_rank(&self, inst: &Instance) -> usize {
         let s = inst.compute_s_per_token();
         let score = |g: usize| {
@@ -256,7 +292,8 @@ impl Traffic {
             .unwrap_or(0)
     }
 
-    /// Phase times (seconds) of the current traffic.
+    /// Phase times (seconds) of the current traffic, recomputed from V in O(P²) (which also
+    /// clears the rounding that add/remove cycles leave in the incremental sums).
     pub(crate) fn times(&mut self, inst: &Instance) -> Times {
         let t = inst.topology();
         let bpt = inst.bytes_per_token();
@@ -284,15 +321,8 @@ impl Traffic {
                 self.crecv[i] += c;
             }
         }
-        let phase =
-            |a: &[f64], b: &[f64]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max(x.max(*y)));
-        let max_load = self.load.iter().fold(0.0f64, |m, &x| m.max(x));
-        Times {
-            thesis,
-            dispatch: phase(&self.send, &self.recv),
-            combine: phase(&self.csend, &self.crecv),
-            compute: max_load * inst.compute_s_per_token(),
-        }
+        self.thesis = thesis;
+        self.fast_times(inst)
     }
 }
 
@@ -313,7 +343,7 @@ pub fn evaluate(inst: &Instance, placement: &Placement, routing: &Routing) -> Me
             }
             for &(j, f) in &routing.flows[i * e_n + e] {
                 if f > 0.0 {
-                    tr.flow(i, j, c * f, 1);
+                    tr.flow(inst, i, j, c * f, 1);
                 }
             }
         }
