@@ -224,3 +224,58 @@ pub fn predict_on(
         bytes_note,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(hardware: &str, collective: &str, algorithm: &str) -> MeasuredRow {
+        MeasuredRow {
+            id: "x".into(),
+            hardware: hardware.into(),
+            collective: collective.into(),
+            algorithm_used: algorithm.into(),
+            ranks: Some(8),
+            nodes: Some(1),
+            gpus_per_node: Some(8),
+            bytes: Some(1e9),
+            busbw_gbps: Some(200.0),
+            time_us: None,
+            notes: String::new(),
+        }
+    }
+
+    #[test]
+    fn unexpressible_rows_say_why() {
+        let e = predict(&row("8xB200 NVSwitch", "allreduce", "nccl-default")).unwrap_err();
+        assert!(e.reason.contains("no reference machine"), "{e:?}");
+        let e = predict(&row("8xA100", "hypercube", "nccl-default")).unwrap_err();
+        assert!(e.reason.contains("not modelled"), "{e:?}");
+        let e = predict(&row("8xA100", "allreduce", "collnet")).unwrap_err();
+        assert!(e.reason.contains("not mapped"), "{e:?}");
+        let mut r = row("8xA100", "allreduce", "nccl-default");
+        r.ranks = Some(12);
+        r.nodes = Some(8);
+        assert!(predict(&r).is_err());
+        let mut r = row("8xA100", "allreduce", "nccl-default");
+        r.busbw_gbps = None;
+        assert!(predict(&r).unwrap_err().reason.contains("neither"));
+    }
+
+    #[test]
+    fn busbw_row_uses_the_nccl_tests_factor() {
+        // 8×A100 all-reduce of 1 GB under NCCL's tuner: ring; busbw = S·2(n−1)/n / t.
+        let p = predict(&row("8xA100", "allreduce", "nccl-default")).unwrap();
+        let model = CostModel::new(&calibration::dgx_a100(1));
+        let g = GroupPlacement {
+            size: 8,
+            ranks_per_node: 8,
+            nodes: 1,
+        };
+        let t = model
+            .collective(Collective::AllReduce, g, 1e9, AlgoMode::NcclTuner)
+            .time;
+        assert!((p.predicted - 1e9 * 1.75 / t / 1e9).abs() < 1e-9);
+        assert_eq!(p.metric, Metric::Busbw);
+    }
+}
