@@ -154,10 +154,17 @@ pub struct Evaluator {
     k_eff: f64,
     imbalance: f64,
     capacity: Option<f64>,
+    /// Max/mean expert load per GPU under `placement=balanced:R` (autoplan-placement's
+    /// `balanced_imbalance`), precomputed for every EP degree dividing the experts and
+    /// `R ≤ BALANCED_R` so that evaluation stays allocation-free ([`Evaluator::ep_imbalance`]).
+    balanced: Vec<(u32, [f64; BALANCED_R + 1])>,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
     expert_gemm_fwd: f64,
+    /// The MTP class's GEMMs are its projection followed by exactly those of the attention,
+    /// MLP/MoE and head classes (so their times can be reused).
+    mtp_reuse: bool,
     mem: autoplan_memory::ModelMemory,
     /// The memory options, with `flash_attention` and `fp32_main_grads` following
     /// `EvalOptions::attention` and `grad_bytes`.
@@ -178,6 +185,12 @@ struct Ctx {
     m_tok: f64,
     /// Tokens a rank dispatches to the experts: `m_tok / tp` (sequence-parallel split).
     t_rank: f64,
+    /// Max/mean tokens reaching one GPU of the EP group under the plan's expert placement
+    /// ([`Evaluator::ep_imbalance`]).
+    ep_imb: f64,
+    /// Expert rows per dispatched token on the busiest GPU of the EP group: capacity-padded
+    /// `cf · top_k`, dropless `k_eff · ep_imb` (seed 004 §3.2).
+    recv: f64,
     sp: bool,
     algo: AlgoMode,
     g_tp: GroupPlacement,
@@ -281,6 +294,15 @@ impl Evaluator {
             None => (0.0, 0.0, 0.0, 1.0, None),
         };
         let gpu = cluster.gpu.clone();
+        let mtp_reuse = {
+            let mtp = &classes[MTP];
+            let mlp = if mtp.expert_params > 0.0 { MOE } else { MLP };
+            !mtp.gemms.is_empty()
+                && mtp.gemms.len()
+                    == 1 + classes[ATTN].gemms.len()
+                        + classes[mlp].gemms.len()
+                        + classes[HEAD].gemms.len()
+        };
         let eff_max = gemm_efficiency(&gpu, f64::MAX / 4.0);
         Evaluator {
             model: model.clone(),
@@ -310,7 +332,9 @@ impl Evaluator {
             k_eff,
             imbalance,
             capacity,
+            balanced: balanced_table(experts as u32, imbalance),
             eff_max,
+            mtp_reuse,
             expert_gemm_fwd: layers
                 .iter()
                 .flat_map(|l| l.gemms.iter().filter(move |g| g.count > 1 && l.experts > 0))
@@ -363,8 +387,9 @@ impl Evaluator {
         let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
         let layout = self.layout(plan)?;
         let mut start = 0;
+        let (_, pp_t) = self.pp_hop(&x);
         for i in 0..plan.pp {
-            st[0] = self.stage(plan, &x, &costs, &layout, i, start);
+            st[0] = self.stage(plan, &x, &costs, &layout, i, start, pp_t);
             start += st[0].blocks;
             stages.push(StageSummary {
                 stage: i,
@@ -482,6 +507,7 @@ impl Evaluator {
         };
         let mbs = plan.mbs.max(1) as f64;
         let m_tok = mbs * self.seq / cp as f64;
+        let ep_imb = self.ep_imbalance(plan);
         let micro = (self.global_batch / (plan.mbs.max(1) * dp)).max(1) as f64;
         Ctx {
             tp: tp as f64,
@@ -493,6 +519,11 @@ impl Evaluator {
             micro,
             m_tok,
             t_rank: m_tok / tp as f64,
+            ep_imb,
+            recv: match self.capacity {
+                Some(cf) => cf * self.top_k,
+                None => self.k_eff * ep_imb,
+            },
             sp: plan.sp || tp == 1,
             algo: plan.algo,
             g_tp,
@@ -521,9 +552,11 @@ impl Evaluator {
     }
 
     /// GEMM time of one class's forward pass on one GPU.
-    fn gemm_fwd(&self, c: &Class, x: &Ctx) -> f64 {
+    fn gemm_fwd(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> f64 {
         let mut t = 0.0;
-        for g in &c.gemms {
+        // Consecutive GEMMs of one shape (MHA's q, k, v; SwiGLU's gate and up) cost the same.
+        let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0);
+        for g in gemms {
             let (rows, count, tp) = if g.expert {
                 // Tokens reaching one local expert: every rank of the expert's moe_tp × ep
                 // block sends its t_rank · rows_per_token (= k/E) tokens; padded dispatch fills
@@ -531,11 +564,11 @@ impl Evaluator {
                 // loaded expert (the model's load imbalance).
                 let skew = match self.capacity {
                     Some(cf) => cf * self.top_k / self.k_eff.max(1e-9),
-                    None => self.imbalance,
+                    None => x.ep_imb,
                 };
                 let rows = x.t_rank * x.mt * x.ep * g.rows_per_token * skew;
                 (rows, g.count / x.ep, x.mt)
-            } else if c.kind == LayerKind::Moe && g.split == TpSplit::Replicated {
+            } else if kind == LayerKind::Moe && g.split == TpSplit::Replicated {
                 // The router sees the sequence-parallel slice.
                 (x.t_rank * g.rows_per_token, g.count, x.tp)
             } else {
@@ -546,21 +579,27 @@ impl Evaluator {
                 TpSplit::Row => (g.out_f, g.in_f / tp),
                 TpSplit::Replicated => (g.out_f, g.in_f),
             };
+            if (rows, n, k, count) == (last.0, last.1, last.2, last.3) {
+                t += last.4;
+                continue;
+            }
             let flops = 2.0 * rows * n * k * count;
             // Grouped GEMM of the local experts: one launch of all their work.
-            t += gemm_time(&self.gpu, flops, rows * count, n, k, self.precision);
+            let mut tg = gemm_time(&self.gpu, flops, rows * count, n, k, self.precision);
             if self.precision == Precision::Fp8 {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast + amax), a memory-bound pass per GEMM.
-                t += memory_bound_time(&self.gpu, 3.0 * rows * count * k);
+                tg += memory_bound_time(&self.gpu, 3.0 * rows * count * k);
             }
+            last = (rows, n, k, count, tg);
+            t += tg;
         }
         t
     }
 
     /// Forward/backward/recompute compute of one class (no communication).
-    fn compute(&self, c: &Class, x: &Ctx) -> (f64, f64, f64, f64, f64) {
-        let gemm = self.gemm_fwd(c, x);
+    fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> (f64, f64, f64, f64, f64) {
+        let gemm = gemm.unwrap_or_else(|| self.gemm_fwd(c.kind, &c.gemms, x));
         let (mut core_f, mut core_b, mut score_f) = (0.0, 0.0, 0.0);
         if c.attn_core > 0.0 {
             let heads_div = x.tp;
@@ -628,16 +667,26 @@ impl Evaluator {
         } else {
             [0.0; NCLASS]
         };
-        let attn_cc = self.compute(&self.classes[ATTN], x);
+        let attn_cc = self.compute(&self.classes[ATTN], x, None);
+        let mut gemm_of = [0.0; NCLASS];
+        let mut memo = Memo::default();
         for (i, c) in self.classes.iter().enumerate() {
             if i == MOE && self.experts == 0.0 || i == MTP && self.mtp == 0 {
                 continue;
             }
             let (fwd, bwd, rc_full, rc_sel, gemm) = if i == ATTN {
                 attn_cc
+            } else if i == MTP && self.mtp_reuse {
+                // An MTP module = projection + the last block's attention and MLP/MoE + the
+                // shared head: reuse the GEMM times of those classes.
+                let mlp = if c.expert_params > 0.0 { MOE } else { MLP };
+                let own = self.gemm_fwd(c.kind, &c.gemms[..1], x);
+                let g = own + gemm_of[ATTN] + gemm_of[mlp] + gemm_of[HEAD];
+                self.compute(c, x, Some(g))
             } else {
-                self.compute(c, x)
+                self.compute(c, x, None)
             };
+            gemm_of[i] = gemm;
             let mut cc = ClassCost {
                 fwd,
                 bwd,
@@ -651,6 +700,7 @@ impl Evaluator {
                 ev: self,
                 x,
                 sink,
+                memo: &mut memo,
                 layer: c.kind,
                 mult,
                 exposed: [0.0; 5],
@@ -1228,7 +1278,7 @@ impl Evaluator {
             // Seed 000 §7.5 (15): the expert group's tokens (datasize = moe_tp × what one rank
             // receives) are spread over its moe_tp ranks — scheme 1 by scatter/gather from a
             // master rank, scheme 2 by all-gather/reduce-scatter after a group-wise all-to-all.
-            let data = x.t_rank * self.k_eff * self.imbalance * h * ACT * x.mt;
+            let data = x.t_rank * x.recv * h * ACT * x.mt;
             match plan.moe_tp_scheme {
                 MoeTpScheme::ScatterGather => {
                     e.emit(
@@ -1352,6 +1402,7 @@ impl Evaluator {
         layout: &StageLayout,
         i: u32,
         start: u32,
+        pp_t: f64,
     ) -> StageTime {
         let (n, dense, moe) = self.stage_blocks(layout, i, start);
         let first = i == 0;
@@ -1405,7 +1456,21 @@ impl Evaluator {
         }
         s.params_dense /= x.tp;
         s.params_expert /= x.ep * x.mt;
+        s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
+        s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
         s
+    }
+
+    /// Pipeline point-to-point of one micro-batch: (bytes, seconds per transfer).
+    fn pp_hop(&self, x: &Ctx) -> (f64, f64) {
+        let bytes = x.m_tok * self.hidden * ACT / if x.sp { x.tp } else { 1.0 };
+        let t = if x.pp > 1 {
+            self.coll(Collective::SendRecv, x.hop_pp, bytes, x.algo)
+                .time
+        } else {
+            0.0
+        };
+        (bytes, t)
     }
 
     fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
@@ -1417,13 +1482,7 @@ impl Evaluator {
         // Pipeline point-to-point: one activation (b·s/cp·h, /tp under SP) forward and one
         // gradient backward per micro-batch per stage boundary (seed 000 §7.4). Megatron
         // overlaps the extra virtual-stage transfers of the interleaved schedule.
-        let pp_bytes = x.m_tok * self.hidden * ACT / if x.sp { x.tp } else { 1.0 };
-        let pp_t = if x.pp > 1 {
-            self.coll(Collective::SendRecv, x.hop_pp, pp_bytes, x.algo)
-                .time
-        } else {
-            0.0
-        };
+        let (pp_bytes, pp_t) = self.pp_hop(&x);
 
         let mut tmax = 0.0;
         let mut sum = 0.0;
@@ -1431,11 +1490,17 @@ impl Evaluator {
         let mut bi = 0;
         let mut pmax = StageTime::default();
         let mut start = 0;
+        // Middle stages with the same block mix cost the same: reuse the previous one.
+        let mut prev: Option<StageTime> = None;
         for i in 0..x.pp {
-            let mut s = self.stage(plan, &x, &costs, &layout, i, start);
+            let (n, dense, _) = self.stage_blocks(&layout, i, start);
+            let middle = i > 0 && i + 1 < x.pp;
+            let s = match prev {
+                Some(p) if middle && p.blocks == n && p.dense == dense => p,
+                _ => self.stage(plan, &x, &costs, &layout, i, start, pp_t),
+            };
+            prev = middle.then_some(s);
             start += s.blocks;
-            s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
-            s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
             sum += s.t;
             if s.t > tmax {
                 tmax = s.t;
@@ -1787,12 +1852,55 @@ impl Evaluator {
     }
 }
 
+/// The collectives already costed in this evaluation (a plan repeats the same collective on
+/// the same group many times: the SP all-gather and reduce-scatter of attention and MLP, ...).
+/// A fixed array on the stack: no allocation.
+#[derive(Default)]
+struct Memo {
+    n: usize,
+    keys: [(Option<Collective>, u32, u32, u64); MEMO],
+    vals: [Option<CollectiveCost>; MEMO],
+    /// The last unequal all-to-all: (size, ranks per node, max bits, mean bits) → cost.
+    a2a: Option<((u32, u32, u64, u64), CollectiveCost)>,
+}
+
+const MEMO: usize = 16;
+
+impl Memo {
+    #[inline]
+    fn get(
+        &mut self,
+        ev: &Evaluator,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        algo: AlgoMode,
+    ) -> CollectiveCost {
+        let key = (Some(op), g.size, g.ranks_per_node, bytes.to_bits());
+        for i in 0..self.n {
+            if self.keys[i] == key {
+                if let Some(c) = self.vals[i] {
+                    return c;
+                }
+            }
+        }
+        let c = ev.coll(op, g, bytes, algo);
+        if self.n < MEMO {
+            self.keys[self.n] = key;
+            self.vals[self.n] = Some(c);
+            self.n += 1;
+        }
+        c
+    }
+}
+
 /// Emits collectives of one class: costs them, accumulates exposed time per kind, and pushes
 /// table rows when the sink wants them.
 struct Emitter<'a, S: Sink> {
     ev: &'a Evaluator,
     x: &'a Ctx,
     sink: &'a mut S,
+    memo: &'a mut Memo,
     layer: LayerKind,
     mult: f64,
     exposed: [f64; 5],
@@ -1819,7 +1927,7 @@ impl<S: Sink> Emitter<'_, S> {
         if g.size <= 1 || bytes <= 0.0 {
             return;
         }
-        let c = self.ev.coll(op, g, bytes, self.x.algo);
+        let c = self.memo.get(self.ev, op, g, bytes, self.x.algo);
         let t = calls * c.time;
         let exposed = overlap(t, window);
         self.exposed[kind.index()] += exposed;
@@ -1841,7 +1949,15 @@ impl<S: Sink> Emitter<'_, S> {
         if g.size <= 1 || mean <= 0.0 {
             return;
         }
-        let c = self.ev.cost.alltoall_unequal(g, max, mean, self.x.algo);
+        let key = (g.size, g.ranks_per_node, max.to_bits(), mean.to_bits());
+        let c = match self.memo.a2a {
+            Some((k, c)) if k == key => c,
+            _ => {
+                let c = self.ev.cost.alltoall_unequal(g, max, mean, self.x.algo);
+                self.memo.a2a = Some((key, c));
+                c
+            }
+        };
         let t = calls * c.time;
         self.exposed[CommKind::Ep.index()] += t;
         self.push(

@@ -355,6 +355,9 @@ proptest! {
             prop_assert!(close(r.breakdown.total(), metrics.step_time_s, 1e-9));
             prop_assert!(metrics.mfu > 0.0 && metrics.mfu <= metrics.hfu + 1e-12);
             prop_assert!(ev.lower_bound(&Default::default()) <= metrics.step_time_s);
+            let slowest = r.stages.iter().map(|s| s.time_per_microbatch_s).fold(0.0, f64::max);
+            prop_assert!(r.stages.iter().all(|s| s.time_per_microbatch_s > 0.0));
+            prop_assert!(slowest * r.microbatches as f64 <= metrics.step_time_s * (1.0 + 1e-9));
         }
     }
 
