@@ -7,9 +7,10 @@ use autoplan_cost::compute::{
 };
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
+use autoplan_placement::balanced_imbalance;
 use autoplan_plan::{
-    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, Plan, Recompute, Schedule, StageLayout,
-    TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute, Schedule,
+    StageLayout, TpSpTransition, Zero,
 };
 
 use crate::comm::{CommKind, CommRow, Pass, Sink};
@@ -439,6 +440,29 @@ impl Evaluator {
         let per_token = 3.0 * (gemm + self.flops.attn_fwd_causal);
         let gpus = self.cluster.gpus().max(1) as f64;
         tokens * per_token / (gpus * self.peak * self.eff_max)
+    }
+
+    /// Max/mean tokens reaching one GPU of the plan's EP group, which the dropless all-to-all
+    /// (its slowest rank) and the expert GEMMs of the most loaded GPU wait for. Contiguous
+    /// placement: the model's `load_imbalance` (max/mean over experts; the most loaded GPU
+    /// holds the hottest expert, an upper bound on its excess). `placement=balanced:R`:
+    /// autoplan-placement's `balanced_imbalance(E, ep, R, load_imbalance)`, EPLB-style packing
+    /// with `R` redundant slots per GPU (seed 004 §4). Capacity-padded dispatch ignores it:
+    /// its buffers have the capacity's size whatever the placement. No allocation for
+    /// `R ≤ BALANCED_R` (the table); beyond, computed on the spot.
+    pub fn ep_imbalance(&self, plan: &Plan) -> f64 {
+        match plan.placement {
+            PlacementPolicy::Contiguous => self.imbalance,
+            PlacementPolicy::Balanced { redundant } => {
+                let (e, ep) = (self.experts as u32, plan.ep.max(1));
+                // A GPU holds an expert once: slots beyond E − E/ep stay empty.
+                let r = redundant.min(e.saturating_sub(e / ep)) as usize;
+                match self.balanced.iter().find(|(d, _)| *d == ep) {
+                    Some((_, row)) if r <= BALANCED_R => row[r],
+                    _ => balanced_imbalance(e as usize, ep as usize, r, self.imbalance),
+                }
+            }
+        }
     }
 
     /// The pipeline layout of a checked plan.
@@ -1176,52 +1200,30 @@ impl Evaluator {
         if x.ep > 1.0 {
             match plan.dispatcher {
                 Dispatcher::AllToAll => {
-                    // Seed 000 §7.5: dispatch and combine each move top_k × tokens × hidden;
-                    // padded dispatch sends the capacity (cf · top_k) to every expert, dropless
-                    // dispatch the expected experts per token (dynamic top-1/top-2 included),
-                    // the busiest rank `load_imbalance` times the mean.
-                    let (max, mean) = match self.capacity {
-                        Some(cf) => {
-                            let b = x.t_rank * self.top_k * cf * h * ACT;
-                            (b, b)
+                    // Seed 000 §7.5: dispatch and combine each move top_k × tokens × hidden.
+                    // Capacity-padded dispatch (GShard) sends `cf · top_k` rows per token to
+                    // every rank, dynamic top-1/top-2 included (seed 004 §3.2: padding to two
+                    // experts saves nothing): an equal all-to-all whose sizes are static, so no
+                    // host round trip. Dropless dispatch is seed 004's unequal all-to-all:
+                    // `k_eff` rows per token on average (1 + two_expert_fraction under dynamic
+                    // routing), the busiest rank `ep_imb` times the mean (its receive side:
+                    // every rank sends the same), plus `cpufetch` for the split sizes.
+                    let rows = ["EP dispatch all-to-all", "EP combine all-to-all"];
+                    let grads = ["EP combine-grad all-to-all", "EP dispatch-grad all-to-all"];
+                    let calls = rows
+                        .iter()
+                        .map(|w| (*w, Pass::Forward))
+                        .chain(grads.iter().map(|w| (*w, Pass::Backward)));
+                    let mean = x.t_rank * self.k_eff * h * ACT;
+                    for (what, pass) in calls {
+                        match self.capacity {
+                            Some(_) => {
+                                let b = x.t_rank * x.recv * h * ACT;
+                                e.emit(CommKind::Ep, what, pass, AllToAll, x.g_ep, b, 1.0, ov, 0.0);
+                            }
+                            None => e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0),
                         }
-                        None => {
-                            let b = x.t_rank * self.k_eff * h * ACT;
-                            (b * self.imbalance, b)
-                        }
-                    };
-                    e.emit_a2a(
-                        "EP dispatch all-to-all",
-                        Pass::Forward,
-                        x.g_ep,
-                        max,
-                        mean,
-                        1.0,
-                    );
-                    e.emit_a2a(
-                        "EP combine all-to-all",
-                        Pass::Forward,
-                        x.g_ep,
-                        max,
-                        mean,
-                        1.0,
-                    );
-                    e.emit_a2a(
-                        "EP combine-grad all-to-all",
-                        Pass::Backward,
-                        x.g_ep,
-                        max,
-                        mean,
-                        1.0,
-                    );
-                    e.emit_a2a(
-                        "EP dispatch-grad all-to-all",
-                        Pass::Backward,
-                        x.g_ep,
-                        max,
-                        mean,
-                        1.0,
-                    );
+                    }
                 }
                 Dispatcher::AllGather => {
                     // All-gather dispatcher: every rank gathers the EP group's tokens, keeps
@@ -1850,6 +1852,25 @@ impl Evaluator {
     fn memory(&self, plan: &Plan) -> autoplan_memory::MemoryBreakdown {
         self.mem.breakdown(plan, &self.mem_opts)
     }
+}
+
+/// Redundant slots per GPU covered by [`Evaluator`]'s precomputed balanced-placement table.
+const BALANCED_R: usize = 8;
+
+/// `balanced_imbalance(E, ep, R, load_imbalance)` for every EP degree dividing `E` (the
+/// valid ones, `Plan::check`) and `R ≤ BALANCED_R`; empty for dense models.
+fn balanced_table(experts: u32, imbalance: f64) -> Vec<(u32, [f64; BALANCED_R + 1])> {
+    (1..=experts)
+        .filter(|&d| experts.is_multiple_of(d))
+        .map(|ep| {
+            let mut row = [1.0; BALANCED_R + 1];
+            for (r, v) in row.iter_mut().enumerate() {
+                let r_cap = r.min((experts - experts / ep) as usize);
+                *v = balanced_imbalance(experts as usize, ep as usize, r_cap, imbalance);
+            }
+            (ep, row)
+        })
+        .collect()
 }
 
 /// The collectives already costed in this evaluation (a plan repeats the same collective on

@@ -31,7 +31,12 @@
 //!   replicated; GQA kv heads are split when `tp | kv_heads` and replicated `tp/kv_heads` times
 //!   otherwise; routed experts are split by `ep·moe_tp`; the vocabulary is padded to a multiple
 //!   of `128·tp` (Megatron `--make-vocab-size-divisible-by 128`). With `pp > 1` and tied
-//!   embeddings the last stage keeps its own copy of the word embedding (Megatron).
+//!   embeddings the last stage keeps its own copy of the word embedding (Megatron). A balanced
+//!   expert placement with `R` redundant slots (`placement=balanced:R`, seed 004 §4, DeepSeek
+//!   EPLB) adds `R` expert copies per GPU per MoE block, with their gradients and optimizer
+//!   state ([`ModelMemory::experts_per_gpu`]). Routed activations and dispatch buffers keep the
+//!   model's load factor whatever the placement (an upper bound for a balanced one), so memory
+//!   never falls with `R` and contiguous placement is the memory floor.
 //! - **Bytes per parameter** (Megatron-LM `docs/source/api-guide/dist_optimizer.md` table):
 //!   16-bit weights 2; gradients 4 with fp32 main gradients (Megatron's default for bf16,
 //!   `--accumulate-allreduce-grads-in-fp32`), otherwise 2 and the optimizer keeps an fp32
@@ -77,7 +82,7 @@
 //! - **Reserve**: CUDA context, NCCL buffers, allocator fragmentation ([`MemoryOptions`]).
 
 use autoplan_graph::{Attention, Mlp, ModelSpec, Norm, Optimizer, Positions, Precision};
-use autoplan_plan::{Dispatcher, Plan, Recompute, Schedule, TpSpTransition, Zero};
+use autoplan_plan::{Dispatcher, PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition, Zero};
 use serde::Serialize;
 
 /// Bytes in a GiB.
@@ -226,6 +231,8 @@ pub struct ModelMemory {
     moe_fixed: Params,
     /// All routed experts of one MoE block (split by `ep·moe_tp`).
     experts: f64,
+    /// Routed experts per MoE block, `E` (0 for dense models).
+    expert_count: f64,
     /// Position table (replicated) and final norm.
     positions: f64,
     final_norm: f64,
@@ -437,6 +444,7 @@ impl ModelMemory {
             mlp,
             moe_fixed,
             experts,
+            expert_count: m.moe.as_ref().map_or(0.0, |x| x.experts as f64),
             positions,
             final_norm: norm(m, h),
             mtp_fixed: 2.0 * h * h + 3.0 * norm(m, h),
@@ -534,10 +542,11 @@ impl ModelMemory {
 
     /// An admissible lower bound: `floor(plan) ≤ breakdown(q).total` for every plan `q` that
     /// differs from `plan` only in `zero`, `recompute`, `recompute_layers`, `mbs`, `sp`,
-    /// `transition`, `dispatcher` (and knobs memory ignores: algorithms, rank order, overlap,
-    /// CP exchange, placement). Memory rises with `mbs` and falls from no recompute to
-    /// selective to full, with SP and with the all-reduce transition, so the bound takes
-    /// those at their minimum and the least of the ZeRO stages and dispatchers.
+    /// `transition`, `dispatcher`, `placement` (and knobs memory ignores: algorithms, rank
+    /// order, overlap, CP exchange). Memory rises with `mbs` and with the replicas of a
+    /// balanced placement and falls from no recompute to selective to full, with SP and with
+    /// the all-reduce transition, so the bound takes those at their minimum (contiguous
+    /// placement: no replicas) and the least of the ZeRO stages and dispatchers.
     pub fn floor(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
         let mut lo = f64::INFINITY;
         for zero in 0..=3 {
@@ -550,6 +559,7 @@ impl ModelMemory {
                     sp: true,
                     tp_sp_transition: TpSpTransition::AllReduceSlice,
                     dispatcher,
+                    placement: PlacementPolicy::Contiguous,
                     ..*plan
                 };
                 lo = lo.min(self.breakdown(&q, opts).total);
@@ -576,6 +586,35 @@ impl ModelMemory {
         (dense as f64, (n - dense.min(n)) as f64)
     }
 
+    /// Redundant expert copies each GPU of the EP group holds per MoE block under the plan's
+    /// placement policy: 0 for contiguous placement, `R` for `placement=balanced:R` (seed 004
+    /// §4's virtual experts, DeepSeek EPLB's redundant experts), capped at `E − E/ep`: a GPU
+    /// holds each expert at most once, so further slots could hold nothing new.
+    pub fn replicas_per_gpu(&self, plan: &Plan) -> f64 {
+        match plan.placement {
+            PlacementPolicy::Contiguous => 0.0,
+            PlacementPolicy::Balanced { redundant } => {
+                let e = self.expert_count;
+                (redundant as f64)
+                    .min(e - e / plan.ep.max(1) as f64)
+                    .max(0.0)
+            }
+        }
+    }
+
+    /// Routed-expert parameters of one MoE block on one GPU: the `E/ep` experts of its EP rank
+    /// plus its [`replicas_per_gpu`](Self::replicas_per_gpu) copies, each split by `moe_tp`.
+    /// Replicas are trained copies: their gradients and optimizer state are counted and
+    /// sharded over the expert data-parallel group like the experts' own.
+    pub fn experts_per_gpu(&self, plan: &Plan) -> f64 {
+        if self.expert_count <= 0.0 {
+            return 0.0;
+        }
+        let per_expert = self.experts / self.expert_count;
+        let local = self.expert_count / plan.ep.max(1) as f64 + self.replicas_per_gpu(plan);
+        per_expert * local / plan.moe_tp.max(1) as f64
+    }
+
     /// Static bytes (weights, grads, optimizer, seed-001 extra) and the gathered weights of
     /// the largest block under ZeRO-3, for the parameters of stage `stage`.
     fn stage_params(&self, plan: &Plan, stage: u32, dense: f64, moe: f64) -> StageParams {
@@ -585,7 +624,7 @@ impl ModelMemory {
         let attn = self.attn.per_gpu(tp, g);
         let mlp = self.mlp.per_gpu(tp, g);
         let moe_fixed = self.moe_fixed.per_gpu(tp, g);
-        let experts = self.experts / (plan.ep.max(1) * plan.moe_tp.max(1)) as f64;
+        let experts = self.experts_per_gpu(plan);
         let blocks = dense + moe;
         let mut ne = blocks * attn + dense * mlp + moe * moe_fixed;
         let mut ex = moe * experts;
