@@ -146,7 +146,8 @@ const ALGO: usize = 5;
 const ORDER: usize = 6;
 const TPO: usize = 7;
 const EPO: usize = 8;
-const NKNOB: usize = 9;
+const PLACE: usize = 9;
+const NKNOB: usize = 10;
 
 /// One valid degree tuple and what it implies for the levels below it.
 #[derive(Debug, Clone)]
@@ -165,12 +166,15 @@ struct Degrees {
     schedules: Vec<(usize, usize)>,
     /// Allowed indices per knob dimension (ORDER: the canonical rank orders).
     knobs: [Vec<usize>; NKNOB],
+    /// Knobs that can change this plan's numbers; the others are set to `Plan::default()`'s
+    /// value so the printed plan does not mention them.
+    relevant: [bool; NKNOB],
     knob_product: u64,
 }
 
 /// Mixed-radix strides of the plan key over the space lists (full lists, no collapse).
 struct Radix {
-    stride: [u128; 19],
+    stride: [u128; 20],
 }
 
 impl Radix {
@@ -195,10 +199,11 @@ impl Radix {
             s.order.len(),
             s.tp_overlap.len(),
             s.ep_overlap.len(),
+            s.placement.len(),
         ];
-        let mut stride = [0u128; 19];
+        let mut stride = [0u128; 20];
         let mut acc: u128 = 1;
-        for i in (0..19).rev() {
+        for i in (0..20).rev() {
             stride[i] = acc;
             acc = acc.saturating_mul(sizes[i].max(1) as u128);
         }
@@ -328,16 +333,29 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
     // tp, cp, dp).
     let dense = [tp, cp, dp, pp];
     let moe_grid = [moe_tp, ep, edp, pp];
+    let relevant = [
+        tp > 1,
+        cp > 1,
+        tp > 1,
+        moe && moe_tp > 1,
+        moe && ep * moe_tp > 1,
+        true,
+        true,
+        tp > 1,
+        moe && ep > 1,
+        moe && ep > 1,
+    ];
     let knobs = [
-        all(s.sp.len(), tp > 1),
-        all(s.cp_comm.len(), cp > 1),
-        all(s.tp_sp_transition.len(), tp > 1),
-        all(s.moe_tp_scheme.len(), moe && moe_tp > 1),
-        all(s.dispatcher.len(), moe && ep * moe_tp > 1),
+        all(s.sp.len(), relevant[SP]),
+        all(s.cp_comm.len(), relevant[CPC]),
+        all(s.tp_sp_transition.len(), relevant[TPSP]),
+        all(s.moe_tp_scheme.len(), relevant[MTS]),
+        all(s.dispatcher.len(), relevant[DISP]),
         all(s.algo.len(), true),
         orders_for(s, dense, moe_grid),
-        all(s.tp_overlap.len(), tp > 1),
-        all(s.ep_overlap.len(), moe && ep > 1),
+        all(s.tp_overlap.len(), relevant[TPO]),
+        all(s.ep_overlap.len(), relevant[EPO]),
+        all(s.placement.len(), relevant[PLACE]),
     ];
     let knob_product = knobs.iter().map(|k| k.len() as u64).product();
     Degrees {
@@ -351,6 +369,7 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
         zero,
         schedules,
         knobs,
+        relevant,
         knob_product,
     }
 }
@@ -622,6 +641,12 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             order: s.order[0],
             tp_overlap: s.tp_overlap[0],
             ep_overlap: s.ep_overlap[0],
+            // The first placement has the fewest replicas: the least memory of the subtree.
+            placement: if deg.relevant[PLACE] {
+                s.placement[0]
+            } else {
+                Plan::default().placement
+            },
             ..Plan::default()
         }
     }
@@ -706,6 +731,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         let r = &self.radix.stride;
         let k = self.opts.top_k;
         let mut pos = [0usize; NKNOB];
+        let dflt = Plan::default();
         loop {
             let ix = |d: usize| deg.knobs[d][pos[d]];
             plan.sp = s.sp[ix(SP)];
@@ -717,6 +743,31 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             plan.order = s.order[ix(ORDER)];
             plan.tp_overlap = s.tp_overlap[ix(TPO)];
             plan.ep_overlap = s.ep_overlap[ix(EPO)];
+            plan.placement = s.placement[ix(PLACE)];
+            if !deg.relevant[SP] {
+                plan.sp = dflt.sp;
+            }
+            if !deg.relevant[CPC] {
+                plan.cp_comm = dflt.cp_comm;
+            }
+            if !deg.relevant[TPSP] {
+                plan.tp_sp_transition = dflt.tp_sp_transition;
+            }
+            if !deg.relevant[MTS] {
+                plan.moe_tp_scheme = dflt.moe_tp_scheme;
+            }
+            if !deg.relevant[DISP] {
+                plan.dispatcher = dflt.dispatcher;
+            }
+            if !deg.relevant[TPO] {
+                plan.tp_overlap = dflt.tp_overlap;
+            }
+            if !deg.relevant[EPO] {
+                plan.ep_overlap = dflt.ep_overlap;
+            }
+            if !deg.relevant[PLACE] {
+                plan.placement = dflt.placement;
+            }
             let mut leaf_key = key;
             for d in 0..NKNOB {
                 leaf_key += ix(d) as u128 * r[10 + d];

@@ -13,7 +13,7 @@
 //!   transition), minimised over the open schedules — the memory model grows with none of them.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
-use autoplan_plan::{Plan, Recompute, Schedule, TpSpTransition};
+use autoplan_plan::{PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition};
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape};
 
@@ -159,9 +159,10 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
 /// *relaxed* one on the same cluster with infinite bandwidth and zero latencies, where every
 /// collective is free. Its step time is the compute, recompute, bubble and optimizer of the
 /// plan alone, a lower bound of the real step time (communication only adds exposed time, and
-/// the per-collective algorithm and placement knobs only change communication). Once the
+/// the per-collective algorithm and rank-placement knobs only change communication). Once the
 /// schedule is fixed, the bound is the relaxed step time minimised over the knobs that also
-/// change compute (SP and the TP→SP transition); above that depth it is the evaluator's bound.
+/// change compute (SP, the TP→SP transition, and the expert placement policy, whose replicas
+/// lower the most loaded GPU's expert work); above that depth it is the evaluator's bound.
 #[derive(Debug, Clone)]
 pub struct Scorer {
     pub exact: Evaluator,
@@ -225,19 +226,31 @@ impl Objective for Scorer {
         } else {
             (&s.sp[..1], &s.tp_sp_transition[..1])
         };
+        // Placement is a leaf knob only where the plan has expert parallelism (engine.rs).
+        let root_placement = [q.placement];
+        let places: &[PlacementPolicy] = if q.ep > 1 {
+            &s.placement
+        } else {
+            &root_placement
+        };
         let (mut time, mut mem) = (f64::INFINITY, f64::INFINITY);
         for &sp in sps {
             for &t in tpsps {
-                q.sp = sp;
-                q.tp_sp_transition = t;
-                match self.relaxed.evaluate(&q) {
-                    Ok(m) => {
-                        time = time.min(m.step_time_s);
-                        mem = mem.min(m.memory_peak_bytes);
+                for &pl in places {
+                    q.sp = sp;
+                    q.tp_sp_transition = t;
+                    q.placement = pl;
+                    match self.relaxed.evaluate(&q) {
+                        Ok(m) => {
+                            time = time.min(m.step_time_s);
+                            mem = mem.min(m.memory_peak_bytes);
+                        }
+                        Err(Infeasible::OutOfMemory { peak_bytes, .. }) => {
+                            mem = mem.min(peak_bytes)
+                        }
+                        // No information: keep the weaker bound.
+                        Err(Infeasible::Invalid(_)) => return b,
                     }
-                    Err(Infeasible::OutOfMemory { peak_bytes, .. }) => mem = mem.min(peak_bytes),
-                    // No information: keep the weaker bound.
-                    Err(Infeasible::Invalid(_)) => return b,
                 }
             }
         }

@@ -8,8 +8,8 @@ use std::fmt;
 
 use autoplan_input::{InputError, Source};
 use autoplan_plan::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, RankOrder, Recompute, Schedule,
-    TpSpTransition, Zero,
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, RankOrder,
+    Recompute, Schedule, TpSpTransition, Zero,
 };
 use serde::Deserialize;
 
@@ -71,6 +71,10 @@ pub struct RawKnobs {
     pub rank_order: Vec<String>,
     pub tp_overlap: Vec<bool>,
     pub ep_overlap: Vec<bool>,
+    /// Expert placement policies (seed 004): `contiguous`, `balanced` or `balanced:R` (R
+    /// redundant experts per GPU). Absent: contiguous only.
+    #[serde(default)]
+    pub placement: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -116,6 +120,9 @@ pub struct Space {
     pub order: Vec<RankOrder>,
     pub tp_overlap: Vec<bool>,
     pub ep_overlap: Vec<bool>,
+    /// Expert placement policies, contiguous first (the least memory: no replicas), then
+    /// balanced by increasing redundant experts per GPU.
+    pub placement: Vec<PlacementPolicy>,
     pub constraints: Constraints,
 }
 
@@ -223,6 +230,35 @@ fn parse_algo(s: &str) -> Result<AlgoMode, String> {
              (ring, tree, ...) to fix it where valid"
                 .to_string()
         }),
+    }
+}
+
+fn parse_placement(s: &str) -> Result<PlacementPolicy, String> {
+    let err = || "expected contiguous, balanced or balanced:R (R ≥ 0 redundant experts per GPU)";
+    match s.split_once(':') {
+        None if s == "contiguous" => Ok(PlacementPolicy::Contiguous),
+        None if s == "balanced" => Ok(PlacementPolicy::Balanced { redundant: 0 }),
+        Some(("balanced", r)) => r
+            .parse()
+            .map(|redundant| PlacementPolicy::Balanced { redundant })
+            .map_err(|_| err().to_string()),
+        _ => Err(err().to_string()),
+    }
+}
+
+/// Sort key of a placement policy: contiguous, then balanced by replicas.
+fn placement_key(p: &PlacementPolicy) -> (u8, u32) {
+    match p {
+        PlacementPolicy::Contiguous => (0, 0),
+        PlacementPolicy::Balanced { redundant } => (1, *redundant),
+    }
+}
+
+/// The name of a placement policy as written in space files and plans.
+pub fn placement_name(p: PlacementPolicy) -> String {
+    match p {
+        PlacementPolicy::Contiguous => "contiguous".into(),
+        PlacementPolicy::Balanced { redundant } => format!("balanced:{redundant}"),
     }
 }
 
@@ -354,6 +390,13 @@ impl Space {
             .iter()
             .filter_map(|s| parse_order(s).ok())
             .collect();
+        let placement = match &k.placement {
+            None => vec![PlacementPolicy::Contiguous],
+            Some(v) => {
+                enums("knobs", "placement", v, &|s| parse_placement(s).map(|_| ()))?;
+                v.iter().filter_map(|s| parse_placement(s).ok()).collect()
+            }
+        };
         if raw.memory.zero.is_empty() {
             return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
         }
@@ -393,6 +436,7 @@ impl Space {
             order: canon(order, order_key),
             tp_overlap: bools("knobs", "tp_overlap", &k.tp_overlap)?,
             ep_overlap: bools("knobs", "ep_overlap", &k.ep_overlap)?,
+            placement: canon(placement, placement_key),
             constraints: Constraints {
                 tp_within_node: c.tp_within_node,
                 moe_tp_within_node: c.moe_tp_within_node,
@@ -405,7 +449,8 @@ impl Space {
 
     /// Restrict the space to single values: `"tp=8,pp=16,recompute=full"` (the `--fix` flag).
     /// Keys: tp, pp, cp, dp, ep, moe_tp, mbs, recompute, zero, schedule, vpp, sp, cp_comm,
-    /// tp_sp_transition, moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap.
+    /// tp_sp_transition, moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap,
+    /// placement.
     pub fn fix(&mut self, assignments: &str) -> Result<(), FixError> {
         for part in assignments
             .split(',')
@@ -460,11 +505,13 @@ impl Space {
                 "sp" => self.sp = vec![boolean()?],
                 "tp_overlap" => self.tp_overlap = vec![boolean()?],
                 "ep_overlap" => self.ep_overlap = vec![boolean()?],
+                "placement" => self.placement = vec![parse_placement(value).map_err(err)?],
                 _ => {
                     return Err(err(
                         "unknown key; expected one of tp, pp, cp, dp, ep, moe_tp, mbs, \
                          recompute, zero, schedule, vpp, sp, cp_comm, tp_sp_transition, \
-                         moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap"
+                         moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap, \
+                         placement"
                             .into(),
                     ))
                 }

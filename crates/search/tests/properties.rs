@@ -4,8 +4,8 @@
 //! same numbers and fit.
 
 use autoplan_plan::{
-    AlgoMode, CpComm, Dim, Dispatcher, MoeTpScheme, RankOrder, Recompute, Schedule, TpSpTransition,
-    Zero,
+    AlgoMode, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, RankOrder, Recompute,
+    Schedule, TpSpTransition, Zero,
 };
 use autoplan_search::space::Constraints;
 use autoplan_search::testing::Synthetic;
@@ -83,6 +83,7 @@ fn space() -> impl Strategy<Value = Space> {
                 order,
                 tp_overlap: ov.clone(),
                 ep_overlap: ov,
+                placement: vec![PlacementPolicy::Contiguous],
                 constraints: Constraints {
                     tp_within_node: tin,
                     max_pp: maxpp,
