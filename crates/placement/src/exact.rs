@@ -87,7 +87,9 @@ pub struct ExactResult {
 }
 
 enum Mode<'a> {
-    Binary,
+    /// The MILP, optionally warm-started from a known placement and routing (microlp
+    /// completes the continuous variables by LP and starts with that incumbent).
+    Binary(Option<(&'a Placement, &'a Routing)>),
     Relaxed,
     Fixed(&'a Placement),
 }
@@ -130,13 +132,34 @@ fn build(inst: &Instance, mode: Mode) -> Model {
     let mut vars = ProblemVariables::new();
     let mut constraints = Vec::new();
     let (mut binaries, mut continuous) = (0, 0);
-    let integral = matches!(mode, Mode::Binary);
+    let integral = matches!(mode, Mode::Binary(_));
+    let hint = match mode {
+        Mode::Binary(h) => h,
+        _ => None,
+    };
+    let mut used_pairs = vec![false; p * p];
+    if let Some((_, routing)) = hint {
+        for (k, flows) in routing.flows.iter().enumerate() {
+            let i = k / e_n;
+            for &(j, f) in flows {
+                if f > 0.0 && i != j {
+                    used_pairs[i * p + j] = true;
+                }
+            }
+        }
+    }
     let mut r = vec![None; p * e_n];
     if !matches!(mode, Mode::Fixed(_)) {
-        for slot in r.iter_mut() {
+        for (k, slot) in r.iter_mut().enumerate() {
             let v = if integral {
                 binaries += 1;
-                vars.add(variable().binary())
+                let def = variable().binary();
+                vars.add(match hint {
+                    Some((pl, _)) => {
+                        def.initial(f64::from(u8::from(pl.gpus[k / e_n].contains(&(k % e_n)))))
+                    }
+                    None => def,
+                })
             } else {
                 continuous += 1;
                 vars.add(variable().clamp(0.0, 1.0))
@@ -154,7 +177,11 @@ fn build(inst: &Instance, mode: Mode) -> Model {
             if i != j && t.alpha(i, j) + t.alpha(j, i) > 0.0 {
                 y[i * p + j] = Some(if integral {
                     binaries += 1;
-                    vars.add(variable().binary())
+                    let def = variable().binary();
+                    vars.add(match hint {
+                        Some(_) => def.initial(f64::from(u8::from(used_pairs[i * p + j]))),
+                        None => def,
+                    })
                 } else {
                     continuous += 1;
                     vars.add(variable().clamp(0.0, 1.0))
@@ -310,7 +337,10 @@ pub fn solve_exact(inst: &Instance, opts: &ExactOptions) -> Result<ExactResult, 
             limit: opts.max_binaries,
         });
     }
-    let m = build(inst, Mode::Binary);
+    // Warm start from the heuristic: branch and bound begins with its incumbent and prunes
+    // everything that cannot beat it.
+    let h = crate::heuristic::heuristic(inst, &crate::heuristic::HeuristicOptions::default());
+    let m = build(inst, Mode::Binary(Some((&h.placement, &h.routing))));
     let mut problem = m.vars.minimise(m.objective.clone()).using(microlp);
     if let Some(tl) = opts.time_limit_s {
         problem = problem.with_time_limit(tl);
