@@ -141,7 +141,7 @@ pub struct Metrics {
     /// The value the solvers minimise: the instance's all-to-all objective (dispatch +
     /// combine) plus the slowest GPU's expert compute time. Seconds.
     pub objective_s: f64,
-    /// Seed 004 objective Σ_{i≠j}(α_ij·[V_ij>0] + V_ij/β_ij), dispatch + combine. Seconds.
+    /// Seed 004 objective Σ_{i≠j}(α_ij·𝟙(V_ij>0) + V_ij/β_ij), dispatch + combine. Seconds.
     pub thesis_s: f64,
     /// Synchronous all-to-all time, dispatch + combine: per phase, max over ranks of
     /// max(send, receive) time. Seconds.

@@ -119,7 +119,10 @@ pub struct HeuristicResult {
 /// Moves, on a GPU that is the current bottleneck half of the time and a random one otherwise:
 /// swap one of its experts with another GPU's; move an expert to a free slot; replace a
 /// replicated expert's copy by another expert (changing replica counts); fill a free slot.
-/// A move is kept only if it lowers the objective (first improvement).
+/// A move is kept only if it lowers the objective (first improvement); after `patience`
+/// fruitless tries the search restarts from the best placement kicked by 2-4 random moves
+/// (iterated local search). Each move re-routes only the experts it touches and updates the
+/// per-rank send/receive times incrementally, O(P · copies).
 pub fn heuristic(inst: &Instance, opts: &HeuristicOptions) -> HeuristicResult {
     let starts = [
         greedy(inst),

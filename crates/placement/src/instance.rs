@@ -252,7 +252,7 @@ pub struct Instance {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Objective {
-    /// Seed 004 §4.2.1(4): Σ_{i≠j} (α_ij·[V_ij>0] + V_ij/β_ij), dispatch plus combine — the
+    /// Seed 004 §4.2.1(4): Σ_{i≠j} (α_ij·𝟙(V_ij>0) + V_ij/β_ij), dispatch plus combine — the
     /// total link-time over all pairs.
     Thesis,
     /// The synchronous all-to-all a training step waits for: the slowest rank's
