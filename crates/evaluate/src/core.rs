@@ -1193,9 +1193,14 @@ impl Evaluator {
         let h = self.hidden;
         // EP all-to-all overlap (DualPipe, DeepEP, Megatron's a2a overlap): the dispatch and
         // combine of one micro-batch hide behind another's compute; what exceeds it is exposed.
-        let ov_total = plan.ep_overlap;
-        let ov = |t: f64, _w: f64| t;
-        let before = e.exposed[CommKind::Ep.index()];
+        // Each EP collective of the layer gets an equal share of the compute to hide behind.
+        let n_ep = if x.ep > 1.0 { 4.0 } else { 0.0 } + if x.mt > 1.0 { 4.0 } else { 0.0 };
+        let w = if plan.ep_overlap && n_ep > 0.0 {
+            budget / n_ep
+        } else {
+            0.0
+        };
+        let ov = |t: f64, w: f64| (t - w).max(0.0);
         use Collective::*;
         if x.ep > 1.0 {
             match plan.dispatcher {
@@ -1219,9 +1224,9 @@ impl Evaluator {
                         match self.capacity {
                             Some(_) => {
                                 let b = x.t_rank * x.recv * h * ACT;
-                                e.emit(CommKind::Ep, what, pass, AllToAll, x.g_ep, b, 1.0, ov, 0.0);
+                                e.emit(CommKind::Ep, what, pass, AllToAll, x.g_ep, b, 1.0, ov, w);
                             }
-                            None => e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0),
+                            None => e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0, w),
                         }
                     }
                 }
@@ -1238,7 +1243,7 @@ impl Evaluator {
                         b,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1249,7 +1254,7 @@ impl Evaluator {
                         b,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1260,7 +1265,7 @@ impl Evaluator {
                         b,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1271,7 +1276,7 @@ impl Evaluator {
                         b,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                 }
             }
@@ -1292,7 +1297,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1303,7 +1308,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1314,7 +1319,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1325,7 +1330,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                 }
                 MoeTpScheme::GroupAllToAll => {
@@ -1338,7 +1343,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1349,7 +1354,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1360,7 +1365,7 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                     e.emit(
                         CommKind::Ep,
@@ -1371,15 +1376,10 @@ impl Evaluator {
                         data,
                         1.0,
                         ov,
-                        0.0,
+                        w,
                     );
                 }
             }
-        }
-        if ov_total {
-            let k = CommKind::Ep.index();
-            let added = e.exposed[k] - before;
-            e.exposed[k] = before + (added - budget).max(0.0);
         }
     }
 
@@ -1958,6 +1958,7 @@ impl<S: Sink> Emitter<'_, S> {
         self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn emit_a2a(
         &mut self,
         what: &'static str,
@@ -1966,6 +1967,7 @@ impl<S: Sink> Emitter<'_, S> {
         max: f64,
         mean: f64,
         calls: f64,
+        window: f64,
     ) {
         if g.size <= 1 || mean <= 0.0 {
             return;
@@ -1980,7 +1982,8 @@ impl<S: Sink> Emitter<'_, S> {
             }
         };
         let t = calls * c.time;
-        self.exposed[CommKind::Ep.index()] += t;
+        let exposed = (t - window).max(0.0);
+        self.exposed[CommKind::Ep.index()] += exposed;
         self.push(
             CommKind::Ep,
             what,
@@ -1990,7 +1993,7 @@ impl<S: Sink> Emitter<'_, S> {
             mean,
             calls,
             c,
-            t,
+            exposed,
         );
     }
 
