@@ -40,6 +40,30 @@ pub fn balanced_imbalance(
     pack_max_over_mean(&w, ep, redundant_per_gpu)
 }
 
+/// Max/mean per-GPU expert load of the default contiguous placement (no replicas), for the
+/// same inputs as [`balanced_imbalance`]: the GPU holding the hottest expert (load
+/// `load_imbalance` × mean) together with `k − 1` experts of average load, where `k = E/P` is
+/// the number of experts per GPU: `(load_imbalance + k − 1) / k`. For k = 1 it is the expert
+/// imbalance itself. Never below [`balanced_imbalance`] with no redundancy (a balanced packing
+/// of the same experts), as the unit test checks.
+///
+/// ```
+/// use autoplan_placement::balance::contiguous_imbalance;
+/// assert_eq!(contiguous_imbalance(256, 64, 3.0), 1.5); // (3 + 4 − 1) / 4
+/// ```
+pub fn contiguous_imbalance(experts: usize, ep: usize, load_imbalance: f64) -> f64 {
+    if experts == 0 || ep == 0 {
+        return 1.0;
+    }
+    let m = if load_imbalance.is_nan() {
+        1.0
+    } else {
+        load_imbalance.clamp(1.0, experts as f64)
+    };
+    let k = (experts as f64 / ep as f64).max(1.0);
+    (m + k - 1.0) / k
+}
+
 /// Loads `k^(−s)` (k = 1..=n) scaled to mean 1, with `s` such that max/mean = `target`.
 pub(crate) fn power_profile(n: usize, target: f64) -> Vec<f64> {
     let target = if target.is_nan() {
@@ -135,6 +159,20 @@ mod tests {
         assert!((pack_max_over_mean(&[3.0, 1.0], 2, 1) - 1.0).abs() < 1e-12);
         // Loads 5,1,1,1 on 2 GPUs, 2 slots each, no replicas: 5+1 | 1+1 -> 6/4.
         assert!((pack_max_over_mean(&[5.0, 1.0, 1.0, 1.0], 2, 0) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn balanced_never_worse_than_contiguous() {
+        for &(e, p) in &[(256, 64), (64, 8), (8, 8), (160, 32)] {
+            for &m in &[1.0, 1.3, 2.0, 5.0] {
+                let c = contiguous_imbalance(e, p, m);
+                let b = balanced_imbalance(e, p, 0, m);
+                assert!(
+                    b <= c + 1e-9,
+                    "E={e} P={p} m={m}: balanced {b} > contiguous {c}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub mod instance;
 pub mod loads;
 mod matrix;
 
-pub use balance::balanced_imbalance;
+pub use balance::{balanced_imbalance, contiguous_imbalance};
 pub use eval::{evaluate, evaluate_nearest, Metrics, Placement, PlacementError, Routing};
 pub use exact::{ExactError, ExactOptions, ExactResult, ExactStatus};
 pub use heuristic::{HeuristicOptions, SearchStats};
