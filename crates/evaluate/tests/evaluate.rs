@@ -362,6 +362,27 @@ proptest! {
     }
 
     #[test]
+    fn comm_table_exposed_sums_to_the_breakdown(plan in plans(), moe in prop::bool::ANY) {
+        // Without recompute every exposed second of the breakdown is a row of the table.
+        let m = if moe { tiny_moe() } else { tiny_gpt() };
+        let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+        let plan = Plan { recompute: Recompute::None, ..plan };
+        if let Ok(r) = ev.report(&plan) {
+            let sum = |k: CommKind| -> f64 { r.comm.iter().filter(|c| c.kind == k).map(|c| c.exposed).sum() };
+            let b = &r.breakdown;
+            for (k, want) in [
+                (CommKind::Tp, b.tp_exposed_s),
+                (CommKind::Cp, b.cp_exposed_s),
+                (CommKind::Ep, b.ep_exposed_s),
+                (CommKind::Pp, b.pp_exposed_s),
+                (CommKind::Dp, b.dp_exposed_s),
+            ] {
+                prop_assert!((sum(k) - want).abs() <= 1e-9 * want.max(1e-6), "{:?}: {} vs {}", k, sum(k), want);
+            }
+        }
+    }
+
+    #[test]
     fn full_recompute_stores_no_more_activations_than_selective(plan in plans()) {
         let m = tiny_gpt();
         let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
