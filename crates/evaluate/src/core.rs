@@ -666,6 +666,7 @@ impl Evaluator {
         bottleneck: u32,
     ) -> [ClassCost; NCLASS] {
         let mut out = [ClassCost::default(); NCLASS];
+        let mut rc_frac = 0.0;
         let counts = if S::ENABLED {
             let layout = self.layout(plan).unwrap_or(StageLayout {
                 pp: 1,
@@ -676,6 +677,12 @@ impl Evaluator {
                 middle_extra: 0,
             });
             let s = self.stage_blocks(&layout, bottleneck, layout.first_block(bottleneck));
+            rc_frac = if s.0 == 0 {
+                0.0
+            } else {
+                plan.recompute_layers
+                    .map_or(1.0, |r| r.min(s.0) as f64 / s.0 as f64)
+            };
             let last = bottleneck + 1 == plan.pp.max(1);
             let first = bottleneck == 0;
             [
@@ -727,6 +734,7 @@ impl Evaluator {
                 memo: &mut memo,
                 layer: c.kind,
                 mult,
+                rc_mult: mult * rc_frac,
                 exposed: [0.0; 5],
                 rc: 0.0,
                 full,
@@ -1924,6 +1932,8 @@ struct Emitter<'a, S: Sink> {
     memo: &'a mut Memo,
     layer: LayerKind,
     mult: f64,
+    /// Calls per step of the forward recomputation (full recompute of some blocks).
+    rc_mult: f64,
     exposed: [f64; 5],
     /// Forward TP communication repeated by full recompute.
     rc: f64,
@@ -1952,10 +1962,15 @@ impl<S: Sink> Emitter<'_, S> {
         let t = calls * c.time;
         let exposed = overlap(t, window);
         self.exposed[kind.index()] += exposed;
-        if self.full && pass == Pass::Forward && kind == CommKind::Tp {
-            self.rc += exposed;
-        }
         self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
+        if self.full && pass == Pass::Forward && kind == CommKind::Tp {
+            // Full recompute runs the block's forward, and its TP collectives, again.
+            self.rc += exposed;
+            let m = self.mult;
+            self.mult = self.rc_mult;
+            self.push(kind, what, Pass::Recompute, op, g, bytes, calls, c, exposed);
+            self.mult = m;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
