@@ -120,3 +120,51 @@ fn balanced_packing(
     }
     packs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::{InstanceOptions, Topology};
+    use crate::loads::Loads;
+
+    fn inst(nodes: usize, per_node: usize, totals: Vec<f64>, slots: usize) -> Instance {
+        let p = nodes * per_node;
+        let e = totals.len();
+        let topo = Topology::two_level(nodes, per_node, (0.0, 0.0), (0.0, 1.0)).unwrap();
+        let demand = Loads::Totals(totals).demand(p, e, "t").unwrap();
+        Instance::new(topo, e, slots, demand, InstanceOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn contiguous_splits_remainder_onto_first_gpus() {
+        let i = inst(1, 2, vec![1.0; 5], 3);
+        assert_eq!(contiguous(&i).gpus, vec![vec![0, 1, 2], vec![3, 4]]);
+    }
+
+    #[test]
+    fn eplb_hierarchical_by_hand() {
+        // Loads 8 4 2 2 on 2 nodes × 2 GPUs, 2 slots per GPU.
+        // Step 1 (2 experts per node, heaviest first onto the lightest node):
+        //   8 -> node 0, 4 -> node 1, 2 -> node 1 (4 < 8), 2 -> node 0 (node 1 full).
+        // Step 2 (4 slots per node): node 0 replicates expert 0 (8 > 2), then expert 0 is at
+        //   its cap of 2 copies (2 GPUs) so expert 3 gets the last; node 1 likewise 1 then 2.
+        // Step 3: copies 4,4,1,1 onto the node's 2 GPUs, one copy of an expert per GPU.
+        let i = inst(2, 2, vec![8.0, 4.0, 2.0, 2.0], 2);
+        let pl = eplb(&i);
+        pl.validate(&i).unwrap();
+        assert_eq!(
+            pl.gpus,
+            vec![vec![0, 3], vec![0, 3], vec![1, 2], vec![1, 2]]
+        );
+    }
+
+    #[test]
+    fn eplb_global_when_nodes_do_not_divide_experts() {
+        // 3 experts on 2 nodes: EPLB's global policy (one pack of all GPUs).
+        let i = inst(2, 1, vec![6.0, 3.0, 1.0], 2);
+        let pl = eplb(&i);
+        pl.validate(&i).unwrap();
+        // One spare slot goes to expert 0 (6 > 3): copies 3,3,3,1 over 2 GPUs of 2 slots.
+        assert_eq!(pl.gpus, vec![vec![0, 1], vec![0, 2]]);
+    }
+}

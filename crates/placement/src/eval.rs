@@ -399,3 +399,61 @@ pub fn evaluate_nearest(inst: &Instance, placement: &Placement) -> Metrics {
     }
     metrics_of(inst, placement, &mut tr)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::{InstanceOptions, Topology};
+
+    #[test]
+    fn two_gpus_by_hand() {
+        // GPU 0 sends 100 tokens to expert 1 (on GPU 1); GPU 1 sends 50 to expert 0 (on
+        // GPU 0). α = 1 µs, 1/β = 1 ns/B, 1000 B per token, different nodes.
+        let topo = Topology::two_level(2, 1, (0.0, 0.0), (1e-6, 1e-9)).unwrap();
+        let opts = InstanceOptions {
+            bytes_per_token: 1000.0,
+            ..InstanceOptions::default()
+        };
+        let inst = Instance::new(topo, 2, 1, vec![0.0, 100.0, 50.0, 0.0], opts).unwrap();
+        let pl = Placement {
+            gpus: vec![vec![0], vec![1]],
+        };
+        let m = evaluate_nearest(&inst, &pl);
+        // Dispatch: rank 0 sends 1e-6 + 1e5·1e-9 = 101 µs, rank 1 sends 51 µs; receives
+        // mirror them. Combine sends the same bytes back: 101 µs again.
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
+        assert!(
+            close(m.dispatch_s, 101e-6) && close(m.combine_s, 101e-6),
+            "{m:?}"
+        );
+        assert!(close(m.alltoall_time_s, 202e-6));
+        assert!(close(m.thesis_s, 2.0 * (101e-6 + 51e-6)));
+        assert_eq!(m.cross_node_bytes, 150_000.0);
+        assert_eq!(m.gpu_load, vec![50.0, 100.0]);
+        assert!((m.max_over_mean_load - 100.0 / 75.0).abs() < 1e-12);
+        assert_eq!(evaluate(&inst, &pl, &Routing::nearest(&inst, &pl)), m);
+    }
+
+    #[test]
+    fn validate_names_the_problem() {
+        let topo = Topology::two_level(1, 2, (0.0, 0.0), (0.0, 0.0)).unwrap();
+        let inst = Instance::new(topo, 3, 2, vec![1.0; 6], InstanceOptions::default()).unwrap();
+        let bad = |gpus: Vec<Vec<usize>>| Placement { gpus }.validate(&inst).unwrap_err();
+        assert_eq!(
+            bad(vec![vec![0, 1], vec![1]]),
+            PlacementError::Missing { expert: 2 }
+        );
+        assert_eq!(
+            bad(vec![vec![0, 0], vec![1, 2]]),
+            PlacementError::Duplicate { gpu: 0, expert: 0 }
+        );
+        assert_eq!(
+            bad(vec![vec![0, 1, 2], vec![]]),
+            PlacementError::TooMany {
+                gpu: 0,
+                count: 3,
+                slots: 2
+            }
+        );
+    }
+}
