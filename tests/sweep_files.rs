@@ -77,9 +77,14 @@ fn stopped_then_resumed_equals_uninterrupted() {
     let out = d.join("out.csv");
     let stop = FileOptions {
         max_cases: Some(3),
-        ..opts(2)
+        ..opts(1)
     };
-    let s = sweep_file(&all, &out, &PLANNER, &stop).unwrap();
+    // Cases slow enough (~25 ms) that the worker is still busy when the third case's rows are
+    // on disk; the cases in flight then are kept, the rest never start.
+    let slow = SyntheticPlanner {
+        max_delay_us: 50_000,
+    };
+    let s = sweep_file(&all, &out, &slow, &stop).unwrap();
     assert!(!s.complete() && s.ran >= 3, "{s:?}");
     // The partial file is whole cases of the full one, in case order.
     let partial = SweepTable::parse("out", &fs::read_to_string(&out).unwrap()).unwrap();

@@ -42,6 +42,19 @@ fn dir(test: &str) -> PathBuf {
     d
 }
 
+/// Panics with `autoplan diff`'s summary (not two whole files) when `file` is not the golden.
+fn assert_golden(file: &Path, what: &str) {
+    let golden = fs::read_to_string(GOLDEN).unwrap();
+    if fs::read_to_string(file).unwrap() != golden {
+        let diff = autoplan(&["diff", GOLDEN, file.to_str().unwrap(), "--threshold", "0"]);
+        panic!(
+            "{what}: differs from {GOLDEN}:\n{}{}\nIf the model changed deliberately: AUTOPLAN_BLESS=1 cargo test --test sweep_golden",
+            String::from_utf8_lossy(&diff.stdout),
+            String::from_utf8_lossy(&diff.stderr)
+        );
+    }
+}
+
 fn sweep(out: &Path, extra: &[&str]) -> String {
     let out_s = out.to_str().unwrap();
     let mut args = vec!["sweep", "--spec", SPEC, "--out", out_s];
@@ -57,16 +70,10 @@ fn small_sweep_matches_the_golden_csv() {
     if std::env::var_os("AUTOPLAN_BLESS").is_some() {
         fs::write(GOLDEN, &one).unwrap();
     }
+    assert_golden(&d.join("one.csv"), "1 thread");
+    sweep(&d.join("two.csv"), &["--threads", "2"]);
+    assert_golden(&d.join("two.csv"), "2 threads");
     let golden = fs::read_to_string(GOLDEN).unwrap();
-    if one != golden {
-        let diff = autoplan(&["diff", GOLDEN, d.join("one.csv").to_str().unwrap()]);
-        panic!(
-            "the small sweep differs from {GOLDEN}:\n{}\nIf the change is deliberate: AUTOPLAN_BLESS=1 cargo test --test sweep_golden",
-            String::from_utf8_lossy(&diff.stdout)
-        );
-    }
-    let two = sweep(&d.join("two.csv"), &["--threads", "2"]);
-    assert_eq!(two, golden, "2 threads");
     // The golden file is not vacuous: plans and an infeasible case.
     assert!(golden.contains(",ok,,2,1,") && golden.contains(",infeasible,out of memory"));
 }
@@ -74,7 +81,6 @@ fn small_sweep_matches_the_golden_csv() {
 #[test]
 fn shards_merged_by_the_cli_equal_the_golden_csv() {
     let d = dir("shards");
-    let golden = fs::read_to_string(GOLDEN).unwrap();
     let mut parts = Vec::new();
     for k in 1..=3 {
         let p = d.join(format!("{k}.csv"));
@@ -85,7 +91,7 @@ fn shards_merged_by_the_cli_equal_the_golden_csv() {
     let mut args = vec!["merge", "--spec", SPEC, "-o", all.to_str().unwrap()];
     args.extend(parts.iter().rev().map(String::as_str));
     ok(&args);
-    assert_eq!(fs::read_to_string(&all).unwrap(), golden);
+    assert_golden(&all, "3 shards merged");
     // A missing shard is caught with --spec.
     let out = autoplan(&["merge", "--spec", SPEC, &parts[0], &parts[1]]);
     assert_eq!(out.status.code(), Some(2));
@@ -95,7 +101,6 @@ fn shards_merged_by_the_cli_equal_the_golden_csv() {
 #[test]
 fn resume_after_a_stop_and_a_torn_row_equals_the_golden_csv() {
     let d = dir("resume");
-    let golden = fs::read_to_string(GOLDEN).unwrap();
     let out = d.join("out.csv");
     sweep(&out, &["--threads", "2", "--max-cases", "3"]);
     // Tear the last row as a kill during a write would.
@@ -104,7 +109,8 @@ fn resume_after_a_stop_and_a_torn_row_equals_the_golden_csv() {
     // Without --resume the file is left alone.
     let refused = autoplan(&["sweep", "--spec", SPEC, "--out", out.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(2));
-    assert_eq!(sweep(&out, &["--resume"]), golden);
+    sweep(&out, &["--resume"]);
+    assert_golden(&out, "stopped, torn, resumed");
 }
 
 #[test]
@@ -156,4 +162,21 @@ fn bad_names_in_a_spec_are_located_before_any_work() {
         "{err}"
     );
     assert!(!out_csv.exists(), "nothing is written");
+}
+
+#[test]
+fn the_committed_reference_is_the_nightly_specs_grid() {
+    // Every case of the nightly spec, once, whole, in order (not a re-run: the numbers are
+    // compared by the nightly job with `autoplan diff`).
+    let reference = "results/reference.csv";
+    let out = ok(&[
+        "merge",
+        "--spec",
+        "search_spaces/sweeps/nightly.toml",
+        reference,
+    ]);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        fs::read_to_string(reference).unwrap()
+    );
 }
