@@ -10,10 +10,11 @@
 //!   schedules still open is used;
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
 //!   value in the space (full recompute, the highest ZeRO stage, SP on, the all-reduce TP→SP
-//!   transition), minimised over the open schedules — the memory model grows with none of them.
+//!   transition), minimised over the open schedules and the dispatchers (either one's buffer can
+//!   be the smaller) — the memory model grows with none of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
-use autoplan_plan::{PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition};
+use autoplan_plan::{Dispatcher, PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition};
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape};
 
@@ -95,9 +96,13 @@ impl Objective for Evaluator {
         open_schedules(partial, &mut |sch, v| {
             q.schedule = sch;
             q.vpp = v;
-            match peak(self, &q) {
-                Some(m) => mem = mem.min(m),
-                None => unknown = true,
+            // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
+            for &d in dispatchers(partial) {
+                q.dispatcher = d;
+                match peak(self, &q) {
+                    Some(m) => mem = mem.min(m),
+                    None => unknown = true,
+                }
             }
         });
         Bound {
@@ -108,6 +113,18 @@ impl Objective for Evaluator {
             },
             ..b
         }
+    }
+}
+
+/// The dispatchers the completions of `partial` may use: either one's buffer can be the
+/// smaller (the engine fixes it to `Plan::default()`'s where there is no dispatch).
+fn dispatchers<'a>(partial: &Partial<'a>) -> &'a [Dispatcher] {
+    const DEFAULT: &[Dispatcher] = &[Dispatcher::AllToAll];
+    let p = &partial.plan;
+    if p.ep * p.moe_tp > 1 {
+        &partial.space.dispatcher
+    } else {
+        DEFAULT
     }
 }
 
@@ -237,19 +254,22 @@ impl Objective for Scorer {
         for &sp in sps {
             for &t in tpsps {
                 for &pl in places {
-                    q.sp = sp;
-                    q.tp_sp_transition = t;
-                    q.placement = pl;
-                    match self.relaxed.evaluate(&q) {
-                        Ok(m) => {
-                            time = time.min(m.step_time_s);
-                            mem = mem.min(m.memory_peak_bytes);
+                    for &d in dispatchers(partial) {
+                        q.sp = sp;
+                        q.tp_sp_transition = t;
+                        q.placement = pl;
+                        q.dispatcher = d;
+                        match self.relaxed.evaluate(&q) {
+                            Ok(m) => {
+                                time = time.min(m.step_time_s);
+                                mem = mem.min(m.memory_peak_bytes);
+                            }
+                            Err(Infeasible::OutOfMemory { peak_bytes, .. }) => {
+                                mem = mem.min(peak_bytes)
+                            }
+                            // No information: keep the weaker bound.
+                            Err(Infeasible::Invalid(_)) => return b,
                         }
-                        Err(Infeasible::OutOfMemory { peak_bytes, .. }) => {
-                            mem = mem.min(peak_bytes)
-                        }
-                        // No information: keep the weaker bound.
-                        Err(Infeasible::Invalid(_)) => return b,
                     }
                 }
             }

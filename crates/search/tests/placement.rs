@@ -68,9 +68,9 @@ fn tight_hbm_trades_replicas_for_memory() {
         // More replicas: faster (less imbalance) and bigger (their weights and state).
         assert!(w[1].0 < w[0].0 && w[1].1 > w[0].1, "{m:?}");
     }
-    // Two replicas per GPU already balance the load; two more only add memory and optimizer
-    // work (their Adam step), so they are dominated.
-    assert!(m[3].0 > m[2].0 && m[3].1 > m[2].1, "{m:?}");
+    // Two replicas per GPU already balance the load as evenly as the packing gets; two more
+    // only add memory, so they are dominated (a tie in time goes to the earlier plan).
+    assert!(m[3].0 >= m[2].0 && m[3].1 > m[2].1, "{m:?}");
     let between = |i: usize| 0.5 * (m[i].1 + m[i + 1].1);
     // Ample HBM: the useful replicas; then fewer as the HBM shrinks; none at the end.
     assert_eq!(best(m[3].1 * 1.01), Some(PLACEMENTS[2]));

@@ -1,10 +1,470 @@
-//! `autoplan search` (not built yet).
+//! `autoplan search --model M --cluster C`: the main job. Ranks the plans of a search space
+//! by step time (branch-and-bound, `autoplan-search`), prints the top K and the best plan's
+//! (or plan N's) full report with the per-layer communication table of `autoplan evaluate`.
 
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::Context;
+use autoplan_cluster::resolve_cluster;
+use autoplan_evaluate::{EvalOptions, Metrics};
+use autoplan_graph::resolve_model;
+use autoplan_search::space::{recompute_name, schedule_name};
+use autoplan_search::{resolve_space, search, Observer, Outcome, Scorer, SearchOptions, Stats};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`search` is not implemented yet")
+use super::Format;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A bundled model name (`autoplan models`), a model TOML, or a Hugging Face config.json.
+    #[arg(long)]
+    pub model: String,
+    /// A bundled cluster name (`autoplan clusters`) or a cluster TOML.
+    #[arg(long)]
+    pub cluster: String,
+    /// A bundled search space (default, dense, moe, quick) or a space TOML.
+    #[arg(long, default_value = "default")]
+    pub space: String,
+    /// How many plans to rank.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Fix decisions, e.g. "tp=8,pp=16,recompute=full" (keys as in the space files, plus dp).
+    #[arg(long)]
+    pub fix: Option<String>,
+    /// Resize the cluster to this many GPUs.
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    /// Override the model's training sequence length.
+    #[arg(long)]
+    pub seq_len: Option<u32>,
+    /// Override the model's global batch (sequences).
+    #[arg(long)]
+    pub global_batch: Option<u32>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the output to this file instead of stdout.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Worker threads (default: one per core). The ranking does not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print the full report of plan N of the ranking (1 = the best, the default).
+    #[arg(long)]
+    pub explain: Option<usize>,
+    /// Print the search statistics (plans in the space, pruned, evaluated, plans/s, wall).
+    #[arg(long)]
+    pub stats: bool,
+    /// Evaluate every plan of the space (no pruning): slower, same answer.
+    #[arg(long)]
+    pub exhaustive: bool,
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The indicatif bar as an observer of the search (hidden when stderr is not a terminal).
+struct Bar(indicatif::ProgressBar);
+
+impl Observer for Bar {
+    fn progress(&self, done: u64, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(done);
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.top > 0, "--top must be at least 1");
+    let mut model = resolve_model(&args.model)
+        .with_context(|| format!("cannot load model `{}`", args.model))?;
+    if let Some(s) = args.seq_len {
+        anyhow::ensure!(s > 0, "--seq-len must be positive");
+        model.training.seq_len = s;
+        model.max_positions = model.max_positions.max(s);
+    }
+    if let Some(b) = args.global_batch {
+        anyhow::ensure!(b > 0, "--global-batch must be positive");
+        model.training.global_batch = b;
+    }
+    let mut cluster = resolve_cluster(&args.cluster)
+        .with_context(|| format!("cannot load cluster `{}`", args.cluster))?;
+    if let Some(n) = args.gpus {
+        cluster = cluster.with_gpus(n)?;
+    }
+    let mut space = resolve_space(&args.space)
+        .with_context(|| format!("cannot load search space `{}`", args.space))?;
+    if let Some(f) = &args.fix {
+        space.fix(f)?;
+    }
+    let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    let opts = SearchOptions {
+        top_k: args.top.max(args.explain.unwrap_or(1)),
+        exhaustive: args.exhaustive,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(0).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} searching [{bar:40}] {pos}/{len} subtrees {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        )
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let observer = Bar(bar);
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        anyhow::ensure!(n > 0, "--threads must be at least 1");
+        pool = pool.num_threads(n);
+    }
+    let pool = pool.build().context("cannot start the worker threads")?;
+    let outcome = pool.install(|| search(&scorer, &space, &opts, &observer));
+    observer.0.finish_and_clear();
+
+    let mut sink: Box<dyn Write> = match &args.out {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let out = &mut sink;
+    let explain = args.explain.unwrap_or(1);
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &json(&args, &scorer, &outcome))?;
+            writeln!(out)?;
+        }
+        Format::Csv => csv(out, &scorer, &outcome)?,
+        Format::Table => {
+            header(out, &args, &scorer, &space.description, &outcome)?;
+            if !outcome.plans.is_empty() {
+                ranking(out, &scorer, &outcome)?;
+            }
+            if args.stats {
+                writeln!(out)?;
+                stats(out, &outcome.stats)?;
+            }
+            if let Some(r) = outcome.plans.get(explain - 1) {
+                writeln!(out)?;
+                writeln!(out, "── plan {explain} in full ──")?;
+                let report = scorer
+                    .exact
+                    .report(&r.plan)
+                    .map_err(|e| anyhow::anyhow!("plan {explain} no longer evaluates: {e}"))?;
+                super::evaluate::table(out, &r.plan.to_string(), &scorer.exact, &r.plan, &report)?;
+            } else if args.explain.is_some() && !outcome.plans.is_empty() {
+                anyhow::bail!(
+                    "--explain {explain}: only {} plans were ranked",
+                    outcome.plans.len()
+                );
+            }
+        }
+    }
+    out.flush()?;
+    if outcome.plans.is_empty() {
+        eprintln!("error: {}", why_nothing(&scorer, &outcome));
+        return Ok(ExitCode::from(2));
+    }
+    if args.stats && args.format != Format::Table {
+        eprintln!("{}", stats_line(&outcome.stats));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn why_nothing(scorer: &Scorer, o: &Outcome<Metrics>) -> String {
+    match o.no_fit {
+        Some(nf) => format!(
+            "no plan of the space fits in memory: the smallest needs at least {:.2} GiB per GPU, \
+             {:.2} GiB over the {:.2} GiB of HBM (try more GPUs, --space with ZeRO-3 / full \
+             recompute / smaller micro-batches, or a shorter --seq-len)",
+            nf.min_memory_bytes / GIB,
+            (nf.min_memory_bytes - nf.hbm_bytes) / GIB,
+            nf.hbm_bytes / GIB
+        ),
+        None => format!(
+            "no valid plan in the space for {} on {} GPUs ({} plans, {} invalid): check --fix \
+             and the space's degrees against the heads, layers, experts and global batch",
+            scorer.exact.model().name,
+            scorer.exact.cluster().gpus(),
+            o.stats.space_plans,
+            o.stats.invalid
+        ),
+    }
+}
+
+fn header(
+    out: &mut impl Write,
+    args: &Args,
+    scorer: &Scorer,
+    description: &str,
+    o: &Outcome<Metrics>,
+) -> anyhow::Result<()> {
+    let m = scorer.exact.model();
+    let c = scorer.exact.cluster();
+    writeln!(
+        out,
+        "{} on {} ({} GPUs: {} nodes × {} {}), seq {}, global batch {}",
+        m.name,
+        c.name,
+        c.gpus(),
+        c.nodes,
+        c.node.gpus_per_node,
+        c.gpu.name,
+        m.training.seq_len,
+        m.training.global_batch
+    )?;
+    writeln!(
+        out,
+        "space `{}`{}: {} plans, {} evaluated ({:.1}% pruned) in {:.2} s",
+        args.space,
+        if description.is_empty() {
+            String::new()
+        } else {
+            format!(" ({description})")
+        },
+        o.stats.space_plans,
+        o.stats.evaluated,
+        100.0 * o.stats.prune_ratio(),
+        o.stats.wall_s
+    )?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Short knobs column: what is not a degree, schedule, recompute or ZeRO.
+fn knobs(p: &autoplan_plan::Plan) -> String {
+    let s = p.to_string();
+    s.split(',')
+        .filter(|kv| {
+            let k = kv.split('=').next().unwrap_or("");
+            !matches!(
+                k,
+                "tp" | "cp"
+                    | "dp"
+                    | "pp"
+                    | "ep"
+                    | "moe_tp"
+                    | "mbs"
+                    | "recompute"
+                    | "zero"
+                    | "schedule"
+                    | "vpp"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::Result<()> {
+    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    let moe = scorer.exact.model().moe.is_some();
+    write!(
+        out,
+        "{:>4} {:>3} {:>3} {:>3} {:>5}",
+        "rank", "tp", "cp", "pp", "dp"
+    )?;
+    if moe {
+        write!(out, " {:>4} {:>6}", "ep", "moe_tp")?;
+    }
+    writeln!(
+        out,
+        " {:>3} {:<14} {:<9} {:>4} {:>10} {:>9} {:>6} {:>9} {:>9} {:<8} knobs",
+        "mbs",
+        "schedule",
+        "recompute",
+        "zero",
+        "step time",
+        "tok/s/GPU",
+        "MFU",
+        "mem GiB",
+        "headroom",
+        "exposed"
+    )?;
+    for (i, r) in o.plans.iter().enumerate() {
+        let p = &r.plan;
+        let m = &r.metrics;
+        write!(
+            out,
+            "{:>4} {:>3} {:>3} {:>3} {:>5}",
+            i + 1,
+            p.tp,
+            p.cp,
+            p.pp,
+            p.dp
+        )?;
+        if moe {
+            write!(out, " {:>4} {:>6}", p.ep, p.moe_tp)?;
+        }
+        let sched = if p.schedule == autoplan_plan::Schedule::Interleaved {
+            format!("{}×{}", schedule_name(p.schedule), p.vpp)
+        } else {
+            schedule_name(p.schedule).to_string()
+        };
+        writeln!(
+            out,
+            " {:>3} {:<14} {:<9} {:>4} {:>8.3} s {:>9.1} {:>5.1}% {:>9.2} {:>9.2} {:<8} {}",
+            p.mbs,
+            sched,
+            recompute_name(p.recompute),
+            p.zero.0,
+            m.step_time_s,
+            m.tokens_per_s_per_gpu,
+            100.0 * m.mfu,
+            m.memory_peak_bytes / GIB,
+            (hbm - m.memory_peak_bytes) / GIB,
+            m.dominant_comm.name(),
+            knobs(p)
+        )?;
+    }
+    Ok(())
+}
+
+fn stats_line(s: &Stats) -> String {
+    format!(
+        "search: {} plans in the space, {} nodes bounded, {} subtrees pruned ({} by time, {} by \
+         memory; {} plans, {:.2}%), {} evaluated ({} fit, {} out of memory, {} invalid), {:.0} \
+         plans/s, {:.3} s wall on {} threads",
+        s.space_plans,
+        s.nodes,
+        s.pruned_by_time + s.pruned_by_memory,
+        s.pruned_by_time,
+        s.pruned_by_memory,
+        s.pruned_plans,
+        100.0 * s.prune_ratio(),
+        s.evaluated,
+        s.feasible,
+        s.out_of_memory,
+        s.invalid,
+        s.plans_per_s(),
+        s.wall_s,
+        s.threads
+    )
+}
+
+fn stats(out: &mut impl Write, s: &Stats) -> anyhow::Result<()> {
+    writeln!(out, "search statistics:")?;
+    writeln!(out, "  plans in the space   {}", s.space_plans)?;
+    writeln!(out, "  parallel subtrees    {}", s.tasks)?;
+    writeln!(out, "  nodes bounded        {}", s.nodes)?;
+    writeln!(
+        out,
+        "  subtrees pruned      {} ({} by the step-time bound, {} by the memory floor)",
+        s.pruned_by_time + s.pruned_by_memory,
+        s.pruned_by_time,
+        s.pruned_by_memory
+    )?;
+    writeln!(
+        out,
+        "  plans pruned         {} ({:.2}% of the space)",
+        s.pruned_plans,
+        100.0 * s.prune_ratio()
+    )?;
+    writeln!(
+        out,
+        "  plans evaluated      {} ({} fit, {} out of memory, {} invalid)",
+        s.evaluated, s.feasible, s.out_of_memory, s.invalid
+    )?;
+    writeln!(out, "  plans/s              {:.0}", s.plans_per_s())?;
+    writeln!(
+        out,
+        "  wall time            {:.3} s on {} threads",
+        s.wall_s, s.threads
+    )?;
+    Ok(())
+}
+
+fn row_json(rank: usize, r: &autoplan_search::Ranked<Metrics>, hbm: f64) -> serde_json::Value {
+    let m = &r.metrics;
+    serde_json::json!({
+        "rank": rank,
+        "plan": r.plan.to_string(),
+        "degrees": {
+            "tp": r.plan.tp, "cp": r.plan.cp, "dp": r.plan.dp, "pp": r.plan.pp,
+            "ep": r.plan.ep, "moe_tp": r.plan.moe_tp,
+        },
+        "step_time_s": m.step_time_s,
+        "tokens_per_s": m.tokens_per_s,
+        "tokens_per_s_per_gpu": m.tokens_per_s_per_gpu,
+        "mfu": m.mfu,
+        "hfu": m.hfu,
+        "memory_peak_gib": m.memory_peak_bytes / GIB,
+        "headroom_gib": (hbm - m.memory_peak_bytes) / GIB,
+        "dominant_comm": m.dominant_comm.name(),
+    })
+}
+
+fn json(args: &Args, scorer: &Scorer, o: &Outcome<Metrics>) -> serde_json::Value {
+    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    let s = &o.stats;
+    serde_json::json!({
+        "model": scorer.exact.model().name,
+        "cluster": scorer.exact.cluster().name,
+        "gpus": scorer.exact.cluster().gpus(),
+        "space": args.space,
+        "plans": o.plans.iter().enumerate().map(|(i, r)| row_json(i + 1, r, hbm)).collect::<Vec<_>>(),
+        "stats": {
+            "space_plans": s.space_plans,
+            "tasks": s.tasks,
+            "nodes": s.nodes,
+            "pruned_by_time": s.pruned_by_time,
+            "pruned_by_memory": s.pruned_by_memory,
+            "pruned_plans": s.pruned_plans,
+            "prune_ratio": s.prune_ratio(),
+            "evaluated": s.evaluated,
+            "feasible": s.feasible,
+            "out_of_memory": s.out_of_memory,
+            "invalid": s.invalid,
+            "plans_per_s": s.plans_per_s(),
+            "wall_s": s.wall_s,
+            "threads": s.threads,
+        },
+        "no_fit": o.no_fit.map(|nf| serde_json::json!({
+            "min_memory_gib": nf.min_memory_bytes / GIB,
+            "hbm_gib": nf.hbm_bytes / GIB,
+            "excess_gib": (nf.min_memory_bytes - nf.hbm_bytes) / GIB,
+        })),
+    })
+}
+
+fn csv(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::Result<()> {
+    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    let mut w = ::csv::Writer::from_writer(out);
+    w.write_record([
+        "rank",
+        "plan",
+        "tp",
+        "cp",
+        "dp",
+        "pp",
+        "ep",
+        "moe_tp",
+        "step_time_s",
+        "tokens_per_s",
+        "tokens_per_s_per_gpu",
+        "mfu",
+        "memory_peak_gib",
+        "headroom_gib",
+        "dominant_comm",
+    ])?;
+    for (i, r) in o.plans.iter().enumerate() {
+        let m = &r.metrics;
+        let p = &r.plan;
+        w.write_record([
+            (i + 1).to_string(),
+            p.to_string(),
+            p.tp.to_string(),
+            p.cp.to_string(),
+            p.dp.to_string(),
+            p.pp.to_string(),
+            p.ep.to_string(),
+            p.moe_tp.to_string(),
+            format!("{}", m.step_time_s),
+            format!("{}", m.tokens_per_s),
+            format!("{}", m.tokens_per_s_per_gpu),
+            format!("{}", m.mfu),
+            format!("{}", m.memory_peak_bytes / GIB),
+            format!("{}", (hbm - m.memory_peak_bytes) / GIB),
+            m.dominant_comm.name().to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
 }

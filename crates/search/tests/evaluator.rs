@@ -1,0 +1,143 @@
+//! The bounds of `Scorer` (the real cost model) are admissible, and its branch-and-bound
+//! agrees with exhaustive enumeration on small bundled cases, for 1 and 3 threads.
+
+use autoplan_cost::calibration::{dgx_a100, dgx_h100};
+use autoplan_evaluate::EvalOptions;
+use autoplan_graph::resolve_model;
+use autoplan_plan::Plan;
+use autoplan_search::{
+    resolve_space, search, Depth, Objective, Partial, Reject, Scorer, SearchOptions, Space,
+};
+use proptest::prelude::*;
+
+fn scorer(model: &str, nodes: u32, hopper: bool) -> Scorer {
+    let m = resolve_model(model).expect("bundled model");
+    let c = if hopper {
+        dgx_h100(nodes)
+    } else {
+        dgx_a100(nodes)
+    };
+    Scorer::new(&m, &c, EvalOptions::default())
+}
+
+fn keys_and_times(s: &Scorer, space: &Space, exhaustive: bool, threads: usize) -> Vec<String> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let o = pool.install(|| {
+        search(
+            s,
+            space,
+            &SearchOptions {
+                top_k: 8,
+                exhaustive,
+            },
+            &(),
+        )
+    });
+    o.plans
+        .iter()
+        .map(|r| format!("{} {} {:?}", r.key, r.plan, r.metrics))
+        .collect()
+}
+
+#[test]
+fn bnb_equals_exhaustive_on_bundled_models() {
+    for (model, nodes, hopper, space) in [
+        ("gpt2-1b", 2, false, "dense"),
+        ("mixtral-8x7b", 2, true, "quick"),
+    ] {
+        let s = scorer(model, nodes, hopper);
+        let space = resolve_space(space).unwrap();
+        let exact = keys_and_times(&s, &space, true, 1);
+        assert!(!exact.is_empty(), "{model}: nothing fits");
+        assert_eq!(exact, keys_and_times(&s, &space, false, 1), "{model}");
+        assert_eq!(exact, keys_and_times(&s, &space, false, 3), "{model}");
+    }
+}
+
+/// `plan` cut down to `depth`: every decision below it back at the space's first value.
+fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
+    let mut p = *plan;
+    if depth < Depth::Recompute {
+        p.recompute = space.recompute[0];
+    }
+    if depth < Depth::Zero {
+        p.zero = space.zero[0];
+    }
+    if depth < Depth::Schedule {
+        p.schedule = space.schedule[0];
+        p.vpp = 1;
+    }
+    p.sp = space.sp[0];
+    p.cp_comm = space.cp_comm[0];
+    p.tp_sp_transition = space.tp_sp_transition[0];
+    p.moe_tp_scheme = space.moe_tp_scheme[0];
+    p.dispatcher = space.dispatcher[0];
+    p.algo = space.algo[0];
+    p.order = space.order[0];
+    p.tp_overlap = space.tp_overlap[0];
+    p.ep_overlap = space.ep_overlap[0];
+    p
+}
+
+fn pick<T: Copy>(v: &[T], i: &prop::sample::Index) -> T {
+    v[i.index(v.len())]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// bound(partial) ≤ evaluate(plan) in time and memory, at every depth above the plan, for
+    /// random plans of the default space (with SP and TP overlap both ways).
+    #[test]
+    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 18)) {
+        let (model, nodes, hopper) = [("gpt2-1b", 2, false), ("llama3-8b", 2, true), ("mixtral-8x7b", 2, true)][case];
+        let s = scorer(model, nodes, hopper);
+        let mut space = resolve_space("default").unwrap();
+        space.sp = vec![false, true];
+        space.tp_overlap = vec![false, true];
+        space.ep_overlap = vec![false, true];
+        let gpus = s.shape().gpus;
+        let moe = s.shape().experts > 0;
+        let mut plan = Plan {
+            tp: pick(&space.tp, &ix[0]),
+            pp: pick(&space.pp, &ix[1]),
+            cp: pick(&space.cp, &ix[2]),
+            ep: if moe { pick(&space.ep, &ix[3]) } else { 1 },
+            moe_tp: if moe { pick(&space.moe_tp, &ix[4]) } else { 1 },
+            mbs: pick(&space.mbs, &ix[5]),
+            recompute: pick(&space.recompute, &ix[6]),
+            zero: pick(&space.zero, &ix[7]),
+            schedule: pick(&space.schedule, &ix[8]),
+            sp: pick(&space.sp, &ix[10]),
+            cp_comm: pick(&space.cp_comm, &ix[11]),
+            tp_sp_transition: pick(&space.tp_sp_transition, &ix[12]),
+            moe_tp_scheme: pick(&space.moe_tp_scheme, &ix[13]),
+            dispatcher: pick(&space.dispatcher, &ix[14]),
+            order: pick(&space.order, &ix[15]),
+            tp_overlap: pick(&space.tp_overlap, &ix[16]),
+            ep_overlap: pick(&space.ep_overlap, &ix[17]),
+            ..Plan::default()
+        };
+        plan.vpp = if plan.schedule == autoplan_plan::Schedule::Interleaved { pick(&space.vpp, &ix[9]) } else { 1 };
+        // The engine's canonical form: no dispatcher choice without dispatch.
+        if plan.ep * plan.moe_tp == 1 {
+            plan.dispatcher = Plan::default().dispatcher;
+        }
+        let rest = plan.tp * plan.cp * plan.pp;
+        prop_assume!(gpus.is_multiple_of(rest));
+        plan.dp = gpus / rest;
+        let m = match Objective::evaluate(&s, &plan) {
+            Ok(m) => (m.step_time_s, m.memory_peak_bytes),
+            Err(Reject::OutOfMemory { peak_bytes, .. }) => (f64::INFINITY, peak_bytes),
+            Err(Reject::Invalid) => return Ok(()),
+        };
+        for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Zero, Depth::Schedule] {
+            let b = s.bound(&Partial { plan: partial(&plan, &space, depth), depth, space: &space });
+            prop_assert!(b.step_time_s <= m.0 * (1.0 + 1e-12), "{:?}: {} > {} for {}", depth, b.step_time_s, m.0, plan);
+            prop_assert!(b.memory_bytes <= m.1 * (1.0 + 1e-12), "{:?}: memory {} > {} for {}", depth, b.memory_bytes, m.1, plan);
+        }
+    }
+}
