@@ -7,7 +7,7 @@ use autoplan_cost::compute::{
 };
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
-use autoplan_placement::balanced_imbalance;
+use autoplan_placement::{balanced_imbalance, contiguous_imbalance};
 use autoplan_plan::{
     CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute, Schedule,
     StageLayout, TpSpTransition, Zero,
@@ -444,15 +444,19 @@ impl Evaluator {
 
     /// Max/mean tokens reaching one GPU of the plan's EP group, which the dropless all-to-all
     /// (its slowest rank) and the expert GEMMs of the most loaded GPU wait for. Contiguous
-    /// placement: the model's `load_imbalance` (max/mean over experts; the most loaded GPU
-    /// holds the hottest expert, an upper bound on its excess). `placement=balanced:R`:
+    /// placement: autoplan-placement's `contiguous_imbalance(E, ep, load_imbalance)`, the GPU
+    /// holding the hottest expert beside `E/ep − 1` average ones. `placement=balanced:R`:
     /// autoplan-placement's `balanced_imbalance(E, ep, R, load_imbalance)`, EPLB-style packing
     /// with `R` redundant slots per GPU (seed 004 §4). Capacity-padded dispatch ignores it:
     /// its buffers have the capacity's size whatever the placement. No allocation for
     /// `R ≤ BALANCED_R` (the table); beyond, computed on the spot.
     pub fn ep_imbalance(&self, plan: &Plan) -> f64 {
         match plan.placement {
-            PlacementPolicy::Contiguous => self.imbalance,
+            PlacementPolicy::Contiguous => contiguous_imbalance(
+                self.experts as usize,
+                plan.ep.max(1) as usize,
+                self.imbalance,
+            ),
             PlacementPolicy::Balanced { redundant } => {
                 let (e, ep) = (self.experts as u32, plan.ep.max(1));
                 // A GPU holds an expert once: slots beyond E − E/ep stay empty.
