@@ -94,3 +94,35 @@ fn space_files_list_placements() {
         vec![PlacementPolicy::Contiguous]
     );
 }
+
+/// The placement knob keeps the bounds admissible: branch-and-bound returns exactly the
+/// exhaustive top-K on the skewed model, where replicas change compute, EP time and memory.
+#[test]
+fn bnb_equals_exhaustive_with_placements() {
+    let model = autoplan_graph::resolve_model(FIXTURE).unwrap();
+    let mut cluster = dgx_h100(4);
+    // Tight enough that some replica counts do not fit with some ZeRO/recompute choices.
+    cluster.gpu.hbm_bytes = 8.0 * 1024.0 * 1024.0 * 1024.0;
+    let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    let mut space = resolve_space("moe").unwrap();
+    space.fix("tp=1,cp=1,moe_tp=1,mbs=1").unwrap();
+    space.placement = PLACEMENTS.to_vec();
+    let run = |exhaustive: bool| {
+        let opts = SearchOptions {
+            top_k: 10,
+            exhaustive,
+        };
+        search(&scorer, &space, &opts, &())
+            .plans
+            .iter()
+            .map(|r| format!("{} {} {}", r.key, r.plan, r.step_time_s))
+            .collect::<Vec<_>>()
+    };
+    let exact = run(true);
+    assert!(!exact.is_empty());
+    assert!(
+        exact.iter().any(|p| p.contains("placement=balanced")),
+        "{exact:#?}"
+    );
+    assert_eq!(exact, run(false));
+}
