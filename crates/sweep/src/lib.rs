@@ -1,12 +1,13 @@
 //! Sweeps: run a grid of models × clusters × workloads × search spaces through a planner and
 //! write one CSV row per (case, rank) — deterministic, resumable, shardable and mergeable.
 //!
-//! Boundary: this crate does no file IO and knows nothing of how a case is planned. The
-//! planner is a [`Planner`] (the CLI plugs in `autoplan-search`; tests plug in synthetic
-//! ones); finished cases are handed, as CSV text, to a callback that the CLI turns into an
-//! append + flush on the output file. What makes files safe to resume, shard and merge —
-//! the schema ([`schema`]), the case order, complete-block detection — lives here as pure
-//! functions of text.
+//! Boundary: this crate writes no files and the engine is generic over how a case is planned:
+//! a [`Planner`] ([`SearchPlanner`] runs `autoplan-search` over the evaluator, the one the CLI
+//! uses; [`testing::SyntheticPlanner`] is arithmetic, for tests). Finished cases are handed, as
+//! CSV text, to a callback that the CLI turns into an append + `fsync` on the output file. What
+//! makes files safe to resume, shard and merge — the schema ([`schema`]), the case order,
+//! complete-block detection — lives here as pure functions of text. (Reading inputs — spec,
+//! models, clusters, spaces — goes through `autoplan_input::Source` and the resolvers.)
 //!
 //! The principal types are [`SweepSpec`] (a validated spec), [`Case`] (one grid point) and
 //! [`SweepTable`] (a parsed sweep CSV). The file order is canonical: blocks of rows sorted by
@@ -17,7 +18,7 @@
 //!
 //! ```
 //! use autoplan_input::Source;
-//! use autoplan_sweep::{merge, render_case, run, Infeasible, SweepSpec};
+//! use autoplan_sweep::{merge, run, Infeasible, SweepSpec};
 //!
 //! let spec = SweepSpec::parse(Source::new("s.toml", r#"
 //!     top_k = 1

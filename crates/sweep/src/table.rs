@@ -522,6 +522,38 @@ gpus = [4, 16]
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// A kill at any byte, resumed with any thread count, gives the uninterrupted file; and
+        /// the shards of any slicing, merged in any order, give it too.
+        #[test]
+        fn any_cut_or_slicing_gives_the_canonical_file(
+            cut in 0.0f64..=1.0,
+            threads in 1usize..4,
+            n in 1u32..6,
+            rotate in 0usize..6,
+        ) {
+            let all = cases();
+            let full = full();
+            let mut raw = schema::header();
+            sweep_with(&all, &mut raw, 2, 100);
+            let cut = ((raw.len() as f64 * cut) as usize).min(raw.len());
+            let text = &raw[..cut];
+            let r = resume_point("out.csv", text, &all).unwrap();
+            let mut kept = if r.has_header { text[..r.keep].to_string() } else { schema::header() };
+            let rest: Vec<Case> = all.iter().filter(|c| !r.done.contains(&c.index)).cloned().collect();
+            proptest::prop_assert_eq!(&sweep_with(&rest, &mut kept, threads, 0), &full);
+
+            let mut shards: Vec<String> = (1..=n)
+                .map(|k| sweep_with(&crate::Shard::new(k, n).unwrap().select(&all), &mut schema::header(), threads, 0))
+                .collect();
+            shards.rotate_left(rotate % n as usize);
+            let inputs: Vec<(&str, &str)> = shards.iter().map(|s| ("shard", s.as_str())).collect();
+            proptest::prop_assert_eq!(&merge(&inputs, Some(&all)).unwrap(), &full);
+        }
+    }
+
     #[test]
     fn torn_and_foreign_files_are_refused_with_their_line() {
         let full = full();
