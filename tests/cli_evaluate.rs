@@ -1,0 +1,139 @@
+//! `autoplan evaluate` and `autoplan validate` end to end (issue 4, items 5 and 6).
+
+use std::process::Command;
+
+fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
+        .args(args)
+        .output()
+        .expect("run autoplan");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const PLAN: &str = "tp=8,sp=on,pp=8,schedule=interleaved,vpp=3,mbs=1,recompute=selective";
+
+#[test]
+fn evaluate_table_has_every_section() {
+    let (code, out, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "selene-a100",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--plan",
+        PLAN,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    for section in [
+        "step time",
+        "MFU",
+        "step-time breakdown",
+        "pipeline bubble",
+        "communication per step",
+        "attention out reduce-scatter (SP)",
+        "pipeline activation send/recv",
+        "memory per GPU",
+    ] {
+        assert!(out.contains(section), "missing {section:?} in\n{out}");
+    }
+}
+
+#[test]
+fn evaluate_json_has_the_promised_keys() {
+    let (code, out, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "selene-a100",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--plan",
+        PLAN,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    for key in [
+        "step_time_s",
+        "tokens_per_s",
+        "mfu",
+        "tflops_per_gpu",
+        "memory_peak_gib",
+    ] {
+        assert!(
+            v[key].as_f64().is_some_and(|x| x > 0.0),
+            "{key}: {}",
+            v[key]
+        );
+    }
+    assert_eq!(v["fits"], serde_json::Value::Bool(true));
+    assert!(!v["report"]["comm"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn invalid_and_oversized_plans_exit_2_with_the_reason() {
+    let (code, _, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "selene-a100",
+        "--gpus",
+        "64",
+        "--plan",
+        "tp=7,pp=1",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(!err.is_empty() && !err.contains("panicked"), "{err}");
+    let (code, out, _) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "selene-a100",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--plan",
+        "tp=8,pp=1,mbs=1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(2));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["fits"], serde_json::Value::Bool(false));
+    assert!(v["excess_gib"].as_f64().unwrap() > 0.0);
+    assert!(v["reason"].as_str().unwrap().contains("GiB over"));
+}
+
+#[test]
+fn validate_json_reports_mape_and_rows() {
+    let runs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/published_runs.csv"
+    );
+    let (code, out, err) = autoplan(&["validate", "--runs", runs, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(v["mape"].as_f64().unwrap() <= 0.10);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(rows.len() >= 40);
+    for r in rows {
+        for key in ["id", "predicted", "measured", "error"] {
+            assert!(!r[key].is_null(), "{key} in {r}");
+        }
+    }
+}
