@@ -1,6 +1,8 @@
 //! The evaluator: per-(model, cluster) precomputation, and per plan the communication
 //! inventory, the stage times, the pipeline composition and the metrics.
 
+use std::sync::OnceLock;
+
 use autoplan_cluster::{Cluster, Gpu, GroupPlacement, Precision};
 use autoplan_cost::compute::{
     attention_core_time, gemm_efficiency, gemm_time, memory_bound_time, peak_flops,
@@ -156,9 +158,10 @@ pub struct Evaluator {
     imbalance: f64,
     capacity: Option<f64>,
     /// Max/mean expert load per GPU under `placement=balanced:R` (autoplan-placement's
-    /// `balanced_imbalance`), precomputed for every EP degree dividing the experts and
-    /// `R ≤ BALANCED_R` so that evaluation stays allocation-free ([`Evaluator::ep_imbalance`]).
-    balanced: Vec<(u32, [f64; BALANCED_R + 1])>,
+    /// `balanced_imbalance`), one slot per EP degree dividing the experts and `R ≤
+    /// BALANCED_R`, filled on first use ([`Evaluator::ep_imbalance`]): models and searches
+    /// that never ask pay nothing, later evaluations read it without allocating.
+    balanced: Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])>,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
@@ -333,7 +336,7 @@ impl Evaluator {
             k_eff,
             imbalance,
             capacity,
-            balanced: balanced_table(experts as u32, imbalance),
+            balanced: balanced_table(experts as u32),
             eff_max,
             mtp_reuse,
             expert_gemm_fwd: layers
@@ -448,8 +451,8 @@ impl Evaluator {
     /// holding the hottest expert beside `E/ep − 1` average ones. `placement=balanced:R`:
     /// autoplan-placement's `balanced_imbalance(E, ep, R, load_imbalance)`, EPLB-style packing
     /// with `R` redundant slots per GPU (seed 004 §4). Capacity-padded dispatch ignores it:
-    /// its buffers have the capacity's size whatever the placement. No allocation for
-    /// `R ≤ BALANCED_R` (the table); beyond, computed on the spot.
+    /// its buffers have the capacity's size whatever the placement. No allocation once a
+    /// (`ep`, `R ≤ BALANCED_R`) pair has been seen (a cached slot); beyond, computed each time.
     pub fn ep_imbalance(&self, plan: &Plan) -> f64 {
         match plan.placement {
             PlacementPolicy::Contiguous => contiguous_imbalance(
@@ -461,9 +464,10 @@ impl Evaluator {
                 let (e, ep) = (self.experts as u32, plan.ep.max(1));
                 // A GPU holds an expert once: slots beyond E − E/ep stay empty.
                 let r = redundant.min(e.saturating_sub(e / ep)) as usize;
+                let compute = || balanced_imbalance(e as usize, ep as usize, r, self.imbalance);
                 match self.balanced.iter().find(|(d, _)| *d == ep) {
-                    Some((_, row)) if r <= BALANCED_R => row[r],
-                    _ => balanced_imbalance(e as usize, ep as usize, r, self.imbalance),
+                    Some((_, row)) if r <= BALANCED_R => *row[r].get_or_init(compute),
+                    _ => compute(),
                 }
             }
         }
@@ -1866,22 +1870,16 @@ impl Evaluator {
     }
 }
 
-/// Redundant slots per GPU covered by [`Evaluator`]'s precomputed balanced-placement table.
+/// Redundant slots per GPU covered by [`Evaluator`]'s cached balanced-placement values.
 const BALANCED_R: usize = 8;
 
-/// `balanced_imbalance(E, ep, R, load_imbalance)` for every EP degree dividing `E` (the
-/// valid ones, `Plan::check`) and `R ≤ BALANCED_R`; empty for dense models.
-fn balanced_table(experts: u32, imbalance: f64) -> Vec<(u32, [f64; BALANCED_R + 1])> {
+/// Empty cache slots for every EP degree dividing `E` (the valid ones, `Plan::check`) and
+/// `R ≤ BALANCED_R`; no slots for dense models. The values are a pure function of (E, ep, R,
+/// load_imbalance), so which thread fills a slot first does not change any result.
+fn balanced_table(experts: u32) -> Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])> {
     (1..=experts)
         .filter(|&d| experts.is_multiple_of(d))
-        .map(|ep| {
-            let mut row = [1.0; BALANCED_R + 1];
-            for (r, v) in row.iter_mut().enumerate() {
-                let r_cap = r.min((experts - experts / ep) as usize);
-                *v = balanced_imbalance(experts as usize, ep as usize, r_cap, imbalance);
-            }
-            (ep, row)
-        })
+        .map(|ep| (ep, std::array::from_fn(|_| OnceLock::new())))
         .collect()
 }
 
