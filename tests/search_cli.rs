@@ -1,0 +1,131 @@
+//! `autoplan search` end to end: the ranking, JSON fields, thread-count independence, the
+//! `--explain` report, bad spaces and `--fix`, and the no-fit message.
+
+use std::process::Command;
+
+fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
+        .args(args)
+        .output()
+        .expect("run autoplan");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const CASE: &[&str] = &["search", "--model", "llama3-8b", "--cluster", "a100x64"];
+
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    CASE.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+#[test]
+fn table_ranks_and_explains_the_best_plan() {
+    let (code, out, err) = autoplan(&with(&["--top", "3", "--stats"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("rank") && out.contains("tok/s/GPU"), "{out}");
+    assert!(
+        out.contains("search statistics:") && out.contains("plans pruned"),
+        "{out}"
+    );
+    assert!(out.contains("── plan 1 in full ──"), "{out}");
+    assert!(out.contains("step-time breakdown"), "{out}");
+    assert!(out.contains("communication per step"), "{out}");
+}
+
+#[test]
+fn json_has_plans_and_stats_and_threads_do_not_matter() {
+    let run = |threads: &str| {
+        let (code, out, err) = autoplan(&with(&[
+            "--top",
+            "5",
+            "--format",
+            "json",
+            "--threads",
+            threads,
+        ]));
+        assert_eq!(code, Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        v
+    };
+    let one = run("1");
+    let two = run("2");
+    let plans = one["plans"].as_array().expect("plans");
+    assert_eq!(plans.len(), 5);
+    for p in plans {
+        for k in [
+            "plan",
+            "step_time_s",
+            "tokens_per_s",
+            "mfu",
+            "memory_peak_gib",
+        ] {
+            assert!(!p[k].is_null(), "{k} missing in {p}");
+        }
+    }
+    assert!(one["stats"]["space_plans"].as_u64().unwrap() > 0);
+    // Same ranking and numbers for any thread count (stats differ: pruning does).
+    assert_eq!(one["plans"], two["plans"]);
+    // Sorted by step time.
+    let t: Vec<f64> = plans
+        .iter()
+        .map(|p| p["step_time_s"].as_f64().unwrap())
+        .collect();
+    assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
+}
+
+#[test]
+fn exhaustive_gives_the_same_ranking() {
+    let args = ["--top", "4", "--format", "csv", "--space", "quick"];
+    let (c1, fast, e1) = autoplan(&with(&args));
+    let (c2, slow, e2) = autoplan(&with(&[&args[..], &["--exhaustive"]].concat()));
+    assert_eq!((c1, c2), (Some(0), Some(0)), "{e1}{e2}");
+    assert_eq!(fast, slow);
+    assert_eq!(fast.lines().count(), 5, "{fast}");
+}
+
+#[test]
+fn fix_restricts_the_plans_and_bad_fix_is_an_error() {
+    let (code, out, err) = autoplan(&with(&["--fix", "tp=2,pp=2", "--format", "csv"]));
+    assert_eq!(code, Some(0), "{err}");
+    for line in out.lines().skip(1) {
+        assert!(line.contains("tp=2,") && line.contains("pp=2,"), "{line}");
+    }
+    let (code, _, err) = autoplan(&with(&["--fix", "tp=zero"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--fix `tp=zero`"), "{err}");
+}
+
+#[test]
+fn bad_space_file_is_located() {
+    let dir = std::env::temp_dir().join(format!("autoplan-search-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/search_spaces/quick.toml"
+    ))
+    .unwrap()
+    .replace("\"selective\", \"full\"", "\"selective\", \"most\"");
+    std::fs::write(&path, text).unwrap();
+    let (code, _, err) = autoplan(&with(&["--space", path.to_str().unwrap()]));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("bad.toml:") && err.contains("memory.recompute"),
+        "{err}"
+    );
+    let (code, _, err) = autoplan(&with(&["--space", "no-such-space"]));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("quick"), "{err}");
+}
+
+#[test]
+fn nothing_fits_says_by_how_much() {
+    // DeepSeek-V3 (671B) needs ≥ 16 B/param of weights, gradients and Adam state: > 64 × 80 GiB.
+    let (code, _, err) = autoplan(&["search", "--model", "deepseek-v3", "--cluster", "a100x64"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no plan of the space fits in memory"), "{err}");
+    assert!(err.contains("GiB over the 80.00 GiB"), "{err}");
+}
