@@ -607,6 +607,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             plan,
             depth: Depth::MicroBatch,
             space: self.space,
+            threshold: f64::INFINITY,
         });
         if b.memory_bytes > self.shape.hbm_bytes {
             l.stats.pruned_by_memory += 1;
@@ -661,6 +662,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             plan: *plan,
             depth,
             space: self.space,
+            threshold: self.threshold.get(),
         });
         if b.memory_bytes > self.shape.hbm_bytes {
             l.stats.pruned_by_memory += 1;

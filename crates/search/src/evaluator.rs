@@ -235,6 +235,10 @@ impl Objective for Scorer {
             }
             Depth::Schedule => time_bound(&self.exact, partial),
         };
+        if b.step_time_s > partial.threshold {
+            // Cut already: spare the relaxed evaluations.
+            return b;
+        }
         let s = partial.space;
         let mut q = partial.plan;
         let both = q.tp > 1;

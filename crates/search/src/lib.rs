@@ -73,6 +73,9 @@ pub struct Partial<'a> {
     pub plan: Plan,
     pub depth: Depth,
     pub space: &'a Space,
+    /// The current K-th best step time (∞ until K plans are known): a bound above it cuts the
+    /// subtree, so an objective may stop refining its bound once it exceeds this.
+    pub threshold: f64,
 }
 
 /// Admissible lower bounds for every completion of a [`Partial`]: no completion has a smaller

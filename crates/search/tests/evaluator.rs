@@ -135,7 +135,7 @@ proptest! {
             Err(Reject::Invalid) => return Ok(()),
         };
         for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Zero, Depth::Schedule] {
-            let b = s.bound(&Partial { plan: partial(&plan, &space, depth), depth, space: &space });
+            let b = s.bound(&Partial { plan: partial(&plan, &space, depth), depth, space: &space, threshold: f64::INFINITY });
             prop_assert!(b.step_time_s <= m.0 * (1.0 + 1e-12), "{:?}: {} > {} for {}", depth, b.step_time_s, m.0, plan);
             prop_assert!(b.memory_bytes <= m.1 * (1.0 + 1e-12), "{:?}: memory {} > {} for {}", depth, b.memory_bytes, m.1, plan);
         }
