@@ -2,7 +2,7 @@
 //!
 //! 1. enumerate the valid degree tuples (`pp → tp → ep → moe_tp → cp`, dp what is left) and
 //!    their micro-batch sizes: these `(degrees, mbs)` pairs are the parallel tasks;
-//! 2. each task is a depth-first walk `recompute → zero → schedule/vpp → knobs`, asking the
+//! 2. each task is a depth-first walk `recompute → schedule/vpp → zero → knobs`, asking the
 //!    objective for bounds at every level and cutting a subtree whose memory floor exceeds HBM
 //!    or whose step-time bound exceeds the current K-th best (shared by all threads as atomic
 //!    f64 bits);
@@ -705,22 +705,21 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 continue;
             }
             let k_rc = base + ir as u128 * r[6];
-            for iz in 0..deg.zero {
-                plan.zero = s.zero[iz];
-                plan.schedule = s.schedule[0];
-                plan.vpp = 1;
-                if self.cut(&plan, Depth::Zero, deg, l) {
+            for &(is, iv) in &deg.schedules {
+                plan.schedule = s.schedule[is];
+                plan.vpp = if iv == usize::MAX { 1 } else { s.vpp[iv] };
+                plan.zero = s.zero[0];
+                let iv_key = if iv == usize::MAX { 0 } else { iv + 1 };
+                if self.cut(&plan, Depth::Schedule, deg, l) {
                     continue;
                 }
-                let k_z = k_rc + iz as u128 * r[7];
-                for &(is, iv) in &deg.schedules {
-                    plan.schedule = s.schedule[is];
-                    plan.vpp = if iv == usize::MAX { 1 } else { s.vpp[iv] };
-                    let iv_key = if iv == usize::MAX { 0 } else { iv + 1 };
-                    if self.cut(&plan, Depth::Schedule, deg, l) {
+                let k_s = k_rc + is as u128 * r[8] + iv_key as u128 * r[9];
+                for iz in 0..deg.zero {
+                    plan.zero = s.zero[iz];
+                    if self.cut(&plan, Depth::Zero, deg, l) {
                         continue;
                     }
-                    key = k_z + is as u128 * r[8] + iv_key as u128 * r[9];
+                    key = k_s + iz as u128 * r[7];
                     self.leaves(&mut plan, key, deg, l);
                 }
             }

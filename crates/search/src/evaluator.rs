@@ -177,7 +177,7 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
 /// collective is free. Its step time is the compute, recompute, bubble and optimizer of the
 /// plan alone, a lower bound of the real step time (communication only adds exposed time, and
 /// the per-collective algorithm and rank-placement knobs only change communication). Once the
-/// schedule is fixed, the bound is the relaxed step time minimised over the knobs that also
+/// schedule is fixed (before the ZeRO stage, taken at its highest value), the bound is the relaxed step time minimised over the knobs that also
 /// change compute (SP, the TP→SP transition, and the expert placement policy, whose replicas
 /// lower the most loaded GPU's expert work); above that depth it is the evaluator's bound.
 #[derive(Debug, Clone)]
@@ -225,8 +225,8 @@ impl Objective for Scorer {
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let mut b = match partial.depth {
             Depth::MicroBatch => return self.exact.bound(partial),
-            // Between the root and the schedule level only the (cheap) time bound: the memory
-            // floor of the root and of the schedule nodes catch what does not fit.
+            // Below the root and the schedule level only the (cheap) time bound: the memory
+            // floors of the root and of the schedule nodes catch what does not fit.
             Depth::Recompute | Depth::Zero => {
                 return Bound {
                     memory_bytes: 0.0,
@@ -241,6 +241,9 @@ impl Objective for Scorer {
         }
         let s = partial.space;
         let mut q = partial.plan;
+        // The ZeRO stage is still open: the highest one stores the least and has the smallest
+        // optimizer shard (the relaxed step and the memory grow with neither).
+        q.zero = s.zero.iter().copied().max().unwrap_or(q.zero);
         let both = q.tp > 1;
         let (sps, tpsps): (&[bool], &[TpSpTransition]) = if both {
             (&s.sp, &s.tp_sp_transition)

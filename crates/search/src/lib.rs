@@ -51,7 +51,7 @@ pub struct Shape {
 }
 
 /// How far down the decision order a [`Partial`] plan is fixed. The order is
-/// `pp → tp → ep → moe_tp → cp → (dp) → mbs → recompute → zero → schedule/vpp → knobs`:
+/// `pp → tp → ep → moe_tp → cp → (dp) → mbs → recompute → schedule/vpp → zero → knobs`:
 /// the degrees first (they decide memory floors and most of the time), the knobs that only
 /// move communication last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -60,10 +60,10 @@ pub enum Depth {
     MicroBatch,
     /// ... and the recompute mode.
     Recompute,
-    /// ... and the ZeRO stage.
-    Zero,
-    /// ... and the pipeline schedule with its virtual stages (only the knobs remain).
+    /// ... and the pipeline schedule with its virtual stages.
     Schedule,
+    /// ... and the ZeRO stage (only the knobs remain).
+    Zero,
 }
 
 /// A plan fixed down to `depth`; fields below it hold the space's first (canonical) values.
