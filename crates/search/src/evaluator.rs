@@ -207,6 +207,38 @@ impl Scorer {
     }
 }
 
+impl Scorer {
+    /// Below a schedule node: the time bound, and the memory floor of this ZeRO stage (the
+    /// schedule node's floor took the highest stage; lower stages store more, and a plan over
+    /// HBM is costly to evaluate). The knobs at their least memory: SP, the all-reduce TP→SP
+    /// transition, the first placement (fewest replicas); both dispatchers.
+    fn zero_floor(&self, partial: &Partial<'_>) -> Bound {
+        let mut b = time_bound(&self.exact, partial);
+        let s = partial.space;
+        let mut q = partial.plan;
+        if b.step_time_s > partial.threshold || s.zero.iter().all(|&z| z <= q.zero) {
+            return b;
+        }
+        q.sp = true;
+        q.tp_sp_transition = TpSpTransition::AllReduceSlice;
+        if q.ep > 1 {
+            q.placement = s.placement[0];
+        }
+        let mut mem = f64::INFINITY;
+        for &d in dispatchers(partial) {
+            q.dispatcher = d;
+            match peak(&self.relaxed, &q) {
+                Some(m) => mem = mem.min(m),
+                None => return b,
+            }
+        }
+        if mem.is_finite() {
+            b.memory_bytes = mem;
+        }
+        b
+    }
+}
+
 impl Objective for Scorer {
     type Metrics = Metrics;
 
@@ -225,14 +257,9 @@ impl Objective for Scorer {
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let mut b = match partial.depth {
             Depth::MicroBatch => return self.exact.bound(partial),
-            // Below the root and the schedule level only the (cheap) time bound: the memory
-            // floors of the root and of the schedule nodes catch what does not fit.
-            Depth::Recompute | Depth::Zero => {
-                return Bound {
-                    memory_bytes: 0.0,
-                    ..time_bound(&self.exact, partial)
-                }
-            }
+            // Between the root and the schedule level only the (cheap) time bound.
+            Depth::Recompute => return time_bound(&self.exact, partial),
+            Depth::Zero => return self.zero_floor(partial),
             Depth::Schedule => time_bound(&self.exact, partial),
         };
         if b.step_time_s > partial.threshold {
