@@ -375,6 +375,15 @@ impl Evaluator {
         self.run(plan, &mut ()).map(|o| o.metrics)
     }
 
+    /// The per-GPU memory peak of `plan` alone, without the step time: the same validity checks
+    /// as [`Evaluator::evaluate`] and the same number (its `memory_peak_bytes`, or the
+    /// `OutOfMemory` peak), whatever the HBM. The search's memory floors call it.
+    pub fn memory_peak_bytes(&self, plan: &Plan) -> Result<f64, Infeasible> {
+        plan.check(&self.model, self.cluster.gpus())?;
+        self.layout(plan)?;
+        Ok(self.memory_peak(plan))
+    }
+
     /// The full report: breakdown, per-layer communication table, stages, memory.
     pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
         let mut rows: Vec<CommRow> = Vec::new();

@@ -392,3 +392,36 @@ proptest! {
         }
     }
 }
+
+/// `memory_peak_bytes` is `evaluate`'s memory peak (fitting or not) and its validity verdict.
+#[test]
+fn memory_peak_bytes_matches_evaluate() {
+    use autoplan_evaluate::{EvalOptions, Evaluator};
+    use autoplan_plan::{Plan, Recompute};
+    let model = autoplan_graph::resolve_model("gpt3-175b").unwrap();
+    let cluster = autoplan_cost::calibration::dgx_a100(8);
+    let eval = Evaluator::new(&model, &cluster, EvalOptions::default());
+    for (tp, pp, recompute) in [
+        (8, 8, Recompute::Full),
+        (8, 8, Recompute::None),
+        (1, 1, Recompute::None),
+        (4, 16, Recompute::Full),
+        (8, 7, Recompute::Full),
+    ] {
+        let plan = Plan {
+            tp,
+            pp,
+            mbs: 1,
+            recompute,
+            ..Plan::default()
+        };
+        let mem = eval.memory_peak_bytes(&plan);
+        match eval.evaluate(&plan) {
+            Ok(m) => assert_eq!(mem.unwrap(), m.memory_peak_bytes, "{plan:?}"),
+            Err(autoplan_evaluate::Infeasible::OutOfMemory { peak_bytes, .. }) => {
+                assert_eq!(mem.unwrap(), peak_bytes, "{plan:?}")
+            }
+            Err(_) => assert!(mem.is_err(), "{plan:?}"),
+        }
+    }
+}
