@@ -5,9 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use autoplan_cluster::resolve_cluster;
 use autoplan_evaluate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Report};
-use autoplan_graph::resolve_model;
 use autoplan_plan::Plan;
 
 use super::Format;
@@ -60,22 +58,13 @@ pub enum Emit {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut model = resolve_model(&args.model)
-        .with_context(|| format!("cannot load model `{}`", args.model))?;
-    if let Some(s) = args.seq_len {
-        anyhow::ensure!(s > 0, "--seq-len must be positive");
-        model.training.seq_len = s;
-        model.max_positions = model.max_positions.max(s);
-    }
-    if let Some(b) = args.global_batch {
-        anyhow::ensure!(b > 0, "--global-batch must be positive");
-        model.training.global_batch = b;
-    }
-    let mut cluster = resolve_cluster(&args.cluster)
-        .with_context(|| format!("cannot load cluster `{}`", args.cluster))?;
-    if let Some(n) = args.gpus {
-        cluster = cluster.with_gpus(n)?;
-    }
+    let (model, cluster) = super::load_inputs(
+        &args.model,
+        &args.cluster,
+        args.seq_len,
+        args.global_batch,
+        args.gpus,
+    )?;
     let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
         .with_context(|| format!("--plan {:?}", args.plan))?;
     let mut out = std::io::stdout().lock();

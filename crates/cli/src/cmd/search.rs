@@ -6,9 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use autoplan_cluster::resolve_cluster;
 use autoplan_evaluate::{EvalOptions, Metrics};
-use autoplan_graph::resolve_model;
 use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::{resolve_space, search, Observer, Outcome, Scorer, SearchOptions, Stats};
 
@@ -73,22 +71,13 @@ impl Observer for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top must be at least 1");
-    let mut model = resolve_model(&args.model)
-        .with_context(|| format!("cannot load model `{}`", args.model))?;
-    if let Some(s) = args.seq_len {
-        anyhow::ensure!(s > 0, "--seq-len must be positive");
-        model.training.seq_len = s;
-        model.max_positions = model.max_positions.max(s);
-    }
-    if let Some(b) = args.global_batch {
-        anyhow::ensure!(b > 0, "--global-batch must be positive");
-        model.training.global_batch = b;
-    }
-    let mut cluster = resolve_cluster(&args.cluster)
-        .with_context(|| format!("cannot load cluster `{}`", args.cluster))?;
-    if let Some(n) = args.gpus {
-        cluster = cluster.with_gpus(n)?;
-    }
+    let (model, cluster) = super::load_inputs(
+        &args.model,
+        &args.cluster,
+        args.seq_len,
+        args.global_batch,
+        args.gpus,
+    )?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
     if let Some(f) = &args.fix {
