@@ -10,8 +10,9 @@ use autoplan_cluster::{Cluster, GroupPlacement};
 
 use crate::{calibration, AlgoMode, Algorithm, Collective, CostModel, Protocol};
 
-/// One row of `collectives_measured.csv`, with its optional cells as `Option`.
-#[derive(Debug, Clone, PartialEq)]
+/// One row of `collectives_measured.csv`, with its optional cells as `Option`; deserializes
+/// straight from the CSV's header names.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct MeasuredRow {
     pub id: String,
     pub hardware: String,
@@ -23,6 +24,7 @@ pub struct MeasuredRow {
     pub bytes: Option<f64>,
     pub busbw_gbps: Option<f64>,
     pub time_us: Option<f64>,
+    #[serde(default)]
     pub notes: String,
 }
 

@@ -12,42 +12,12 @@ fn data_file() -> PathBuf {
     root.join("../shared/data/collectives_measured.csv")
 }
 
-#[derive(serde::Deserialize)]
-struct Raw {
-    id: String,
-    hardware: String,
-    collective: String,
-    algorithm_used: String,
-    ranks: Option<u32>,
-    nodes: Option<u32>,
-    gpus_per_node: Option<u32>,
-    bytes: Option<f64>,
-    busbw_gbps: Option<f64>,
-    time_us: Option<f64>,
-    notes: String,
-}
-
 fn rows() -> Vec<MeasuredRow> {
     let path = data_file();
     let mut rd = csv::Reader::from_path(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    rd.deserialize::<Raw>()
-        .map(|r| {
-            let r = r.expect("well-formed row");
-            MeasuredRow {
-                id: r.id,
-                hardware: r.hardware,
-                collective: r.collective,
-                algorithm_used: r.algorithm_used,
-                ranks: r.ranks,
-                nodes: r.nodes,
-                gpus_per_node: r.gpus_per_node,
-                bytes: r.bytes,
-                busbw_gbps: r.busbw_gbps,
-                time_us: r.time_us,
-                notes: r.notes,
-            }
-        })
+    rd.deserialize::<MeasuredRow>()
+        .map(|r| r.expect("well-formed row"))
         .collect()
 }
 

@@ -287,42 +287,13 @@ fn placement(
     })
 }
 
-#[derive(serde::Deserialize)]
-struct RawRow {
-    id: String,
-    hardware: String,
-    collective: String,
-    algorithm_used: String,
-    ranks: Option<u32>,
-    nodes: Option<u32>,
-    gpus_per_node: Option<u32>,
-    bytes: Option<f64>,
-    busbw_gbps: Option<f64>,
-    time_us: Option<f64>,
-    #[serde(default)]
-    notes: String,
-}
-
 /// Read a `collectives_measured.csv`-shaped file.
 pub fn read_measured(path: &Path) -> anyhow::Result<Vec<MeasuredRow>> {
     let mut rd =
         csv::Reader::from_path(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let mut rows = Vec::new();
-    for (i, rec) in rd.deserialize::<RawRow>().enumerate() {
-        let r = rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?;
-        rows.push(MeasuredRow {
-            id: r.id,
-            hardware: r.hardware,
-            collective: r.collective,
-            algorithm_used: r.algorithm_used,
-            ranks: r.ranks,
-            nodes: r.nodes,
-            gpus_per_node: r.gpus_per_node,
-            bytes: r.bytes,
-            busbw_gbps: r.busbw_gbps,
-            time_us: r.time_us,
-            notes: r.notes,
-        });
+    for (i, rec) in rd.deserialize::<MeasuredRow>().enumerate() {
+        rows.push(rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?);
     }
     Ok(rows)
 }
