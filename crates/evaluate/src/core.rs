@@ -15,6 +15,8 @@ use autoplan_plan::{
     StageLayout, TpSpTransition, Zero,
 };
 
+mod floor;
+
 use crate::comm::{CommKind, CommRow, Pass, Sink};
 use crate::flops::ModelFlops;
 use crate::{

@@ -1,6 +1,6 @@
 //! [`Objective`] for the real cost model, `autoplan_evaluate::Evaluator`.
 //!
-//! Bounds (all admissible, checked by `tests/bounds.rs` against `evaluate` on random plans):
+//! Bounds (all admissible, checked by `tests/evaluator.rs` against `evaluate` on random plans):
 //! - step time: `Evaluator::lower_bound` — the model FLOPs (plus the fixed recompute) at the
 //!   highest GEMM efficiency over all GPUs — stretched by the pipeline bubble that every
 //!   completion pays: with the stage times `t_i`, `t_max ≥ Σt_i / pp`, the evaluator's step is at
@@ -8,15 +8,23 @@
 //!   fraction `f` (1F1B 1, interleaved 1/vpp, ZB-H1 1/3, DualPipe (p−2)/(3(p−1)), evaluate's
 //!   `run`), `m` micro-batches, and `Σt_i ≥ compute bound · pp / m`; the smallest `f` of the
 //!   schedules still open is used;
+//! - communication (`Scorer`, once the ZeRO stage is fixed): `Evaluator::step_floor`, the
+//!   evaluator's own step time with every class's exposed TP, CP and EP communication at its
+//!   least over the transition, the CP exchange, the dispatcher and the `moe_tp` scheme still
+//!   open, minimised over the canonical rank orders (admissibility argued in
+//!   `crates/evaluate/src/core/floor.rs`), and over SP, placement and algorithm mode with the
+//!   overlaps on where open ([`Scorer::comm_floor`]);
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
 //!   value in the space (full recompute, the highest ZeRO stage, SP on, the all-reduce TP→SP
 //!   transition), minimised over the open schedules and the dispatchers (either one's buffer can
 //!   be the smaller) — the memory model grows with none of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
-use autoplan_plan::{Dispatcher, PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition};
+use autoplan_plan::{
+    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
+};
 
-use crate::{Bound, Depth, Objective, Partial, Reject, Shape};
+use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
 
 /// The bubble fraction `f` of a schedule (see the module docs).
 fn bubble_fraction(s: Schedule, vpp: u32, pp: u32) -> f64 {
@@ -214,7 +222,13 @@ impl Scorer {
         let mut b = time_bound(&self.exact, partial);
         let s = partial.space;
         let mut q = partial.plan;
-        if b.step_time_s > partial.threshold || s.zero.iter().all(|&z| z <= q.zero) {
+        if b.step_time_s > partial.threshold {
+            return b;
+        }
+        if s.zero.iter().all(|&z| z <= q.zero) {
+            b.step_time_s = b
+                .step_time_s
+                .max(self.comm_floor(partial, std::slice::from_ref(&q.zero)));
             return b;
         }
         q.sp = true;
@@ -233,9 +247,132 @@ impl Scorer {
         if mem.is_finite() {
             b.memory_bytes = mem;
         }
+        if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
+            b.step_time_s = b
+                .step_time_s
+                .max(self.comm_floor(partial, std::slice::from_ref(&q.zero)));
+        }
         b
     }
+
+    /// `Evaluator::step_floor` (real communication, each kind at its least over the knobs
+    /// still open) for the completions of `partial` with a ZeRO stage in `zeros`, minimised over
+    /// the leaf knobs that also change compute or hide time: SP, the placement, the algorithm
+    /// mode (each value tried), and the overlaps (`true` where open: overlap only hides time,
+    /// `tp_comm`/`ep_comm`). The open lists mirror the engine's (`engine::degrees`): a knob
+    /// that cannot matter for the plan takes `Plan::default()`'s value.
+    fn comm_floor(&self, partial: &Partial<'_>, zeros: &[Zero]) -> f64 {
+        let s = partial.space;
+        let p = partial.plan;
+        let d = Plan::default();
+        let moe = self.exact.model().moe.is_some();
+        let tp = p.tp > 1;
+        let sps = if tp {
+            &s.sp[..]
+        } else {
+            std::slice::from_ref(&d.sp)
+        };
+        let tpsp = if tp {
+            &s.tp_sp_transition[..]
+        } else {
+            std::slice::from_ref(&d.tp_sp_transition)
+        };
+        let tpo = if tp {
+            s.tp_overlap.contains(&true)
+        } else {
+            d.tp_overlap
+        };
+        let cpc = if p.cp > 1 {
+            &s.cp_comm[..]
+        } else {
+            std::slice::from_ref(&d.cp_comm)
+        };
+        let mts = if moe && p.moe_tp > 1 {
+            &s.moe_tp_scheme[..]
+        } else {
+            std::slice::from_ref(&d.moe_tp_scheme)
+        };
+        let disp = if moe && p.ep * p.moe_tp > 1 {
+            &s.dispatcher[..]
+        } else {
+            std::slice::from_ref(&d.dispatcher)
+        };
+        let ep = moe && p.ep > 1;
+        let epo = if ep {
+            s.ep_overlap.contains(&true)
+        } else {
+            d.ep_overlap
+        };
+        let places = if ep {
+            &s.placement[..]
+        } else {
+            std::slice::from_ref(&d.placement)
+        };
+        let (orders, n) = canonical_orders(s, &p);
+        let mut q = p;
+        q.tp_overlap = tpo;
+        q.ep_overlap = epo;
+        let mut best = f64::INFINITY;
+        for &sp in sps {
+            for &pl in places {
+                for &algo in &s.algo {
+                    q.sp = sp;
+                    q.placement = pl;
+                    q.algo = algo;
+                    let f = self
+                        .exact
+                        .step_floor(&q, &orders[..n], zeros, tpsp, cpc, disp, mts);
+                    best = best.min(f);
+                }
+            }
+        }
+        if best.is_finite() {
+            best
+        } else {
+            0.0
+        }
+    }
 }
+
+/// The space's rank orders that differ for `plan` (the engine's `orders_for`: orders equal once
+/// the dims of size 1 in both the dense and the folded MoE grid are dropped give the same
+/// groups), in a fixed array (no allocation); a superset would only cost time.
+fn canonical_orders(s: &Space, p: &Plan) -> ([RankOrder; MAX_ORDERS], usize) {
+    let edp = p.tp * p.cp * p.dp / (p.ep * p.moe_tp).max(1);
+    let dense = [p.tp, p.cp, p.dp, p.pp];
+    let folded = [p.moe_tp, p.ep, edp, p.pp];
+    let key = |o: &RankOrder| {
+        let mut k = [None; 4];
+        let mut j = 0;
+        for &dim in &o.0 {
+            let i = dim as usize;
+            if dense[i] > 1 || folded[i] > 1 {
+                k[j] = Some(dim);
+                j += 1;
+            }
+        }
+        k
+    };
+    let mut out = [RankOrder::default(); MAX_ORDERS];
+    let mut keys = [[None; 4]; MAX_ORDERS];
+    let mut n = 0;
+    for o in &s.order {
+        let k = key(o);
+        if n == MAX_ORDERS {
+            // More orders than the array holds: fall back to none (no floor).
+            return (out, 0);
+        }
+        if !keys[..n].contains(&k) {
+            keys[n] = k;
+            out[n] = *o;
+            n += 1;
+        }
+    }
+    (out, n)
+}
+
+/// Rank orders [`canonical_orders`] holds (4! = 24: every order of the four dims).
+const MAX_ORDERS: usize = 24;
 
 impl Objective for Scorer {
     type Metrics = Metrics;
@@ -282,25 +419,37 @@ impl Objective for Scorer {
         } else {
             &root_placement
         };
+        let disps = dispatchers(partial);
         let (mut time, mut mem) = (f64::INFINITY, f64::INFINITY);
         for &sp in sps {
-            for &t in tpsps {
-                for &pl in places {
-                    for &d in dispatchers(partial) {
-                        q.sp = sp;
+            for &pl in places {
+                q.sp = sp;
+                q.placement = pl;
+                // The relaxed step time does not depend on the TP→SP transition or the
+                // dispatcher: in the evaluator they only choose collectives (free here: their
+                // `bytes / 1e30` s vanish in rounding) and buffers (memory). One relaxed
+                // evaluation for the time, the memory model alone for the other combinations.
+                q.tp_sp_transition = tpsps[0];
+                q.dispatcher = disps[0];
+                match self.relaxed.evaluate(&q) {
+                    Ok(m) => {
+                        time = time.min(m.step_time_s);
+                        mem = mem.min(m.memory_peak_bytes);
+                    }
+                    Err(Infeasible::OutOfMemory { peak_bytes, .. }) => mem = mem.min(peak_bytes),
+                    // No information: keep the weaker bound.
+                    Err(Infeasible::Invalid(_)) => return b,
+                }
+                for &t in tpsps {
+                    for &d in disps {
+                        if (t, d) == (tpsps[0], disps[0]) {
+                            continue;
+                        }
                         q.tp_sp_transition = t;
-                        q.placement = pl;
                         q.dispatcher = d;
-                        match self.relaxed.evaluate(&q) {
-                            Ok(m) => {
-                                time = time.min(m.step_time_s);
-                                mem = mem.min(m.memory_peak_bytes);
-                            }
-                            Err(Infeasible::OutOfMemory { peak_bytes, .. }) => {
-                                mem = mem.min(peak_bytes)
-                            }
-                            // No information: keep the weaker bound.
-                            Err(Infeasible::Invalid(_)) => return b,
+                        match self.relaxed.memory_peak_bytes(&q) {
+                            Ok(m) => mem = mem.min(m),
+                            Err(_) => return b,
                         }
                     }
                 }
