@@ -1,0 +1,260 @@
+//! The communication floor (`Evaluator::step_floor`) on real bundled models: below the step
+//! time of every plan it covers, equal to it when nothing is left open, and the search that
+//! cuts with it finds what exhaustive enumeration finds on a small MoE case with every
+//! communication knob open.
+
+use autoplan_cluster::Cluster;
+use autoplan_cost::calibration::{dgx_a100, dgx_h100, hgx_h800};
+use autoplan_evaluate::{EvalOptions, Evaluator};
+use autoplan_graph::resolve_model;
+use autoplan_plan::{PlacementPolicy, Plan, Schedule};
+use autoplan_search::{
+    resolve_space, search, Depth, Objective, Partial, Reject, Scorer, SearchOptions, Space,
+};
+use proptest::prelude::*;
+
+/// (model, cluster): DeepSeek-V3 on 2048 H800s, Mixtral 8x7B on 64 H100s, GPT-3 on 1024 A100s.
+fn case(i: usize) -> (&'static str, Cluster) {
+    match i {
+        0 => ("deepseek-v3", hgx_h800(256)),
+        1 => ("mixtral-8x7b", dgx_h100(8)),
+        _ => ("gpt3-175b", dgx_a100(128)),
+    }
+}
+
+/// An evaluator whose GPUs never run out of memory, so every valid plan has a step time (the
+/// step time does not read the HBM size).
+fn unbounded(i: usize) -> Evaluator {
+    let (model, mut cluster) = case(i);
+    cluster.gpu.hbm_bytes = 1e30;
+    Evaluator::new(
+        &resolve_model(model).expect("bundled model"),
+        &cluster,
+        EvalOptions::default(),
+    )
+}
+
+fn pick<T: Copy>(v: &[T], i: &prop::sample::Index) -> T {
+    v[i.index(v.len())]
+}
+
+/// `own`, then the other values of `all` whose bit is set in `mask`.
+fn subset<T: Copy + PartialEq>(all: &[T], own: T, mask: u32) -> Vec<T> {
+    let mut v = vec![own];
+    for (i, x) in all.iter().enumerate() {
+        if mask >> i & 1 == 1 && *x != own {
+            v.push(*x);
+        }
+    }
+    v
+}
+
+/// The default space with both values of SP and the overlaps, and balanced placements.
+fn wide_space() -> Space {
+    let mut s = resolve_space("default").expect("bundled space");
+    s.sp = vec![false, true];
+    s.tp_overlap = vec![false, true];
+    s.ep_overlap = vec![false, true];
+    s.placement = vec![
+        PlacementPolicy::Contiguous,
+        PlacementPolicy::Balanced { redundant: 1 },
+    ];
+    s
+}
+
+/// A random plan of `space` using all GPUs, or None if the degrees do not divide them.
+fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) -> Option<Plan> {
+    let moe = ev.model().moe.is_some();
+    let gpus = ev.cluster().gpus();
+    // EP degrees dividing the experts (the others are invalid plans: nothing to check).
+    let experts = ev.model().moe.as_ref().map_or(1, |m| m.experts);
+    let eps: Vec<u32> = space
+        .ep
+        .iter()
+        .copied()
+        .filter(|e| experts.is_multiple_of(*e))
+        .collect();
+    let mut plan = Plan {
+        tp: pick(&space.tp, &ix[0]),
+        pp: pick(&space.pp, &ix[1]),
+        cp: pick(&space.cp, &ix[2]),
+        ep: if moe { pick(&eps, &ix[3]) } else { 1 },
+        moe_tp: if moe { pick(&space.moe_tp, &ix[4]) } else { 1 },
+        mbs: pick(&space.mbs, &ix[5]),
+        recompute: pick(&space.recompute, &ix[6]),
+        zero: pick(&space.zero, &ix[7]),
+        schedule: pick(&space.schedule, &ix[8]),
+        sp: pick(&space.sp, &ix[10]),
+        cp_comm: pick(&space.cp_comm, &ix[11]),
+        tp_sp_transition: pick(&space.tp_sp_transition, &ix[12]),
+        moe_tp_scheme: pick(&space.moe_tp_scheme, &ix[13]),
+        dispatcher: pick(&space.dispatcher, &ix[14]),
+        order: pick(&space.order, &ix[15]),
+        tp_overlap: pick(&space.tp_overlap, &ix[16]),
+        ep_overlap: pick(&space.ep_overlap, &ix[17]),
+        placement: if moe {
+            pick(&space.placement, &ix[18])
+        } else {
+            PlacementPolicy::Contiguous
+        },
+        ..Plan::default()
+    };
+    if plan.schedule == Schedule::Interleaved {
+        plan.vpp = pick(&space.vpp, &ix[9]);
+    }
+    let rest = plan.tp * plan.cp * plan.pp;
+    if !gpus.is_multiple_of(rest) {
+        return None;
+    }
+    plan.dp = gpus / rest;
+    Some(plan)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// floor(plan, open lists holding the plan's own values and random others) ≤ the plan's
+    /// step time; with only its own values the floor is the step time (less the 1e-12 margin).
+    #[test]
+    fn floor_is_admissible_and_exact_when_nothing_is_open(
+        c in 0usize..3,
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        masks in prop::collection::vec(0u32..16, 6),
+    ) {
+        let ev = unbounded(c);
+        let space = wide_space();
+        let Some(plan) = random_plan(&ev, &space, &ix) else { return Ok(()) };
+        let Ok(m) = ev.evaluate(&plan) else { return Ok(()) };
+        let t = m.step_time_s;
+        let own = ev.step_floor(
+            &plan,
+            &[plan.order],
+            &[plan.zero],
+            &[plan.tp_sp_transition],
+            &[plan.cp_comm],
+            &[plan.dispatcher],
+            &[plan.moe_tp_scheme],
+        );
+        prop_assert!(own <= t, "{own} > {t} for {plan}");
+        prop_assert!((t - own) <= 2e-12 * t, "own-values floor {own} ≠ {t} for {plan}");
+        let orders = subset(&space.order, plan.order, masks[0]);
+        let zeros = subset(&space.zero, plan.zero, masks[1]);
+        let tpsp = subset(&space.tp_sp_transition, plan.tp_sp_transition, masks[2]);
+        let cpc = subset(&space.cp_comm, plan.cp_comm, masks[3]);
+        let disp = subset(&space.dispatcher, plan.dispatcher, masks[4]);
+        let mts = subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]);
+        let f = ev.step_floor(&plan, &orders, &zeros, &tpsp, &cpc, &disp, &mts);
+        prop_assert!(f <= own, "{f} > {own} for {plan}: opening knobs raised the floor");
+        prop_assert!(f > 0.0, "no floor for the valid {plan}");
+    }
+}
+
+/// `plan` cut down to `depth` (the engine's partial plans): the decisions below it back at the
+/// space's first values, and the leaf knobs too.
+fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
+    let mut p = *plan;
+    if depth < Depth::Recompute {
+        p.recompute = space.recompute[0];
+    }
+    if depth < Depth::Zero {
+        p.zero = space.zero[0];
+    }
+    if depth < Depth::Schedule {
+        p.schedule = space.schedule[0];
+        p.vpp = 1;
+    }
+    p.sp = space.sp[0];
+    p.cp_comm = space.cp_comm[0];
+    p.tp_sp_transition = space.tp_sp_transition[0];
+    p.moe_tp_scheme = space.moe_tp_scheme[0];
+    p.dispatcher = space.dispatcher[0];
+    p.algo = space.algo[0];
+    p.order = space.order[0];
+    p.tp_overlap = space.tp_overlap[0];
+    p.ep_overlap = space.ep_overlap[0];
+    p.placement = space.placement[0];
+    p
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// The scorer's bounds (the communication floor from the ZeRO level down) ≤ the step time
+    /// and peak memory of random plans of the three real models, at every depth above them.
+    #[test]
+    fn scorer_bounds_with_the_floor_are_admissible(
+        c in 0usize..3,
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+    ) {
+        let (model, cluster) = case(c);
+        let s = Scorer::new(&resolve_model(model).expect("bundled model"), &cluster, EvalOptions::default());
+        let space = wide_space();
+        let Some(mut plan) = random_plan(&s.exact, &space, &ix) else { return Ok(()) };
+        // The engine's canonical form: no dispatcher choice without dispatch, no placement
+        // choice without EP.
+        if plan.ep * plan.moe_tp == 1 {
+            plan.dispatcher = Plan::default().dispatcher;
+        }
+        if plan.ep == 1 {
+            plan.placement = Plan::default().placement;
+        }
+        let m = match Objective::evaluate(&s, &plan) {
+            Ok(m) => (m.step_time_s, m.memory_peak_bytes),
+            Err(Reject::OutOfMemory { peak_bytes, .. }) => (f64::INFINITY, peak_bytes),
+            Err(Reject::Invalid) => return Ok(()),
+        };
+        for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Schedule, Depth::Zero] {
+            let p = Partial { plan: partial(&plan, &space, depth), depth, space: &space, threshold: f64::INFINITY };
+            let b = s.bound(&p);
+            prop_assert!(b.step_time_s <= m.0, "{depth:?}: {} > {} for {plan}", b.step_time_s, m.0);
+            prop_assert!(b.memory_bytes <= m.1, "{depth:?}: memory {} > {} for {plan}", b.memory_bytes, m.1);
+        }
+    }
+}
+
+/// The branch-and-bound with the communication floor finds the exhaustive top-K on a small MoE
+/// case where every communication knob is open (both rank-order families, transitions, CP
+/// exchanges, dispatchers, `moe_tp` schemes, overlaps on and off, SP on and off).
+#[test]
+fn bnb_equals_exhaustive_on_small_moe_with_every_knob_open() {
+    let m = resolve_model("mixtral-8x7b").expect("bundled model");
+    let s = Scorer::new(&m, &dgx_h100(2), EvalOptions::default());
+    let mut space = wide_space();
+    space
+        .fix("mbs=1,recompute=full,schedule=1f1b")
+        .expect("valid fix");
+    space.pp = vec![1, 2, 4];
+    space.zero = vec![autoplan_plan::Zero(1), autoplan_plan::Zero(3)];
+    let run = |exhaustive: bool, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("thread pool");
+        let o = pool.install(|| {
+            search(
+                &s,
+                &space,
+                &SearchOptions {
+                    top_k: 8,
+                    exhaustive,
+                },
+                &(),
+            )
+        });
+        let keys: Vec<String> = o
+            .plans
+            .iter()
+            .map(|r| format!("{} {} {:?}", r.key, r.plan, r.metrics))
+            .collect();
+        (keys, o.stats)
+    };
+    let (exact, all) = run(true, 1);
+    assert!(!exact.is_empty(), "nothing fits");
+    let (bnb, pruned) = run(false, 1);
+    assert_eq!(exact, bnb);
+    assert_eq!(exact, run(false, 3).0);
+    assert!(
+        pruned.evaluated < all.evaluated,
+        "the floor pruned nothing: {pruned:?}"
+    );
+}
