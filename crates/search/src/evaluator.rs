@@ -21,7 +21,7 @@
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::{
-    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
+    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
@@ -226,9 +226,7 @@ impl Scorer {
             return b;
         }
         if s.zero.iter().all(|&z| z <= q.zero) {
-            b.step_time_s = b
-                .step_time_s
-                .max(self.comm_floor(partial, std::slice::from_ref(&q.zero)));
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
             return b;
         }
         q.sp = true;
@@ -248,9 +246,7 @@ impl Scorer {
             b.memory_bytes = mem;
         }
         if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
-            b.step_time_s = b
-                .step_time_s
-                .max(self.comm_floor(partial, std::slice::from_ref(&q.zero)));
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
         }
         b
     }
@@ -261,10 +257,47 @@ impl Scorer {
     /// mode (each value tried), and the overlaps (`true` where open: overlap only hides time,
     /// `tp_comm`/`ep_comm`). The open lists mirror the engine's (`engine::degrees`): a knob
     /// that cannot matter for the plan takes `Plan::default()`'s value.
-    fn comm_floor(&self, partial: &Partial<'_>, zeros: &[Zero]) -> f64 {
+    fn comm_floor(&self, partial: &Partial<'_>) -> f64 {
         let s = partial.space;
         let p = partial.plan;
         let d = Plan::default();
+        // The ZeRO stages and (schedule, vpp) pairs still open, as the engine enumerates them
+        // (`engine::degrees`: one stage where nothing is data-parallel, interleaving with
+        // `pp·vpp ≤ layers`).
+        let edp = p.tp * p.cp * p.dp / (p.ep * p.moe_tp).max(1);
+        let zeros = if partial.depth >= Depth::Zero {
+            std::slice::from_ref(&p.zero)
+        } else if p.dp * p.cp == 1 && edp == 1 {
+            &s.zero[..1]
+        } else {
+            &s.zero[..]
+        };
+        let mut pairs = [(p.schedule, p.vpp); MAX_SCHEDULES];
+        let mut n_pairs = 1;
+        if partial.depth < Depth::Schedule && p.pp > 1 {
+            n_pairs = 0;
+            let layers = self.exact.model().layers;
+            let mut push = |pair| {
+                if n_pairs < MAX_SCHEDULES {
+                    pairs[n_pairs] = pair;
+                }
+                n_pairs += 1;
+            };
+            for &sch in &s.schedule {
+                if sch == Schedule::Interleaved {
+                    for &v in s.vpp.iter().filter(|&&v| p.pp * v <= layers) {
+                        push((sch, v));
+                    }
+                } else {
+                    push((sch, 1));
+                }
+            }
+            if n_pairs > MAX_SCHEDULES {
+                // More pairs than the array holds: no floor.
+                return 0.0;
+            }
+        }
+        let schedules = &pairs[..n_pairs];
         let moe = self.exact.model().moe.is_some();
         let tp = p.tp > 1;
         let sps = if tp {
@@ -319,9 +352,16 @@ impl Scorer {
                     q.sp = sp;
                     q.placement = pl;
                     q.algo = algo;
-                    let f = self
-                        .exact
-                        .step_floor(&q, &orders[..n], zeros, tpsp, cpc, disp, mts);
+                    let f = self.exact.step_floor(
+                        &q,
+                        &orders[..n],
+                        schedules,
+                        zeros,
+                        tpsp,
+                        cpc,
+                        disp,
+                        mts,
+                    );
                     best = best.min(f);
                 }
             }
@@ -371,6 +411,9 @@ fn canonical_orders(s: &Space, p: &Plan) -> ([RankOrder; MAX_ORDERS], usize) {
     (out, n)
 }
 
+/// (schedule, vpp) pairs [`Scorer::comm_floor`] opens at most.
+const MAX_SCHEDULES: usize = 32;
+
 /// Rank orders [`canonical_orders`] holds (4! = 24: every order of the four dims).
 const MAX_ORDERS: usize = 24;
 
@@ -393,7 +436,13 @@ impl Objective for Scorer {
         let mut b = match partial.depth {
             Depth::MicroBatch => return self.exact.bound(partial),
             // Between the root and the schedule level only the (cheap) time bound.
-            Depth::Recompute => return time_bound(&self.exact, partial),
+            Depth::Recompute => {
+                let mut b = time_bound(&self.exact, partial);
+                if b.step_time_s <= partial.threshold {
+                    b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
+                }
+                return b;
+            }
             Depth::Zero => return self.zero_floor(partial),
             Depth::Schedule => time_bound(&self.exact, partial),
         };

@@ -119,7 +119,7 @@ proptest! {
     fn floor_is_admissible_and_exact_when_nothing_is_open(
         c in 0usize..3,
         ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
-        masks in prop::collection::vec(0u32..16, 6),
+        masks in prop::collection::vec(0u32..32, 7),
     ) {
         let ev = unbounded(c);
         let space = wide_space();
@@ -129,6 +129,7 @@ proptest! {
         let own = ev.step_floor(
             &plan,
             &[plan.order],
+            &[(plan.schedule, plan.vpp)],
             &[plan.zero],
             &[plan.tp_sp_transition],
             &[plan.cp_comm],
@@ -143,7 +144,15 @@ proptest! {
         let cpc = subset(&space.cp_comm, plan.cp_comm, masks[3]);
         let disp = subset(&space.dispatcher, plan.dispatcher, masks[4]);
         let mts = subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]);
-        let f = ev.step_floor(&plan, &orders, &zeros, &tpsp, &cpc, &disp, &mts);
+        let pairs = [
+            (Schedule::OneF1B, 1),
+            (Schedule::Interleaved, 2),
+            (Schedule::Interleaved, 4),
+            (Schedule::ZeroBubble, 1),
+            (Schedule::DualPipe, 1),
+        ];
+        let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
+        let f = ev.step_floor(&plan, &orders, &schedules, &zeros, &tpsp, &cpc, &disp, &mts);
         prop_assert!(f <= own, "{f} > {own} for {plan}: opening knobs raised the floor");
         prop_assert!(f > 0.0, "no floor for the valid {plan}");
     }

@@ -25,28 +25,35 @@
 use autoplan_plan::{CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, TpSpTransition, Zero};
 
 use super::{
-    ClassCost, Emitter, Evaluator, Memo, StageTime, ADAM_BYTES_PER_PARAM, ATTN, HEAD, MLP, MOE,
-    MTP, NCLASS, SGD_BYTES_PER_PARAM,
+    ClassCost, Ctx, Emitter, Evaluator, Memo, StageTime, ADAM_BYTES_PER_PARAM, ATTN, HEAD, MLP,
+    MOE, MTP, NCLASS, SGD_BYTES_PER_PARAM,
 };
 use crate::comm::CommKind;
+use autoplan_cluster::GroupPlacement;
 use autoplan_cost::compute::memory_bound_time;
 use autoplan_graph::Optimizer;
-use autoplan_plan::{Recompute, Schedule};
+use autoplan_plan::{Recompute, Schedule, StageLayout};
 
-/// Relative margin for the rounding of `Σt − t_max` (module docs).
+/// Relative margin for the rounding of `Σt − t_max` and of the regrouped sum (module docs).
 const MARGIN: f64 = 1.0 - 1e-12;
+/// Group sets of distinct rank orders remembered (later ones are costed again).
+const SEEN: usize = 24;
+/// Stage layouts remembered per order (later ones are recomputed).
+const LAYOUTS: usize = 8;
 
 impl Evaluator {
     /// A lower bound on the step time of every plan that equals `plan` except for its rank
-    /// order (any of `orders`), ZeRO stage (any of `zeros`), TP→SP transition, CP exchange,
-    /// dispatcher and `moe_tp` scheme (any of the lists); the other fields are taken from
-    /// `plan` (a caller bounding both overlap settings passes the most hiding one, `true`:
-    /// overlap only hides time). 0 if `plan` is invalid (no information). Allocation-free.
+    /// order (any of `orders`), pipeline schedule and virtual stages (any pair of
+    /// `schedules`), ZeRO stage (any of `zeros`), TP→SP transition, CP exchange, dispatcher
+    /// and `moe_tp` scheme (any of the lists); the other fields are taken from `plan` (a caller
+    /// bounding both overlap settings passes the most hiding one, `true`: overlap only hides
+    /// time). 0 if `plan` is invalid with every schedule (no information). Allocation-free.
     #[allow(clippy::too_many_arguments)]
     pub fn step_floor(
         &self,
         plan: &Plan,
         orders: &[RankOrder],
+        schedules: &[(Schedule, u32)],
         zeros: &[Zero],
         tp_sp: &[TpSpTransition],
         cp_comm: &[CpComm],
@@ -57,13 +64,24 @@ impl Evaluator {
         if lists.contains(&0) || dispatchers.is_empty() || schemes.is_empty() {
             return 0.0;
         }
-        if plan.check(&self.model, self.cluster.gpus()).is_err() {
+        // The (schedule, vpp) pairs with a valid plan: a bit each (the first 64; the others
+        // are checked where used). Invalid completions have no step time to bound.
+        let mut q = *plan;
+        let gpus = self.cluster.gpus();
+        let valid = |q: &mut Plan, (sch, v): (Schedule, u32)| {
+            q.schedule = sch;
+            q.vpp = v;
+            q.check(&self.model, gpus).is_ok() && self.layout(q).is_ok()
+        };
+        let mut mask = 0u64;
+        for (i, &sv) in schedules.iter().enumerate().take(64) {
+            if valid(&mut q, sv) {
+                mask |= 1 << i;
+            }
+        }
+        if mask == 0 && schedules.len() <= 64 {
             return 0.0;
         }
-        let Ok(layout) = self.layout(plan) else {
-            return 0.0;
-        };
-        let mut q = *plan;
         // Compute, once: `class_costs`' calls, in its order (the MTP module reuses the GEMM
         // times of the classes it repeats).
         let x0 = self.ctx(plan);
@@ -82,10 +100,41 @@ impl Evaluator {
                 self.compute(c, &x0, None)
             };
         }
+        // ZeRO 1 and 2 take the same time (`dp_comm` and `run` only ask `≥ 1` and `≥ 3`; they
+        // differ in memory): one stage of each class.
+        let class = |z: Zero| (z >= Zero(1), z >= Zero(3));
+        let mut zs = [Zero(0); 3];
+        let mut nz = 0;
+        for &z in zeros {
+            if !zs[..nz].iter().any(|&y| class(y) == class(z)) {
+                zs[nz] = z;
+                nz += 1;
+            }
+        }
+        let zs = &zs[..nz];
+        // Orders placing every group alike give the same floor (`Ctx` differs only in the
+        // groups, and no cost reads `plan.order`): the group sets already seen.
+        let none = GroupPlacement {
+            size: 0,
+            ranks_per_node: 0,
+            nodes: 0,
+        };
+        let mut seen = [[none; 8]; SEEN];
+        let mut n_seen = 0;
         let mut best = f64::INFINITY;
         for &order in orders {
             q.order = order;
             let x = self.ctx(&q);
+            let groups = [
+                x.g_tp, x.g_cp, x.g_dp, x.g_ep, x.g_mt, x.g_edp, x.hop_cp, x.hop_pp,
+            ];
+            if seen[..n_seen].contains(&groups) {
+                continue;
+            }
+            if n_seen < SEEN {
+                seen[n_seen] = groups;
+                n_seen += 1;
+            }
             let mut memo = Memo::default();
             let mut costs = [ClassCost::default(); NCLASS];
             for (i, c) in self.classes.iter().enumerate() {
@@ -160,58 +209,64 @@ impl Evaluator {
                     exposed,
                 };
             }
-            // `run`'s pipeline composition.
             let (_, pp_t) = self.pp_hop(&x);
-            let (mut tmax, mut sum, mut start) = (0.0, 0.0, 0);
-            let mut pmax = StageTime::default();
-            for i in 0..x.pp {
-                let s = self.stage(&q, &x, &costs, &layout, i, start, pp_t);
-                start += s.blocks;
-                sum += s.t;
-                if s.t > tmax {
-                    tmax = s.t;
-                }
-                if s.params_dense + s.params_expert > pmax.params_dense + pmax.params_expert {
-                    pmax = s;
-                }
-            }
-            let micro = x.micro;
-            let base = sum - tmax;
-            let bubble = match q.schedule {
-                Schedule::OneF1B => base,
-                Schedule::Interleaved => base / x.vpp,
-                Schedule::ZeroBubble => base / 3.0,
-                Schedule::DualPipe => {
-                    let p = x.pp as f64;
-                    if p > 2.0 {
-                        base * (p - 2.0) / (3.0 * (p - 1.0))
-                    } else {
-                        0.0
-                    }
-                }
+            // Per distinct stage layout (the schedules without interleaving share one): the
+            // busiest stage, the stage sum, and the least once-per-step part over the ZeRO
+            // stages.
+            let empty = StageLayout {
+                pp: 0,
+                vpp: 0,
+                first: 0,
+                last: 0,
+                middle: 0,
+                middle_extra: 0,
             };
-            for &z in zeros {
-                q.zero = z;
-                // `run`'s DP reduction and optimizer step.
-                let (dp_exposed, zero3_per_mb) = self.dp_comm(&q, &x, &pmax, &mut (), micro);
-                let pipeline = micro * (tmax + zero3_per_mb) + bubble;
-                let shard_d = if q.zero >= Zero(1) {
-                    x.g_dp.size as f64
+            let mut layouts = [(empty, 0.0, 0.0, 0.0); LAYOUTS];
+            let mut n_layouts = 0;
+            for (k, &(sch, v)) in schedules.iter().enumerate() {
+                if if k < 64 {
+                    mask >> k & 1 == 0
                 } else {
-                    1.0
+                    !valid(&mut q, (sch, v))
+                } {
+                    continue;
+                }
+                q.schedule = sch;
+                q.vpp = v;
+                let Ok(mut layout) = self.layout(&q) else {
+                    continue;
                 };
-                let shard_e = if q.zero >= Zero(1) {
-                    x.g_edp.size as f64
-                } else {
-                    1.0
+                // `blocks` does not read `vpp`.
+                layout.vpp = 1;
+                let found = layouts[..n_layouts].iter().find(|l| l.0 == layout);
+                let (_, tmax, sum, rest) = match found {
+                    Some(l) => *l,
+                    None => {
+                        let l = self.stages_floor(&mut q, &x, &costs, &layout, zs, pp_t);
+                        let l = (layout, l.0, l.1, l.2);
+                        if n_layouts < LAYOUTS {
+                            layouts[n_layouts] = l;
+                            n_layouts += 1;
+                        }
+                        l
+                    }
                 };
-                let per_param = match self.model.training.optimizer {
-                    Optimizer::Adam => ADAM_BYTES_PER_PARAM,
-                    Optimizer::Sgd => SGD_BYTES_PER_PARAM,
+                // `run`'s bubble of the schedule.
+                let base = sum - tmax;
+                let bubble = match sch {
+                    Schedule::OneF1B => base,
+                    Schedule::Interleaved => base / v.max(1) as f64,
+                    Schedule::ZeroBubble => base / 3.0,
+                    Schedule::DualPipe => {
+                        let p = x.pp as f64;
+                        if p > 2.0 {
+                            base * (p - 2.0) / (3.0 * (p - 1.0))
+                        } else {
+                            0.0
+                        }
+                    }
                 };
-                let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-                let optimizer = memory_bound_time(&self.gpu, per_param * opt_params);
-                best = best.min(pipeline + dp_exposed + optimizer);
+                best = best.min(x.micro * tmax + bubble + rest);
             }
         }
         if best.is_finite() {
@@ -219,5 +274,66 @@ impl Evaluator {
         } else {
             0.0
         }
+    }
+
+    /// For one stage layout: `run`'s busiest stage time `t_max` and stage sum, and the least
+    /// over `zeros` of the rest of the step: `m·zero3_per_mb + dp_exposed + optimizer` (`run`
+    /// sums `m·(t_max + zero3_per_mb) + bubble + dp_exposed + optimizer`; the regrouping moves
+    /// the result by ulps, inside the floor's margin).
+    fn stages_floor(
+        &self,
+        q: &mut Plan,
+        x: &Ctx,
+        costs: &[ClassCost; NCLASS],
+        layout: &StageLayout,
+        zeros: &[Zero],
+        pp_t: f64,
+    ) -> (f64, f64, f64) {
+        // `run`'s stage loop, with its reuse of equal middle stages.
+        let (mut tmax, mut sum, mut start) = (0.0, 0.0, 0);
+        let mut pmax = StageTime::default();
+        let mut prev: Option<StageTime> = None;
+        for i in 0..x.pp {
+            let (n, dense, _) = self.stage_blocks(layout, i, start);
+            let middle = i > 0 && i + 1 < x.pp;
+            let s = match prev {
+                Some(p) if middle && p.blocks == n && p.dense == dense => p,
+                _ => self.stage(q, x, costs, layout, i, start, pp_t),
+            };
+            prev = middle.then_some(s);
+            start += s.blocks;
+            sum += s.t;
+            if s.t > tmax {
+                tmax = s.t;
+            }
+            if s.params_dense + s.params_expert > pmax.params_dense + pmax.params_expert {
+                pmax = s;
+            }
+        }
+        let micro = x.micro;
+        let per_param = match self.model.training.optimizer {
+            Optimizer::Adam => ADAM_BYTES_PER_PARAM,
+            Optimizer::Sgd => SGD_BYTES_PER_PARAM,
+        };
+        let mut rest = f64::INFINITY;
+        for &z in zeros {
+            q.zero = z;
+            // `run`'s DP reduction and optimizer step.
+            let (dp_exposed, zero3_per_mb) = self.dp_comm(q, x, &pmax, &mut (), micro);
+            let shard_d = if q.zero >= Zero(1) {
+                x.g_dp.size as f64
+            } else {
+                1.0
+            };
+            let shard_e = if q.zero >= Zero(1) {
+                x.g_edp.size as f64
+            } else {
+                1.0
+            };
+            let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
+            let optimizer = memory_bound_time(&self.gpu, per_param * opt_params);
+            rest = rest.min(micro * zero3_per_mb + dp_exposed + optimizer);
+        }
+        (tmax, sum, rest)
     }
 }
