@@ -21,7 +21,7 @@
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::{
-    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition,
+    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
@@ -93,24 +93,34 @@ impl Objective for Evaluator {
             q.recompute = s.recompute.iter().copied().max().unwrap_or(Recompute::Full);
         }
         if partial.depth < Depth::Zero {
+            // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
             q.zero = s.zero.iter().copied().max().unwrap_or(p.zero);
         }
         q.sp = true;
         q.tp_sp_transition = TpSpTransition::AllReduceSlice;
-        let mut mem = f64::INFINITY;
-        let mut unknown = false;
-        open_schedules(partial, &mut |sch, v| {
-            q.schedule = sch;
-            q.vpp = v;
-            // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
-            for &d in dispatchers(partial) {
-                q.dispatcher = d;
-                match peak(self, &q) {
-                    Some(m) => mem = mem.min(m),
-                    None => unknown = true,
+        // The least peak over the open schedules and dispatchers (None: an invalid plan, no
+        // information).
+        let floor = |q: &mut Plan| {
+            let mut mem = Some(f64::INFINITY);
+            open_schedules(partial, &mut |sch, v| {
+                q.schedule = sch;
+                q.vpp = v;
+                // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
+                for &d in dispatchers(partial) {
+                    q.dispatcher = d;
+                    mem = mem.zip(peak(self, q)).map(|(a, b)| a.min(b));
                 }
-            }
-        });
+            });
+            mem
+        };
+        let mut mem = floor(&mut q);
+        // The stage below ZeRO 3 may store less.
+        if let Some(z) = zero_below_3(partial) {
+            q.zero = z;
+            mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
+        }
+        let unknown = mem.is_none();
+        let mem = mem.unwrap_or(0.0);
         Bound {
             memory_bytes: if unknown || !mem.is_finite() {
                 0.0
@@ -120,6 +130,19 @@ impl Objective for Evaluator {
             ..b
         }
     }
+}
+
+/// The ZeRO stage to try besides the highest open one for a memory floor: the memory crate's
+/// weights, gradients and optimizer state shrink from stage to stage, but ZeRO 3 adds a buffer
+/// for one gathered block (`transient`), so ZeRO 3 can need more than the highest stage below
+/// it (which then stores the least of the stages below 3). `None` where the stage is fixed, or
+/// 3 is not open, or nothing below it is.
+fn zero_below_3(partial: &Partial<'_>) -> Option<Zero> {
+    let s = partial.space;
+    if partial.depth >= Depth::Zero || !s.zero.contains(&Zero(3)) {
+        return None;
+    }
+    s.zero.iter().copied().filter(|&z| z < Zero(3)).max()
 }
 
 /// The dispatchers the completions of `partial` may use: either one's buffer can be the
@@ -251,11 +274,12 @@ impl Scorer {
         b
     }
 
-    /// `Evaluator::step_floor` (real communication, each kind at its least over the knobs
-    /// still open) for the completions of `partial` with a ZeRO stage in `zeros`, minimised over
-    /// the leaf knobs that also change compute or hide time: SP, the placement, the algorithm
-    /// mode (each value tried), and the overlaps (`true` where open: overlap only hides time,
-    /// `tp_comm`/`ep_comm`). The open lists mirror the engine's (`engine::degrees`): a knob
+    /// `Evaluator::step_floor` of `partial`: real communication, each kind at its least over
+    /// the communication knobs still open, minimised over the open rank orders, recompute
+    /// modes, schedules and ZeRO stages, and here over the leaf knobs that also change compute
+    /// (SP, the placement) or the collectives' algorithms (the algorithm mode), each value
+    /// tried; the overlaps are taken on where open (overlap only hides time: `tp_comm`,
+    /// `ep_comm`). The open lists mirror the engine's enumeration (`engine::degrees`): a knob
     /// that cannot matter for the plan takes `Plan::default()`'s value.
     fn comm_floor(&self, partial: &Partial<'_>) -> f64 {
         let s = partial.space;
@@ -298,6 +322,11 @@ impl Scorer {
             }
         }
         let schedules = &pairs[..n_pairs];
+        let recomputes = if partial.depth >= Depth::Recompute {
+            std::slice::from_ref(&p.recompute)
+        } else {
+            &s.recompute[..]
+        };
         let moe = self.exact.model().moe.is_some();
         let tp = p.tp > 1;
         let sps = if tp {
@@ -331,7 +360,9 @@ impl Scorer {
             std::slice::from_ref(&d.dispatcher)
         };
         let ep = moe && p.ep > 1;
-        let epo = if ep {
+        // The engine fixes the EP overlap where ep = 1, but `ep_comm` also hides the `moe_tp`
+        // collectives with it: open wherever either moves tokens (a superset is admissible).
+        let epo = if moe && p.ep * p.moe_tp > 1 {
             s.ep_overlap.contains(&true)
         } else {
             d.ep_overlap
@@ -355,6 +386,7 @@ impl Scorer {
                     let f = self.exact.step_floor(
                         &q,
                         &orders[..n],
+                        recomputes,
                         schedules,
                         zeros,
                         tpsp,
@@ -434,7 +466,14 @@ impl Objective for Scorer {
 
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let mut b = match partial.depth {
-            Depth::MicroBatch => return self.exact.bound(partial),
+            Depth::MicroBatch => {
+                // The task root: its bound also orders the tasks (best first).
+                let mut b = self.exact.bound(partial);
+                if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
+                    b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
+                }
+                return b;
+            }
             // Between the root and the schedule level only the (cheap) time bound.
             Depth::Recompute => {
                 let mut b = time_bound(&self.exact, partial);
@@ -452,8 +491,9 @@ impl Objective for Scorer {
         }
         let s = partial.space;
         let mut q = partial.plan;
-        // The ZeRO stage is still open: the highest one stores the least and has the smallest
-        // optimizer shard (the relaxed step and the memory grow with neither).
+        // The ZeRO stage is still open: the highest one has the smallest optimizer shard (the
+        // relaxed step does not grow with it) and, but for ZeRO 3's gather buffer (handled
+        // below, `zero_below_3`), stores the least.
         q.zero = s.zero.iter().copied().max().unwrap_or(q.zero);
         let both = q.tp > 1;
         let (sps, tpsps): (&[bool], &[TpSpTransition]) = if both {
@@ -499,6 +539,26 @@ impl Objective for Scorer {
                         match self.relaxed.memory_peak_bytes(&q) {
                             Ok(m) => mem = mem.min(m),
                             Err(_) => return b,
+                        }
+                    }
+                }
+            }
+        }
+        // The stage below ZeRO 3 may store less.
+        if let Some(z) = zero_below_3(partial) {
+            q.zero = z;
+            for &sp in sps {
+                for &pl in places {
+                    for &t in tpsps {
+                        for &d in disps {
+                            q.sp = sp;
+                            q.placement = pl;
+                            q.tp_sp_transition = t;
+                            q.dispatcher = d;
+                            match self.relaxed.memory_peak_bytes(&q) {
+                                Ok(m) => mem = mem.min(m),
+                                Err(_) => return b,
+                            }
                         }
                     }
                 }

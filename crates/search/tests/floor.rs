@@ -119,7 +119,7 @@ proptest! {
     fn floor_is_admissible_and_exact_when_nothing_is_open(
         c in 0usize..3,
         ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
-        masks in prop::collection::vec(0u32..32, 7),
+        masks in prop::collection::vec(0u32..32, 8),
     ) {
         let ev = unbounded(c);
         let space = wide_space();
@@ -129,6 +129,7 @@ proptest! {
         let own = ev.step_floor(
             &plan,
             &[plan.order],
+            &[plan.recompute],
             &[(plan.schedule, plan.vpp)],
             &[plan.zero],
             &[plan.tp_sp_transition],
@@ -152,7 +153,18 @@ proptest! {
             (Schedule::DualPipe, 1),
         ];
         let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
-        let f = ev.step_floor(&plan, &orders, &schedules, &zeros, &tpsp, &cpc, &disp, &mts);
+        let recomputes = subset(&space.recompute, plan.recompute, masks[7]);
+        let f = ev.step_floor(
+            &plan,
+            &orders,
+            &recomputes,
+            &schedules,
+            &zeros,
+            &tpsp,
+            &cpc,
+            &disp,
+            &mts,
+        );
         prop_assert!(f <= own, "{f} > {own} for {plan}: opening knobs raised the floor");
         prop_assert!(f > 0.0, "no floor for the valid {plan}");
     }

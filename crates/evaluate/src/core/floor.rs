@@ -1,26 +1,31 @@
-//! An admissible floor of the step time over the communication knobs a search has not decided
-//! yet ([`Evaluator::step_floor`]): the branch-and-bound of `autoplan-search` cuts with it the
-//! subtrees whose plans differ only in how they communicate.
+//! An admissible floor of the step time over the decisions a search has not taken yet
+//! ([`Evaluator::step_floor`]): the branch-and-bound of `autoplan-search` cuts with it the
+//! subtrees whose plans differ only in how they communicate, recompute and pipeline.
 //!
-//! The floor is [`Evaluator::run`]'s step time with every class's exposed communication
-//! replaced by its minimum over the open knobs, one kind at a time, and the whole minimised over
-//! the open rank orders and ZeRO stages. It is admissible — no completion is faster — because:
-//! - the compute of a class (`compute`, `gemm_fwd`) does not read the rank order, the TP→SP
-//!   transition, the CP exchange, the dispatcher or the `moe_tp` scheme, so every completion
-//!   has the same `fwd`, `bwd`, `rc_full`, `rc_sel` and GEMM windows as the floor;
-//! - each of those four knobs moves the exposure of one kind only (`tp_comm` reads the
-//!   transition and writes TP, `cp_comm` the exchange and CP, `ep_comm` the dispatcher and
-//!   scheme and EP), so a completion's exposure of each kind is at least the minimum over the
-//!   kind's knob, and the sum of minima is at most the minimum of sums;
+//! The floor is `Evaluator::run`'s step time with every class's exposed communication replaced
+//! by its minimum over the open communication knobs, one kind at a time, minimised over the open
+//! rank orders, recompute modes, schedules and ZeRO stages. It is admissible — no completion is
+//! faster — because:
+//! - the compute of a class (`compute`, `gemm_fwd`) reads none of those decisions, so every
+//!   completion has the same `fwd`, `bwd`, `rc_full`, `rc_sel` and GEMM windows as the floor;
+//! - each communication knob moves the exposure of one kind only (`tp_comm` reads the TP→SP
+//!   transition and writes TP, `cp_comm` the CP exchange and CP, `ep_comm` the dispatcher and
+//!   `moe_tp` scheme and EP), so a completion's exposure of each kind is at least the minimum
+//!   over the kind's knob, and the sum of minima is at most the minimum of sums;
 //! - `stage` adds the exposures to the stage time, and `run`'s pipeline time
 //!   `m·t_max + f·(Σt − t_max) = (m − f)·t_max + f·Σt` (`m ≥ 1 ≥ f ≥ 0`) grows with every stage
 //!   time; the DP reduction (`dp_comm`), the ZeRO-3 gathers and the optimizer step depend on
 //!   the order and the ZeRO stage (both minimised over) and on the stage holding the most
-//!   parameters and its compute, neither of which the knobs change.
+//!   parameters and its compute, which none of the knobs change;
+//! - the recompute mode, the schedule and the ZeRO stage are minimised over exactly: each open
+//!   value is composed as `run` composes it.
 //!
 //! The same operations run in the same order as in `run` on inputs no larger, and IEEE
 //! rounding is monotone, so the floor holds in floating point too; a relative margin of 1e-12
-//! covers `Σt − t_max` (not monotone by an ulp).
+//! covers `Σt − t_max` (not monotone by an ulp) and the regrouped sum of `stages_floor`.
+//!
+//! Kept in step with `run`, `class_costs` and `stage` by `crates/search/tests/floor.rs`: with
+//! nothing open the floor equals the step time.
 
 use autoplan_plan::{CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, TpSpTransition, Zero};
 
@@ -38,13 +43,13 @@ use autoplan_plan::{Recompute, Schedule, StageLayout};
 const MARGIN: f64 = 1.0 - 1e-12;
 /// Group sets of distinct rank orders remembered (later ones are costed again).
 const SEEN: usize = 24;
-/// Stage layouts remembered per order (later ones are recomputed).
-const LAYOUTS: usize = 8;
+/// (Stage layout, recompute) pairs remembered per order (later ones are recomputed).
+const LAYOUTS: usize = 16;
 
 impl Evaluator {
     /// A lower bound on the step time of every plan that equals `plan` except for its rank
-    /// order (any of `orders`), pipeline schedule and virtual stages (any pair of
-    /// `schedules`), ZeRO stage (any of `zeros`), TP→SP transition, CP exchange, dispatcher
+    /// order (any of `orders`), recompute mode (any of `recomputes`), pipeline schedule and
+    /// virtual stages (any pair of `schedules`), ZeRO stage (any of `zeros`), TP→SP transition, CP exchange, dispatcher
     /// and `moe_tp` scheme (any of the lists); the other fields are taken from `plan` (a caller
     /// bounding both overlap settings passes the most hiding one, `true`: overlap only hides
     /// time). 0 if `plan` is invalid with every schedule (no information). Allocation-free.
@@ -53,6 +58,7 @@ impl Evaluator {
         &self,
         plan: &Plan,
         orders: &[RankOrder],
+        recomputes: &[Recompute],
         schedules: &[(Schedule, u32)],
         zeros: &[Zero],
         tp_sp: &[TpSpTransition],
@@ -60,26 +66,31 @@ impl Evaluator {
         dispatchers: &[Dispatcher],
         schemes: &[MoeTpScheme],
     ) -> f64 {
-        let lists = [orders.len(), zeros.len(), tp_sp.len(), cp_comm.len()];
-        if lists.contains(&0) || dispatchers.is_empty() || schemes.is_empty() {
+        let lists = [orders.len(), recomputes.len(), schedules.len(), zeros.len()];
+        let knobs = [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()];
+        if lists.contains(&0) || knobs.contains(&0) {
             return 0.0;
         }
-        // The (schedule, vpp) pairs with a valid plan: a bit each (the first 64; the others
-        // are checked where used). Invalid completions have no step time to bound.
+        // The (recompute, schedule, vpp) triples with a valid plan: a bit each (the first 64;
+        // the others are checked where used). Invalid completions have no step time to bound.
         let mut q = *plan;
         let gpus = self.cluster.gpus();
-        let valid = |q: &mut Plan, (sch, v): (Schedule, u32)| {
+        let valid = |q: &mut Plan, r: Recompute, (sch, v): (Schedule, u32)| {
+            q.recompute = r;
             q.schedule = sch;
             q.vpp = v;
             q.check(&self.model, gpus).is_ok() && self.layout(q).is_ok()
         };
+        let n = schedules.len();
         let mut mask = 0u64;
-        for (i, &sv) in schedules.iter().enumerate().take(64) {
-            if valid(&mut q, sv) {
-                mask |= 1 << i;
+        for (ri, &r) in recomputes.iter().enumerate() {
+            for (k, &sv) in schedules.iter().enumerate() {
+                if ri * n + k < 64 && valid(&mut q, r, sv) {
+                    mask |= 1 << (ri * n + k);
+                }
             }
         }
-        if mask == 0 && schedules.len() <= 64 {
+        if mask == 0 && recomputes.len() * n <= 64 {
             return 0.0;
         }
         // Compute, once: `class_costs`' calls, in its order (the MTP module reuses the GEMM
@@ -142,7 +153,9 @@ impl Evaluator {
                     continue;
                 }
                 let (fwd, bwd, rc_full, rc_sel, gemm) = cc[i];
-                let full = q.recompute == Recompute::Full && matches!(i, ATTN | MLP | MOE | MTP);
+                // `class_costs` collects the recomputed forward's TP exposure (`rc`) under full
+                // recompute only, and `stage` reads it only then: collect it always.
+                let full = matches!(i, ATTN | MLP | MOE | MTP);
                 let mut e = Emitter {
                     ev: self,
                     x: &x,
@@ -221,16 +234,21 @@ impl Evaluator {
                 middle: 0,
                 middle_extra: 0,
             };
-            let mut layouts = [(empty, 0.0, 0.0, 0.0); LAYOUTS];
+            let mut layouts = [(empty, Recompute::None, 0.0, 0.0, 0.0); LAYOUTS];
             let mut n_layouts = 0;
-            for (k, &(sch, v)) in schedules.iter().enumerate() {
-                if if k < 64 {
-                    mask >> k & 1 == 0
+            for (idx, (r, &(sch, v))) in recomputes
+                .iter()
+                .flat_map(|&r| schedules.iter().map(move |sv| (r, sv)))
+                .enumerate()
+            {
+                if if idx < 64 {
+                    mask >> idx & 1 == 0
                 } else {
-                    !valid(&mut q, (sch, v))
+                    !valid(&mut q, r, (sch, v))
                 } {
                     continue;
                 }
+                q.recompute = r;
                 q.schedule = sch;
                 q.vpp = v;
                 let Ok(mut layout) = self.layout(&q) else {
@@ -238,12 +256,14 @@ impl Evaluator {
                 };
                 // `blocks` does not read `vpp`.
                 layout.vpp = 1;
-                let found = layouts[..n_layouts].iter().find(|l| l.0 == layout);
-                let (_, tmax, sum, rest) = match found {
+                let found = layouts[..n_layouts]
+                    .iter()
+                    .find(|l| l.0 == layout && l.1 == r);
+                let (_, _, tmax, sum, rest) = match found {
                     Some(l) => *l,
                     None => {
                         let l = self.stages_floor(&mut q, &x, &costs, &layout, zs, pp_t);
-                        let l = (layout, l.0, l.1, l.2);
+                        let l = (layout, r, l.0, l.1, l.2);
                         if n_layouts < LAYOUTS {
                             layouts[n_layouts] = l;
                             n_layouts += 1;
