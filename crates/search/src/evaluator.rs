@@ -1,28 +1,29 @@
 //! [`Objective`] for the real cost model, `autoplan_evaluate::Evaluator`.
 //!
-//! Bounds (all admissible, checked by `tests/evaluator.rs` against `evaluate` on random plans):
-//! - step time: `Evaluator::lower_bound` — the model FLOPs (plus the fixed recompute) at the
-//!   highest GEMM efficiency over all GPUs — stretched by the pipeline bubble that every
+//! Bounds (all admissible, checked against `evaluate` on random plans by `tests/evaluator.rs`
+//! and `tests/floor.rs`):
+//! - step time, cheap: `Evaluator::lower_bound` — the model FLOPs (plus the fixed recompute) at
+//!   the highest GEMM efficiency over all GPUs — stretched by the pipeline bubble that every
 //!   completion pays: with the stage times `t_i`, `t_max ≥ Σt_i / pp`, the evaluator's step is at
 //!   least `m·t_max + f·(Σt_i − t_max) ≥ Σt_i·(m + f·(pp−1)) / pp` for the schedule's bubble
 //!   fraction `f` (1F1B 1, interleaved 1/vpp, ZB-H1 1/3, DualPipe (p−2)/(3(p−1)), evaluate's
 //!   `run`), `m` micro-batches, and `Σt_i ≥ compute bound · pp / m`; the smallest `f` of the
 //!   schedules still open is used;
-//! - communication (`Scorer`, once the ZeRO stage is fixed): `Evaluator::step_floor`, the
-//!   evaluator's own step time with every class's exposed TP, CP and EP communication at its
-//!   least over the transition, the CP exchange, the dispatcher and the `moe_tp` scheme still
-//!   open, minimised over the canonical rank orders (admissibility argued in
-//!   `crates/evaluate/src/core/floor.rs`), and over SP, placement and algorithm mode with the
-//!   overlaps on where open ([`Scorer::comm_floor`]);
+//! - step time, with communication ([`Scorer`], where the two others do not cut):
+//!   `Evaluator::step_floor`, the evaluator's own step time with every class's exposed TP, CP
+//!   and EP communication at its least over the TP→SP transition, the CP exchange, the
+//!   dispatcher and the `moe_tp` scheme still open, minimised over the canonical rank orders and
+//!   the open recompute modes, schedules and ZeRO stages (admissibility argued in
+//!   `crates/evaluate/src/core/floor.rs`), and here over SP, placement and algorithm mode with
+//!   the overlaps on where open (`Scorer::comm_floor`);
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
-//!   value in the space (full recompute, the highest ZeRO stage, SP on, the all-reduce TP→SP
-//!   transition), minimised over the open schedules and the dispatchers (either one's buffer can
-//!   be the smaller) — the memory model grows with none of the others.
+//!   value in the space (full recompute, the highest ZeRO stage — and the highest below 3, as
+//!   ZeRO 3's gather buffer can outweigh its sharding —, SP on, the all-reduce TP→SP
+//!   transition, the first placement), minimised over the open schedules and the dispatchers
+//!   (either one's buffer can be the smaller) — the memory model grows with none of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
-use autoplan_plan::{
-    Dispatcher, PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
-};
+use autoplan_plan::{Dispatcher, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero};
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
 
@@ -85,51 +86,51 @@ impl Objective for Evaluator {
     }
 
     fn bound(&self, partial: &Partial<'_>) -> Bound {
-        let p = partial.plan;
-        let s = partial.space;
-        let b = time_bound(self, partial);
-        let mut q = p;
-        if partial.depth < Depth::Recompute {
-            q.recompute = s.recompute.iter().copied().max().unwrap_or(Recompute::Full);
-        }
-        if partial.depth < Depth::Zero {
-            // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
-            q.zero = s.zero.iter().copied().max().unwrap_or(p.zero);
-        }
-        q.sp = true;
-        q.tp_sp_transition = TpSpTransition::AllReduceSlice;
-        // The least peak over the open schedules and dispatchers (None: an invalid plan, no
-        // information).
-        let floor = |q: &mut Plan| {
-            let mut mem = Some(f64::INFINITY);
-            open_schedules(partial, &mut |sch, v| {
-                q.schedule = sch;
-                q.vpp = v;
-                // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
-                for &d in dispatchers(partial) {
-                    q.dispatcher = d;
-                    mem = mem.zip(peak(self, q)).map(|(a, b)| a.min(b));
-                }
-            });
-            mem
-        };
-        let mut mem = floor(&mut q);
-        // The stage below ZeRO 3 may store less.
-        if let Some(z) = zero_below_3(partial) {
-            q.zero = z;
-            mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
-        }
-        let unknown = mem.is_none();
-        let mem = mem.unwrap_or(0.0);
         Bound {
-            memory_bytes: if unknown || !mem.is_finite() {
-                0.0
-            } else {
-                mem
-            },
-            ..b
+            memory_bytes: memory_floor(self, partial),
+            ..time_bound(self, partial)
         }
     }
+}
+
+/// The memory floor of the module docs: the peak of the completion with every undecided memory
+/// knob at its most saving value, minimised over the open schedules, dispatchers and (around
+/// ZeRO 3) stages; 0 if the plan is invalid (no information).
+fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
+    let p = partial.plan;
+    let s = partial.space;
+    let mut q = p;
+    if partial.depth < Depth::Recompute {
+        q.recompute = s.recompute.iter().copied().max().unwrap_or(Recompute::Full);
+    }
+    if partial.depth < Depth::Zero {
+        // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
+        q.zero = s.zero.iter().copied().max().unwrap_or(p.zero);
+    }
+    // The engine's root plan holds the first placement (the fewest replicas) where it is open.
+    q.sp = true;
+    q.tp_sp_transition = TpSpTransition::AllReduceSlice;
+    // The least peak over the open schedules and dispatchers (None: an invalid plan).
+    let floor = |q: &mut Plan| {
+        let mut mem = Some(f64::INFINITY);
+        open_schedules(partial, &mut |sch, v| {
+            q.schedule = sch;
+            q.vpp = v;
+            // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
+            for &d in dispatchers(partial) {
+                q.dispatcher = d;
+                mem = mem.zip(peak(ev, q)).map(|(a, b)| a.min(b));
+            }
+        });
+        mem
+    };
+    let mut mem = floor(&mut q);
+    // The stage below ZeRO 3 may store less.
+    if let Some(z) = zero_below_3(partial) {
+        q.zero = z;
+        mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
+    }
+    mem.filter(|m| m.is_finite()).unwrap_or(0.0)
 }
 
 /// The ZeRO stage to try besides the highest open one for a memory floor: the memory crate's
@@ -201,18 +202,14 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
     }
 }
 
-/// The real cost model with a tighter bound: [`Scorer::new`] builds, beside the evaluator, a
-/// *relaxed* one on the same cluster with infinite bandwidth and zero latencies, where every
-/// collective is free. Its step time is the compute, recompute, bubble and optimizer of the
-/// plan alone, a lower bound of the real step time (communication only adds exposed time, and
-/// the per-collective algorithm and rank-placement knobs only change communication). Once the
-/// schedule is fixed (before the ZeRO stage, taken at its highest value), the bound is the relaxed step time minimised over the knobs that also
-/// change compute (SP, the TP→SP transition, and the expert placement policy, whose replicas
-/// lower the most loaded GPU's expert work); above that depth it is the evaluator's bound.
+/// The real cost model with the communication floor: at every node, the compute-and-bubble
+/// bound first (cheap: a node it cuts costs nothing more), then the memory floor, then — where
+/// neither cuts — `Evaluator::step_floor` (`Scorer::comm_floor`), a floor of every
+/// completion's whole step: compute, recompute, bubble, exposed communication, DP reduction and
+/// optimizer step.
 #[derive(Debug, Clone)]
 pub struct Scorer {
     pub exact: Evaluator,
-    relaxed: Evaluator,
 }
 
 impl Scorer {
@@ -221,57 +218,9 @@ impl Scorer {
         cluster: &autoplan_cluster::Cluster,
         opts: autoplan_evaluate::EvalOptions,
     ) -> Scorer {
-        let mut free = cluster.clone();
-        free.node.intra_bw = 1e30;
-        free.node.intra_latency = 0.0;
-        free.network.inter_bw = 1e30;
-        free.network.link_delay = 0.0;
-        free.efficiency.start_lat = 0.0;
-        free.efficiency.sync_lat = 0.0;
-        free.efficiency.cpufetch = 0.0;
         Scorer {
             exact: Evaluator::new(model, cluster, opts),
-            relaxed: Evaluator::new(model, &free, opts),
         }
-    }
-}
-
-impl Scorer {
-    /// Below a schedule node: the time bound, and the memory floor of this ZeRO stage (the
-    /// schedule node's floor took the highest stage; lower stages store more, and a plan over
-    /// HBM is costly to evaluate). The knobs at their least memory: SP, the all-reduce TP→SP
-    /// transition, the first placement (fewest replicas); both dispatchers.
-    fn zero_floor(&self, partial: &Partial<'_>) -> Bound {
-        let mut b = time_bound(&self.exact, partial);
-        let s = partial.space;
-        let mut q = partial.plan;
-        if b.step_time_s > partial.threshold {
-            return b;
-        }
-        if s.zero.iter().all(|&z| z <= q.zero) {
-            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
-            return b;
-        }
-        q.sp = true;
-        q.tp_sp_transition = TpSpTransition::AllReduceSlice;
-        if q.ep > 1 {
-            q.placement = s.placement[0];
-        }
-        let mut mem = f64::INFINITY;
-        for &d in dispatchers(partial) {
-            q.dispatcher = d;
-            match peak(&self.relaxed, &q) {
-                Some(m) => mem = mem.min(m),
-                None => return b,
-            }
-        }
-        if mem.is_finite() {
-            b.memory_bytes = mem;
-        }
-        if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
-            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
-        }
-        b
     }
 
     /// `Evaluator::step_floor` of `partial`: real communication, each kind at its least over
@@ -465,110 +414,14 @@ impl Objective for Scorer {
     }
 
     fn bound(&self, partial: &Partial<'_>) -> Bound {
-        let mut b = match partial.depth {
-            Depth::MicroBatch => {
-                // The task root: its bound also orders the tasks (best first).
-                let mut b = self.exact.bound(partial);
-                if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
-                    b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
-                }
-                return b;
-            }
-            // Between the root and the schedule level only the (cheap) time bound.
-            Depth::Recompute => {
-                let mut b = time_bound(&self.exact, partial);
-                if b.step_time_s <= partial.threshold {
-                    b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
-                }
-                return b;
-            }
-            Depth::Zero => return self.zero_floor(partial),
-            Depth::Schedule => time_bound(&self.exact, partial),
-        };
+        let mut b = time_bound(&self.exact, partial);
         if b.step_time_s > partial.threshold {
-            // Cut already: spare the relaxed evaluations.
+            // Cut already: spare the floors.
             return b;
         }
-        let s = partial.space;
-        let mut q = partial.plan;
-        // The ZeRO stage is still open: the highest one has the smallest optimizer shard (the
-        // relaxed step does not grow with it) and, but for ZeRO 3's gather buffer (handled
-        // below, `zero_below_3`), stores the least.
-        q.zero = s.zero.iter().copied().max().unwrap_or(q.zero);
-        let both = q.tp > 1;
-        let (sps, tpsps): (&[bool], &[TpSpTransition]) = if both {
-            (&s.sp, &s.tp_sp_transition)
-        } else {
-            (&s.sp[..1], &s.tp_sp_transition[..1])
-        };
-        // Placement is a leaf knob only where the plan has expert parallelism (engine.rs).
-        let root_placement = [q.placement];
-        let places: &[PlacementPolicy] = if q.ep > 1 {
-            &s.placement
-        } else {
-            &root_placement
-        };
-        let disps = dispatchers(partial);
-        let (mut time, mut mem) = (f64::INFINITY, f64::INFINITY);
-        for &sp in sps {
-            for &pl in places {
-                q.sp = sp;
-                q.placement = pl;
-                // The relaxed step time does not depend on the TP→SP transition or the
-                // dispatcher: in the evaluator they only choose collectives (free here: their
-                // `bytes / 1e30` s vanish in rounding) and buffers (memory). One relaxed
-                // evaluation for the time, the memory model alone for the other combinations.
-                q.tp_sp_transition = tpsps[0];
-                q.dispatcher = disps[0];
-                match self.relaxed.evaluate(&q) {
-                    Ok(m) => {
-                        time = time.min(m.step_time_s);
-                        mem = mem.min(m.memory_peak_bytes);
-                    }
-                    Err(Infeasible::OutOfMemory { peak_bytes, .. }) => mem = mem.min(peak_bytes),
-                    // No information: keep the weaker bound.
-                    Err(Infeasible::Invalid(_)) => return b,
-                }
-                for &t in tpsps {
-                    for &d in disps {
-                        if (t, d) == (tpsps[0], disps[0]) {
-                            continue;
-                        }
-                        q.tp_sp_transition = t;
-                        q.dispatcher = d;
-                        match self.relaxed.memory_peak_bytes(&q) {
-                            Ok(m) => mem = mem.min(m),
-                            Err(_) => return b,
-                        }
-                    }
-                }
-            }
-        }
-        // The stage below ZeRO 3 may store less.
-        if let Some(z) = zero_below_3(partial) {
-            q.zero = z;
-            for &sp in sps {
-                for &pl in places {
-                    for &t in tpsps {
-                        for &d in disps {
-                            q.sp = sp;
-                            q.placement = pl;
-                            q.tp_sp_transition = t;
-                            q.dispatcher = d;
-                            match self.relaxed.memory_peak_bytes(&q) {
-                                Ok(m) => mem = mem.min(m),
-                                Err(_) => return b,
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if time.is_finite() {
-            b.step_time_s = b.step_time_s.max(time);
-        }
-        if mem.is_finite() {
-            b.memory_bytes = b.memory_bytes.max(mem);
+        b.memory_bytes = memory_floor(&self.exact, partial);
+        if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
         }
         b
     }
