@@ -49,10 +49,11 @@ const LAYOUTS: usize = 16;
 impl Evaluator {
     /// A lower bound on the step time of every plan that equals `plan` except for its rank
     /// order (any of `orders`), recompute mode (any of `recomputes`), pipeline schedule and
-    /// virtual stages (any pair of `schedules`), ZeRO stage (any of `zeros`), TP→SP transition, CP exchange, dispatcher
-    /// and `moe_tp` scheme (any of the lists); the other fields are taken from `plan` (a caller
-    /// bounding both overlap settings passes the most hiding one, `true`: overlap only hides
-    /// time). 0 if `plan` is invalid with every schedule (no information). Allocation-free.
+    /// virtual stages (any pair of `schedules`), ZeRO stage (any of `zeros`), TP→SP
+    /// transition, CP exchange, dispatcher and `moe_tp` scheme (any of the lists); the other
+    /// fields are taken from `plan` (a caller bounding both overlap settings passes the most
+    /// hiding one, `true`: overlap only hides time). 0 if `plan` is invalid with every
+    /// recompute mode and schedule (no information). Allocation-free.
     #[allow(clippy::too_many_arguments)]
     pub fn step_floor(
         &self,
@@ -241,11 +242,12 @@ impl Evaluator {
                 .flat_map(|&r| schedules.iter().map(move |sv| (r, sv)))
                 .enumerate()
             {
-                if if idx < 64 {
-                    mask >> idx & 1 == 0
+                let ok = if idx < 64 {
+                    mask >> idx & 1 == 1
                 } else {
-                    !valid(&mut q, r, (sch, v))
-                } {
+                    valid(&mut q, r, (sch, v))
+                };
+                if !ok {
                     continue;
                 }
                 q.recompute = r;
