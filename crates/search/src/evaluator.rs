@@ -107,9 +107,16 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
         // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
         q.zero = s.zero.iter().copied().max().unwrap_or(p.zero);
     }
-    // The engine's root plan holds the first placement (the fewest replicas) where it is open.
+    // Every leaf knob the memory model reads at its least memory: the engine's partial plans
+    // hold whatever leaf values were tried last below an earlier sibling. The first placement
+    // has the fewest replicas (`Space::placement` is sorted so); without EP the engine fixes
+    // `Plan::default()`'s.
     q.sp = true;
     q.tp_sp_transition = TpSpTransition::AllReduceSlice;
+    q.placement = match s.placement.first() {
+        Some(&first) if p.ep > 1 => first,
+        _ => Plan::default().placement,
+    };
     // The least peak over the open schedules and dispatchers (None: an invalid plan).
     let floor = |q: &mut Plan| {
         let mut mem = Some(f64::INFINITY);

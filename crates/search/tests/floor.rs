@@ -170,9 +170,10 @@ proptest! {
     }
 }
 
-/// `plan` cut down to `depth` (the engine's partial plans): the decisions below it back at the
-/// space's first values, and the leaf knobs too.
-fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
+/// `plan` cut down to `depth`: the decisions below it back at the space's first values, and
+/// the leaf knobs those of `leaves` (the engine's partial plans hold whatever leaf values were
+/// tried last: a bound must not read them).
+fn partial(plan: &Plan, leaves: &Plan, space: &Space, depth: Depth) -> Plan {
     let mut p = *plan;
     if depth < Depth::Recompute {
         p.recompute = space.recompute[0];
@@ -184,16 +185,16 @@ fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
         p.schedule = space.schedule[0];
         p.vpp = 1;
     }
-    p.sp = space.sp[0];
-    p.cp_comm = space.cp_comm[0];
-    p.tp_sp_transition = space.tp_sp_transition[0];
-    p.moe_tp_scheme = space.moe_tp_scheme[0];
-    p.dispatcher = space.dispatcher[0];
-    p.algo = space.algo[0];
-    p.order = space.order[0];
-    p.tp_overlap = space.tp_overlap[0];
-    p.ep_overlap = space.ep_overlap[0];
-    p.placement = space.placement[0];
+    p.sp = leaves.sp;
+    p.cp_comm = leaves.cp_comm;
+    p.tp_sp_transition = leaves.tp_sp_transition;
+    p.moe_tp_scheme = leaves.moe_tp_scheme;
+    p.dispatcher = leaves.dispatcher;
+    p.algo = leaves.algo;
+    p.order = leaves.order;
+    p.tp_overlap = leaves.tp_overlap;
+    p.ep_overlap = leaves.ep_overlap;
+    p.placement = leaves.placement;
     p
 }
 
@@ -206,6 +207,7 @@ proptest! {
     fn scorer_bounds_with_the_floor_are_admissible(
         c in 0usize..3,
         ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        jx in prop::collection::vec(any::<prop::sample::Index>(), 19),
     ) {
         let (model, cluster) = case(c);
         let s = Scorer::new(&resolve_model(model).expect("bundled model"), &cluster, EvalOptions::default());
@@ -224,8 +226,24 @@ proptest! {
             Err(Reject::OutOfMemory { peak_bytes, .. }) => (f64::INFINITY, peak_bytes),
             Err(Reject::Invalid) => return Ok(()),
         };
+        // Leaf knobs of another random plan (the degrees do not matter: only the knobs are
+        // taken), or the space's first values.
+        let other = random_plan(&s.exact, &space, &jx);
+        let leaves = other.unwrap_or(Plan {
+            sp: space.sp[0],
+            cp_comm: space.cp_comm[0],
+            tp_sp_transition: space.tp_sp_transition[0],
+            moe_tp_scheme: space.moe_tp_scheme[0],
+            dispatcher: space.dispatcher[0],
+            algo: space.algo[0],
+            order: space.order[0],
+            tp_overlap: space.tp_overlap[0],
+            ep_overlap: space.ep_overlap[0],
+            placement: space.placement[0],
+            ..plan
+        });
         for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Schedule, Depth::Zero] {
-            let p = Partial { plan: partial(&plan, &space, depth), depth, space: &space, threshold: f64::INFINITY };
+            let p = Partial { plan: partial(&plan, &leaves, &space, depth), depth, space: &space, threshold: f64::INFINITY };
             let b = s.bound(&p);
             prop_assert!(b.step_time_s <= m.0, "{depth:?}: {} > {} for {plan}", b.step_time_s, m.0);
             prop_assert!(b.memory_bytes <= m.1, "{depth:?}: memory {} > {} for {plan}", b.memory_bytes, m.1);
@@ -278,4 +296,34 @@ fn bnb_equals_exhaustive_on_small_moe_with_every_knob_open() {
         pruned.evaluated < all.evaluated,
         "the floor pruned nothing: {pruned:?}"
     );
+}
+
+/// B&B = exhaustive where replicas push plans over HBM: Mixtral 8x7B on 64 A100s, the `moe`
+/// space (contiguous and balanced placements) at pp = 1. The bounds of a ZeRO node must not
+/// read the leaf knobs (here the placement) left in the plan by the leaves of the node before.
+#[test]
+fn bnb_equals_exhaustive_with_replicas_over_hbm() {
+    let m = resolve_model("mixtral-8x7b").expect("bundled model");
+    let c = autoplan_cluster::resolve_cluster("a100x64").expect("bundled cluster");
+    let s = Scorer::new(&m, &c, EvalOptions::default());
+    let mut space = resolve_space("moe").expect("bundled space");
+    space.fix("pp=1").expect("valid fix");
+    let run = |exhaustive: bool| {
+        let o = search(
+            &s,
+            &space,
+            &SearchOptions {
+                top_k: 10,
+                exhaustive,
+            },
+            &(),
+        );
+        o.plans
+            .iter()
+            .map(|r| format!("{} {} {:?}", r.key, r.plan, r.metrics))
+            .collect::<Vec<_>>()
+    };
+    let exact = run(true);
+    assert!(!exact.is_empty(), "nothing fits");
+    assert_eq!(exact, run(false));
 }
