@@ -720,14 +720,17 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                         continue;
                     }
                     key = k_s + iz as u128 * r[7];
-                    self.leaves(&mut plan, key, deg, l);
+                    self.leaves(&plan, key, deg, l);
                 }
             }
         }
     }
 
-    /// Every knob combination of one schedule node (an odometer, no allocation).
-    fn leaves(&self, plan: &mut Plan, key: u128, deg: &Degrees, l: &mut Local<O::Metrics>) {
+    /// Every knob combination of one ZeRO node (an odometer, no allocation), on a copy of its
+    /// plan: the next nodes' partial plans keep the space's first knob values.
+    fn leaves(&self, node: &Plan, key: u128, deg: &Degrees, l: &mut Local<O::Metrics>) {
+        let mut leaf = *node;
+        let plan = &mut leaf;
         let s = self.space;
         let r = &self.radix.stride;
         let k = self.opts.top_k;
