@@ -183,9 +183,75 @@ pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
 pub fn wave_utilisation(e: &ArchEfficiency, m: f64, n: f64) -> f64 {
     let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
     let (m, n) = (m.max(1.0), n.max(1.0));
-    let tiles = (m / tm).ceil() * (n / tn).ceil();
+    let tiles = ceil_pos(m / tm) * ceil_pos(n / tn);
     let sms = e.sms.max(1) as f64;
-    (m * n) / ((tiles / sms).ceil() * sms * tm * tn)
+    (m * n) / (ceil_pos(tiles / sms) * sms * tm * tn)
+}
+
+/// `⌈x⌉` for `0 ≤ x < 2⁶³` without a libm call (x86-64's baseline has no rounding
+/// instruction, and `f64::ceil` is a function call in the evaluator's hot loop).
+#[inline]
+fn ceil_pos(x: f64) -> f64 {
+    let t = x as u64 as f64;
+    if t < x {
+        t + 1.0
+    } else {
+        t
+    }
+}
+
+/// [`gemm_time_with`] with everything that depends only on the GPU, its constants and the
+/// precision resolved once (the evaluator's hot loop prices thousands of GEMMs per second).
+/// `time` returns exactly what `gemm_time_with` does.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmPricer {
+    e: ArchEfficiency,
+    /// `peak(precision) · gemm_eff_max`.
+    peak_eff: f64,
+    bytes_per_element: f64,
+    hbm_bw: f64,
+}
+
+impl GemmPricer {
+    pub fn new(gpu: &Gpu, e: &ArchEfficiency, precision: Precision) -> GemmPricer {
+        GemmPricer {
+            e: *e,
+            peak_eff: peak_flops(gpu, precision) * e.gemm_eff_max,
+            bytes_per_element: bytes_per_element(precision),
+            hbm_bw: gpu.hbm_bw,
+        }
+    }
+
+    /// Seconds of one GEMM (see [`gemm_time`]).
+    #[inline]
+    pub fn time(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
+        if flops <= 0.0 {
+            return 0.0;
+        }
+        let e = &self.e;
+        let t_math = if self.peak_eff > 0.0 {
+            let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
+            let (mm, nn) = (m.max(1.0), n.max(1.0));
+            let tiles = ceil_pos(mm / tm) * ceil_pos(nn / tn);
+            let sms = e.sms.max(1) as f64;
+            let u = (mm * nn) / (ceil_pos(tiles / sms) * sms * tm * tn);
+            flops / (self.peak_eff * u) + e.gemm_latency
+        } else {
+            f64::INFINITY
+        };
+        let bytes = (m * k + k * n + m * n).max(0.0) * self.bytes_per_element;
+        if bytes <= 0.0 {
+            return t_math;
+        }
+        // Past 10 half-widths `hbm_eff ≥ hbm_eff_max·(1 − e⁻¹⁰)`, so the memory time is below
+        // `bytes / (bw · hbm_eff_max) · 1.0001`: when the math time exceeds that, it is the max
+        // and the exponential need not be evaluated (the same value either way).
+        let floor = bytes / (self.hbm_bw * e.hbm_eff_max);
+        if bytes >= 10.0 * e.hbm_bytes_half && t_math >= floor * 1.0001 {
+            return t_math;
+        }
+        t_math.max(bytes / (self.hbm_bw * hbm_efficiency(e, bytes)))
+    }
 }
 
 /// Seconds of one GEMM of `flops` FLOPs (normally 2·m·n·k) with an `m×k` by `k×n` shape on one
@@ -206,22 +272,7 @@ pub fn gemm_time_with(
     k: f64,
     precision: Precision,
 ) -> f64 {
-    if flops <= 0.0 {
-        return 0.0;
-    }
-    let peak = peak_flops(gpu, precision) * e.gemm_eff_max;
-    let t_math = if peak > 0.0 {
-        flops / (peak * wave_utilisation(e, m, n)) + e.gemm_latency
-    } else {
-        f64::INFINITY
-    };
-    let bytes = (m * k + k * n + m * n).max(0.0) * bytes_per_element(precision);
-    let t_mem = if bytes > 0.0 {
-        bytes / (gpu.hbm_bw * hbm_efficiency(e, bytes))
-    } else {
-        0.0
-    };
-    t_math.max(t_mem)
+    GemmPricer::new(gpu, e, precision).time(flops, m, n, k)
 }
 
 fn hbm_efficiency(e: &ArchEfficiency, bytes: f64) -> f64 {
@@ -327,6 +378,27 @@ mod tests {
         let p8 = gemm_time(&h, f, d, d, d, Precision::Fp8) - lat;
         let p16 = gemm_time(&h, f, d, d, d, Precision::Bf16) - lat;
         assert!((p16 / p8 - 1979.0 / 989.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pricer_shortcut_equals_the_full_roofline() {
+        // The skipped exponential never changes the result: compare with max(t_math, t_mem)
+        // computed in full, over skinny, square and tiny shapes.
+        let g = gpu_h100("H100", GpuArch::H100);
+        let e = arch_efficiency(GpuArch::H100);
+        let p = GemmPricer::new(&g, e, Precision::Bf16);
+        for m in [1.0, 7.0, 64.0, 512.0, 4096.0, 65536.0] {
+            for n in [1.0, 256.0, 3072.0, 18432.0] {
+                for k in [8.0, 2048.0, 7168.0] {
+                    let f = 2.0 * m * n * k;
+                    let t_math =
+                        f / (989e12 * e.gemm_eff_max * wave_utilisation(e, m, n)) + e.gemm_latency;
+                    let bytes = (m * k + k * n + m * n) * 2.0;
+                    let full = t_math.max(memory_bound_time(&g, bytes));
+                    assert_eq!(p.time(f, m, n, k), full, "{m}×{n}×{k}");
+                }
+            }
+        }
     }
 
     #[test]

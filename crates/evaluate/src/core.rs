@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use autoplan_cluster::{Cluster, Gpu, GroupPlacement, Precision};
 use autoplan_cost::compute::{
-    arch_efficiency, attention_core_time_with, gemm_time_with, memory_bound_time_with, peak_flops,
-    ArchEfficiency,
+    arch_efficiency, attention_core_time_with, memory_bound_time_with, peak_flops, ArchEfficiency,
+    GemmPricer,
 };
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
@@ -206,6 +206,8 @@ pub struct Evaluator {
     balanced: Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])>,
     /// The GPU's efficiency constants (`EvalOptions::efficiency`, else `ARCH_TABLE`'s).
     eff: ArchEfficiency,
+    /// GEMM times at the training precision under `eff`.
+    gemm: GemmPricer,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
@@ -352,6 +354,7 @@ impl Evaluator {
                         + classes[HEAD].gemms.len()
         };
         let eff = opts.efficiency.unwrap_or(*arch_efficiency(gpu.arch));
+        let gemm = GemmPricer::new(&gpu, &eff, precision);
         // Full waves (u = 1): no GEMM beats it.
         let eff_max = eff.gemm_eff_max;
         Evaluator {
@@ -383,6 +386,7 @@ impl Evaluator {
             imbalance,
             capacity,
             balanced: balanced_table(experts as u32),
+            gemm,
             eff,
             eff_max,
             mtp_reuse,
@@ -676,8 +680,7 @@ impl Evaluator {
             // efficiency of its own shape (`rows` tokens of one expert), not of their sum;
             // their concurrency over TE's side streams is not credited.
             let e = &self.eff;
-            let mut tg = count
-                * gemm_time_with(&self.gpu, e, 2.0 * rows * n * k, rows, n, k, self.precision);
+            let mut tg = count * self.gemm.time(2.0 * rows * n * k, rows, n, k);
             if self.precision == Precision::Fp8 {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast + amax), a memory-bound pass per GEMM.
@@ -1620,6 +1623,14 @@ impl Evaluator {
     fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
         plan.check(&self.model, self.cluster.gpus())?;
         let layout = self.layout(plan)?;
+        // Memory first: a plan over HBM is rejected with its peak, which needs no step time.
+        let peak = self.memory_peak(plan);
+        if peak > self.gpu.hbm_bytes {
+            return Err(Infeasible::OutOfMemory {
+                peak_bytes: peak,
+                hbm_bytes: self.gpu.hbm_bytes,
+            });
+        }
         let x = self.ctx(plan);
         let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
 
@@ -1732,15 +1743,6 @@ impl Evaluator {
                     exposed: micro * pp_t,
                 });
             }
-        }
-
-        // Memory.
-        let peak = self.memory_peak(plan);
-        if peak > self.gpu.hbm_bytes {
-            return Err(Infeasible::OutOfMemory {
-                peak_bytes: peak,
-                hbm_bytes: self.gpu.hbm_bytes,
-            });
         }
 
         let mut bd = StepBreakdown {
