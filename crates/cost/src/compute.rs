@@ -57,11 +57,11 @@ pub struct ArchEfficiency {
 ///   beforehand by the cost crate's own calibration. `eff_max` is an end-to-end efficiency: it
 ///   absorbs what the analytical step does not itemise (launch gaps, fused epilogues, framework
 ///   overhead), hence below cuBLAS's isolated ~0.8–0.9.
-///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 21 rows 5.4%.
-///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); V100 and
-///   A100 sit on that edge, where their MAPE is flat (A100: 3.86% at 27.5 and 30 µs).
+///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 21 rows 5.1%.
+///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
+///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs).
 /// - L40S, Other: not fitted (no usable measured row); `eff_max` as for large cuBLAS GEMMs,
-///   latency as fitted on Hopper.
+///   latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [
     ArchEfficiency {
         arch: GpuArch::V100,
@@ -85,31 +85,31 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
     },
     ArchEfficiency {
         arch: GpuArch::H100,
-        gemm_eff_max: 0.66,
+        gemm_eff_max: 0.71,
         sms: 132,
         tile_m: 128,
         tile_n: 256,
-        gemm_latency: 25e-6,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.50,
         hbm_bytes_half: 1.6e6,
     },
     ArchEfficiency {
         arch: GpuArch::H800,
-        gemm_eff_max: 0.66,
+        gemm_eff_max: 0.71,
         sms: 132,
         tile_m: 128,
         tile_n: 256,
-        gemm_latency: 25e-6,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.50,
         hbm_bytes_half: 1.6e6,
     },
     ArchEfficiency {
         arch: GpuArch::H200,
-        gemm_eff_max: 0.66,
+        gemm_eff_max: 0.71,
         sms: 132,
         tile_m: 128,
         tile_n: 256,
-        gemm_latency: 25e-6,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.50,
         hbm_bytes_half: 2.3e6,
     },
@@ -119,7 +119,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 142,
         tile_m: 128,
         tile_n: 256,
-        gemm_latency: 25e-6,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
     },
@@ -129,7 +129,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 108,
         tile_m: 128,
         tile_n: 256,
-        gemm_latency: 25e-6,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
     },

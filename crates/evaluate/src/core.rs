@@ -208,6 +208,8 @@ pub struct Evaluator {
     eff: ArchEfficiency,
     /// GEMM times at the training precision under `eff`.
     gemm: GemmPricer,
+    /// GEMM times at the 16-bit precision of the attention core (FP8 runs' LM head).
+    gemm16: GemmPricer,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
@@ -355,6 +357,11 @@ impl Evaluator {
         };
         let eff = opts.efficiency.unwrap_or(*arch_efficiency(gpu.arch));
         let gemm = GemmPricer::new(&gpu, &eff, precision);
+        let attn_precision = if precision == Precision::Fp8 {
+            Precision::Bf16
+        } else {
+            precision
+        };
         // Full waves (u = 1): no GEMM beats it.
         let eff_max = eff.gemm_eff_max;
         Evaluator {
@@ -363,11 +370,7 @@ impl Evaluator {
             cost: CostModel::new(cluster),
             opts,
             precision,
-            attn_precision: if precision == Precision::Fp8 {
-                Precision::Bf16
-            } else {
-                precision
-            },
+            attn_precision,
             peak: peak_flops(&gpu, precision),
             gpu,
             classes,
@@ -387,6 +390,7 @@ impl Evaluator {
             capacity,
             balanced: balanced_table(experts as u32),
             gemm,
+            gemm16: GemmPricer::new(&cluster.gpu, &eff, attn_precision),
             eff,
             eff_max,
             mtp_reuse,
@@ -680,8 +684,12 @@ impl Evaluator {
             // efficiency of its own shape (`rows` tokens of one expert), not of their sum;
             // their concurrency over TE's side streams is not credited.
             let e = &self.eff;
-            let mut tg = count * self.gemm.time(2.0 * rows * n * k, rows, n, k);
-            if self.precision == Precision::Fp8 {
+            // FP8 training keeps the LM head in 16 bits: Megatron-Core's `output_layer` is a
+            // plain `ColumnParallelLinear`, outside Transformer Engine's `fp8_autocast`.
+            let head16 = kind == LayerKind::LmHead && self.precision == Precision::Fp8;
+            let pricer = if head16 { &self.gemm16 } else { &self.gemm };
+            let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
+            if self.precision == Precision::Fp8 && !head16 {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast + amax), a memory-bound pass per GEMM.
                 tg += memory_bound_time_with(&self.gpu, e, 3.0 * rows * count * k);
