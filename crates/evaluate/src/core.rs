@@ -132,6 +132,14 @@ fn fuse_shared_input(gemms: impl Iterator<Item = G>) -> Vec<G> {
     out
 }
 
+/// DeepEP's four transfers of a MoE layer: dispatch and combine forward, their gradients back.
+const DEEPEP_CALLS: [(&str, Pass); 4] = [
+    ("EP dispatch (DeepEP)", Pass::Forward),
+    ("EP combine (DeepEP)", Pass::Forward),
+    ("EP combine-grad (DeepEP)", Pass::Backward),
+    ("EP dispatch-grad (DeepEP)", Pass::Backward),
+];
+
 /// The share of an all-to-all's network traffic that DeepEP's node-deduplicated dispatch still
 /// sends: a token routed uniformly to `k` of `experts` spread evenly over `nodes` nodes reaches
 /// `nodes · (1 − P₀)` distinct nodes on average, `P₀ = C(E − E/N, k) / C(E, k)` the
@@ -1362,24 +1370,14 @@ impl Evaluator {
                         .cost
                         .alltoall_unequal(intra, mean * x.ep_imb, mean, x.algo);
                     let c = if ci.time >= cn.time { ci } else { cn };
-                    for (what, pass) in [
-                        ("EP dispatch (DeepEP)", Pass::Forward),
-                        ("EP combine (DeepEP)", Pass::Forward),
-                        ("EP combine-grad (DeepEP)", Pass::Backward),
-                        ("EP dispatch-grad (DeepEP)", Pass::Backward),
-                    ] {
+                    for (what, pass) in DEEPEP_CALLS {
                         e.emit_cost(CommKind::Ep, what, pass, AllToAll, g, mean, c, w);
                     }
                 }
                 Dispatcher::DeepEp => {
                     // Inside one node DeepEP's intranode kernels move what an all-to-all does.
                     let mean = x.t_rank * self.k_eff * h * ACT;
-                    for (what, pass) in [
-                        ("EP dispatch (DeepEP)", Pass::Forward),
-                        ("EP combine (DeepEP)", Pass::Forward),
-                        ("EP combine-grad (DeepEP)", Pass::Backward),
-                        ("EP dispatch-grad (DeepEP)", Pass::Backward),
-                    ] {
+                    for (what, pass) in DEEPEP_CALLS {
                         e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0, w);
                     }
                 }
