@@ -177,3 +177,23 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     assert!(best <= current + 1e-12, "{best} > {current}");
     assert_eq!(v["current"]["rows"].as_u64(), Some(4));
 }
+
+#[test]
+fn seq_len_beyond_a_learned_position_table_is_refused_not_widened() {
+    let (code, _, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "a100x1024",
+        "--seq-len",
+        "4096",
+        "--plan",
+        "tp=8,pp=8",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--seq-len") && err.contains("learned position table (2048)"),
+        "{err}"
+    );
+}
