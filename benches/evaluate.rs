@@ -34,19 +34,19 @@ fn evaluate(c: &mut Criterion) {
     g.bench_function("gpt3-175b/1024xH100/report", |b| {
         b.iter(|| ev.report(black_box(&dense)))
     });
-    // DeepSeek-V3 (MLA, 256 experts, MTP) on 2048 H800: tp1 · pp16 · dp128, ep64, DualPipe.
+    // DeepSeek-V3 (MLA, 256 experts, MTP) on 2048 H800: the default space's best plan
+    // (`autoplan search --model deepseek-v3 --cluster h800x2048`): cp2 · pp4 (interleaved ×4) ·
+    // dp256, ep32, ZeRO-2, EP overlap. It must fit: an out-of-memory plan returns before the
+    // step time is computed and would time only the rejection.
     let ds = resolve_model("deepseek-v3").expect("bundled deepseek-v3");
     let ev = Evaluator::new(&ds, &calibration::hgx_h800(256), EvalOptions::default());
-    let moe = Plan {
-        pp: 16,
-        dp: 128,
-        ep: 64,
-        schedule: Schedule::DualPipe,
-        mbs: 1,
-        zero: Zero(1),
-        ep_overlap: true,
-        ..Plan::default()
-    };
+    let moe = Plan::parse_for_gpus(
+        "tp=1,cp=2,dp=256,pp=4,ep=32,mbs=1,sp=off,recompute=none,zero=2,\
+         schedule=interleaved,vpp=4,ep_overlap=on",
+        2048,
+    )
+    .expect("plan");
+    assert!(ev.evaluate(&moe).is_ok());
     g.bench_function("deepseek-v3/2048xH800/evaluate", |b| {
         b.iter(|| ev.evaluate(black_box(&moe)))
     });

@@ -137,3 +137,63 @@ fn validate_json_reports_mape_and_rows() {
         }
     }
 }
+
+#[test]
+fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
+    let runs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/published_runs.csv"
+    );
+    let id = "mzoo_h100_Qwen3_235B_a22B_xnode_ep32";
+    let (code, out, err) = autoplan(&["validate", "--runs", runs, "--explain", id]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with(id), "{out}");
+    for section in [
+        "step-time breakdown",
+        "EP dispatch (DeepEP)",
+        "memory per GPU",
+    ] {
+        assert!(out.contains(section), "{section} missing:\n{out}");
+    }
+    // A skipped row says why; an unknown id names the file.
+    let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "tt_70b_2d"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("sequence length not given"), "{err}");
+    let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "nope"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("published_runs.csv") && err.contains("nope"),
+        "{err}"
+    );
+
+    // The grid's best point is never worse than the calibrated table, which is one of its points.
+    let (code, out, err) = autoplan(&[
+        "validate", "--runs", runs, "--fit", "v100", "--format", "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let best = v["best"][0]["mape"].as_f64().unwrap();
+    let current = v["current"]["mape"].as_f64().unwrap();
+    assert!(best <= current + 1e-12, "{best} > {current}");
+    assert_eq!(v["current"]["rows"].as_u64(), Some(4));
+}
+
+#[test]
+fn seq_len_beyond_a_learned_position_table_is_refused_not_widened() {
+    let (code, _, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "a100x1024",
+        "--seq-len",
+        "4096",
+        "--plan",
+        "tp=8,pp=8",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--seq-len") && err.contains("learned position table (2048)"),
+        "{err}"
+    );
+}

@@ -1,19 +1,22 @@
-//! Compute time: GEMMs with a shape-dependent efficiency, memory-bound kernels from HBM
-//! bandwidth.
+//! Compute time: GEMMs from their tile waves, memory-bound kernels from HBM bandwidth.
 //!
-//! GEMM efficiency form (saturation in the work size, then a roofline):
+//! GEMM form (wave quantisation, then a roofline):
 //!
 //! ```text
-//! eff(F)   = eff_max · (1 − exp(−F / flops_half))          F = FLOPs of one GEMM on one GPU
-//! t_math   = F / (peak(precision) · eff(F))
+//! tiles    = ⌈m / tile_m⌉ · ⌈n / tile_n⌉                  output tiles, one per SM at a time
+//! u        = m·n / (⌈tiles / sms⌉ · sms · tile_m · tile_n)  useful share of the waves run
+//! t_math   = F / (peak(precision) · eff_max · u) + latency  F = FLOPs of the GEMM (2·m·n·k)
 //! t_memory = (m·k + k·n + m·n) · bytes(precision) / (hbm_bw · hbm_eff(bytes))
 //! t        = max(t_math, t_memory)
 //! ```
 //!
-//! Small per-GPU GEMMs (after TP/EP sharding) fill fewer SMs and waves, so `eff` falls; skinny
-//! ones (small `m`, e.g. decode-like or few tokens per expert) become HBM-bound through the
-//! roofline: arithmetic intensity `F / bytes` below `peak / hbm_bw`. As F → 0 the time tends
-//! to `flops_half / (peak · eff_max)`, a launch-like floor (≈3 µs on A100).
+//! cuBLAS/CUTLASS kernels compute one `tile_m × tile_n` output tile per SM (thread-block
+//! cluster) and run the tiles in waves of `sms`; a GEMM with fewer tiles than SMs, or a partial
+//! last wave, leaves SMs idle for the wave's whole duration (NVIDIA, "Matrix Multiplication
+//! Background User's Guide", §"Wave quantization"). That is what makes per-GPU GEMMs slow after
+//! TP/EP sharding: e.g. one expert's 512 tokens × 3072 features on H100 fill 48 tiles of 132
+//! SMs (u = 0.36). `latency` is a kernel's launch, prologue and epilogue; skinny GEMMs (few
+//! rows, e.g. few tokens per expert) become HBM-bound through the roofline.
 //!
 //! Memory-bound kernels (norms, activations, softmax, dropout, optimizer update):
 //! `t = bytes / (hbm_bw · hbm_eff(bytes))`, `hbm_eff(b) = hbm_eff_max · (1 − exp(−b / hbm_half))`.
@@ -28,10 +31,15 @@ use autoplan_cluster::{Gpu, GpuArch, Precision};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArchEfficiency {
     pub arch: GpuArch,
-    /// Asymptotic fraction of dense peak a large GEMM reaches.
+    /// Fraction of dense peak a GEMM reaches on the SMs it keeps busy.
     pub gemm_eff_max: f64,
-    /// FLOPs at which a GEMM reaches (1 − 1/e) ≈ 63% of `gemm_eff_max`.
-    pub gemm_flops_half: f64,
+    /// Streaming multiprocessors (A100 108, H100/H800/H200 SXM 132, V100 80, L40S 142).
+    pub sms: u32,
+    /// Output tile of one SM in cuBLAS's large-GEMM kernels (rows × columns).
+    pub tile_m: u32,
+    pub tile_n: u32,
+    /// Seconds a GEMM kernel costs beyond its math: launch, prologue, epilogue.
+    pub gemm_latency: f64,
     /// Asymptotic fraction of HBM bandwidth a streaming kernel reaches.
     pub hbm_eff_max: f64,
     /// Bytes at which a streaming kernel reaches 63% of `hbm_eff_max`.
@@ -40,66 +48,88 @@ pub struct ArchEfficiency {
 
 /// The per-architecture table: ONE set per GPU type, no per-model or per-run constant.
 ///
-/// - V100, A100 and H100 (H800, H200: the same Hopper silicon and software stack, not fitted
-///   separately) are fitted to `../shared/data/published_runs.csv` with `autoplan validate`
-///   (owner: autoplan-evaluate; procedure in ARCHITECTURE.md, "Calibration"): a grid over
-///   `gemm_eff_max` × `gemm_flops_half` × `hbm_eff_max` minimising the MAPE of the usable rows
-///   of that GPU, with every other constant (links, collectives) fixed beforehand by the cost
-///   crate's own calibration. V100: 4 Megatron 2020 rows, MAPE 3.3%; A100: 26 Megatron rows
-///   (2020–2022), MAPE 4.6%; H100: 20 Megatron-Core/NeMo rows (2024–2025, bf16 and fp8), MAPE
-///   6.7%. `eff_max` is an end-to-end GEMM efficiency: it absorbs what the analytical step does
-///   not itemise (launch gaps, fused epilogues, framework overhead), hence below cuBLAS's
-///   isolated ~0.8–0.9; Hopper's large `flops_half` says its GEMMs need ~20 GFLOP of work to
-///   reach 63% of that.
-/// - L40S, Other: not fitted (no usable measured row); `flops_half` scaled from A100 by
-///   dense BF16 peak, `eff_max` as for large cuBLAS GEMMs.
+/// - `sms`, `tile_m × tile_n` are facts of the silicon and of cuBLAS's kernels (Ampere/Hopper
+///   128×256, Volta 128×128).
+/// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
+///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
+///   `autoplan validate --fit v100|a100|h100` over `../shared/data/published_runs.csv`
+///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant fixed
+///   beforehand by the cost crate's own calibration. `eff_max` is an end-to-end efficiency: it
+///   absorbs what the analytical step does not itemise (launch gaps, fused epilogues, framework
+///   overhead), hence below cuBLAS's isolated ~0.8–0.9.
+///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 21 rows 5.1%.
+///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
+///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs).
+/// - L40S, Other: not fitted (no usable measured row); `eff_max` as for large cuBLAS GEMMs,
+///   latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [
     ArchEfficiency {
         arch: GpuArch::V100,
         gemm_eff_max: 0.78,
-        gemm_flops_half: 0.4e9,
-        hbm_eff_max: 0.80,
+        sms: 80,
+        tile_m: 128,
+        tile_n: 128,
+        gemm_latency: 30e-6,
+        hbm_eff_max: 0.90,
         hbm_bytes_half: 1.0e6,
     },
     ArchEfficiency {
         arch: GpuArch::A100,
-        gemm_eff_max: 0.70,
-        gemm_flops_half: 1.0e9,
-        hbm_eff_max: 0.80,
+        gemm_eff_max: 0.82,
+        sms: 108,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
+        hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
     },
     ArchEfficiency {
         arch: GpuArch::H100,
-        gemm_eff_max: 0.58,
-        gemm_flops_half: 2.0e10,
-        hbm_eff_max: 0.60,
+        gemm_eff_max: 0.71,
+        sms: 132,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
+        hbm_eff_max: 0.50,
         hbm_bytes_half: 1.6e6,
     },
     ArchEfficiency {
         arch: GpuArch::H800,
-        gemm_eff_max: 0.58,
-        gemm_flops_half: 2.0e10,
-        hbm_eff_max: 0.60,
+        gemm_eff_max: 0.71,
+        sms: 132,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
+        hbm_eff_max: 0.50,
         hbm_bytes_half: 1.6e6,
     },
     ArchEfficiency {
         arch: GpuArch::H200,
-        gemm_eff_max: 0.58,
-        gemm_flops_half: 2.0e10,
-        hbm_eff_max: 0.60,
+        gemm_eff_max: 0.71,
+        sms: 132,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
+        hbm_eff_max: 0.50,
         hbm_bytes_half: 2.3e6,
     },
     ArchEfficiency {
         arch: GpuArch::L40s,
         gemm_eff_max: 0.80,
-        gemm_flops_half: 1.2e9,
+        sms: 142,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
     },
     ArchEfficiency {
         arch: GpuArch::Other,
         gemm_eff_max: 0.80,
-        gemm_flops_half: 1.0e9,
+        sms: 108,
+        tile_m: 128,
+        tile_n: 256,
+        gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
     },
@@ -146,34 +176,103 @@ pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
     order.iter().find_map(|&q| gpu.peak(q)).unwrap_or(0.0)
 }
 
-/// Fraction of dense peak a GEMM of `flops` FLOPs reaches on `gpu` (before the roofline).
-pub fn gemm_efficiency(gpu: &Gpu, flops: f64) -> f64 {
-    let e = arch_efficiency(gpu.arch);
-    e.gemm_eff_max * (1.0 - (-flops.max(0.0) / e.gemm_flops_half).exp())
+/// Useful share of the tile-waves an `m × n` output runs (module docs): `m·n` over the
+/// `waves · sms · tile_m · tile_n` outputs the SMs compute, padded tiles and idle SMs included.
+/// 1 for whole tiles in whole waves; the GEMM's time `F / (peak · eff_max · u)` is then
+/// `waves` times one tile's work, so it never falls as `m`, `n` or `k` grow.
+pub fn wave_utilisation(e: &ArchEfficiency, m: f64, n: f64) -> f64 {
+    let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
+    let (m, n) = (m.max(1.0), n.max(1.0));
+    let tiles = ceil_pos(m / tm) * ceil_pos(n / tn);
+    let sms = e.sms.max(1) as f64;
+    (m * n) / (ceil_pos(tiles / sms) * sms * tm * tn)
+}
+
+/// `⌈x⌉` for `0 ≤ x < 2⁶³` without a libm call (x86-64's baseline has no rounding
+/// instruction, and `f64::ceil` is a function call in the evaluator's hot loop).
+#[inline]
+fn ceil_pos(x: f64) -> f64 {
+    let t = x as u64 as f64;
+    if t < x {
+        t + 1.0
+    } else {
+        t
+    }
+}
+
+/// [`gemm_time_with`] with everything that depends only on the GPU, its constants and the
+/// precision resolved once (the evaluator's hot loop prices thousands of GEMMs per second).
+/// `time` returns exactly what `gemm_time_with` does.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmPricer {
+    e: ArchEfficiency,
+    /// `peak(precision) · gemm_eff_max`.
+    peak_eff: f64,
+    bytes_per_element: f64,
+    hbm_bw: f64,
+}
+
+impl GemmPricer {
+    pub fn new(gpu: &Gpu, e: &ArchEfficiency, precision: Precision) -> GemmPricer {
+        GemmPricer {
+            e: *e,
+            peak_eff: peak_flops(gpu, precision) * e.gemm_eff_max,
+            bytes_per_element: bytes_per_element(precision),
+            hbm_bw: gpu.hbm_bw,
+        }
+    }
+
+    /// Seconds of one GEMM (see [`gemm_time`]).
+    #[inline]
+    pub fn time(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
+        if flops <= 0.0 {
+            return 0.0;
+        }
+        let e = &self.e;
+        let t_math = if self.peak_eff > 0.0 {
+            let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
+            let (mm, nn) = (m.max(1.0), n.max(1.0));
+            let tiles = ceil_pos(mm / tm) * ceil_pos(nn / tn);
+            let sms = e.sms.max(1) as f64;
+            let u = (mm * nn) / (ceil_pos(tiles / sms) * sms * tm * tn);
+            flops / (self.peak_eff * u) + e.gemm_latency
+        } else {
+            f64::INFINITY
+        };
+        let bytes = (m * k + k * n + m * n).max(0.0) * self.bytes_per_element;
+        if bytes <= 0.0 {
+            return t_math;
+        }
+        // Past 10 half-widths `hbm_eff ≥ hbm_eff_max·(1 − e⁻¹⁰)`, so the memory time is below
+        // `bytes / (bw · hbm_eff_max) · 1.0001`: when the math time exceeds that, it is the max
+        // and the exponential need not be evaluated (the same value either way).
+        let floor = bytes / (self.hbm_bw * e.hbm_eff_max);
+        if bytes >= 10.0 * e.hbm_bytes_half && t_math >= floor * 1.0001 {
+            return t_math;
+        }
+        t_math.max(bytes / (self.hbm_bw * hbm_efficiency(e, bytes)))
+    }
 }
 
 /// Seconds of one GEMM of `flops` FLOPs (normally 2·m·n·k) with an `m×k` by `k×n` shape on one
 /// GPU, at `precision`. See the module docs for the form. Infinite where the GPU has no
 /// matrix throughput at all.
 pub fn gemm_time(gpu: &Gpu, flops: f64, m: f64, n: f64, k: f64, precision: Precision) -> f64 {
-    if flops <= 0.0 {
-        return 0.0;
-    }
-    let peak = peak_flops(gpu, precision);
-    let e = arch_efficiency(gpu.arch);
-    let eff = gemm_efficiency(gpu, flops);
-    let t_math = if peak > 0.0 && eff > 0.0 {
-        flops / (peak * eff)
-    } else {
-        f64::INFINITY
-    };
-    let bytes = (m * k + k * n + m * n).max(0.0) * bytes_per_element(precision);
-    let t_mem = if bytes > 0.0 {
-        bytes / (gpu.hbm_bw * hbm_efficiency(e, bytes))
-    } else {
-        0.0
-    };
-    t_math.max(t_mem)
+    gemm_time_with(gpu, arch_efficiency(gpu.arch), flops, m, n, k, precision)
+}
+
+/// [`gemm_time`] under the efficiency constants `e` (a caller that overrides [`ARCH_TABLE`],
+/// e.g. `autoplan validate --fit`).
+pub fn gemm_time_with(
+    gpu: &Gpu,
+    e: &ArchEfficiency,
+    flops: f64,
+    m: f64,
+    n: f64,
+    k: f64,
+    precision: Precision,
+) -> f64 {
+    GemmPricer::new(gpu, e, precision).time(flops, m, n, k)
 }
 
 fn hbm_efficiency(e: &ArchEfficiency, bytes: f64) -> f64 {
@@ -182,29 +281,44 @@ fn hbm_efficiency(e: &ArchEfficiency, bytes: f64) -> f64 {
 
 /// Seconds of a memory-bound kernel that reads and writes `bytes` in total on one GPU.
 pub fn memory_bound_time(gpu: &Gpu, bytes: f64) -> f64 {
+    memory_bound_time_with(gpu, arch_efficiency(gpu.arch), bytes)
+}
+
+/// [`memory_bound_time`] under the efficiency constants `e`.
+pub fn memory_bound_time_with(gpu: &Gpu, e: &ArchEfficiency, bytes: f64) -> f64 {
     if bytes <= 0.0 {
         return 0.0;
     }
-    let e = arch_efficiency(gpu.arch);
     bytes / (gpu.hbm_bw * hbm_efficiency(e, bytes))
 }
 
 /// Seconds of the attention core (QKᵀ, softmax·V) on one GPU, as one fused kernel: `flops` are
 /// the FLOPs actually executed (callers apply the causal factor, ≈½ for causal masks with a
-/// fused kernel), `bytes` its HBM traffic (Q, K, V, O), shape efficiency as a GEMM of the same
-/// work.
+/// fused kernel), `bytes` its HBM traffic (Q, K, V, O). FlashAttention parallelises over
+/// batch × heads × query blocks, which fill every SM at training shapes: the GEMM efficiency
+/// of full waves plus one kernel's latency.
 pub fn attention_core_time(gpu: &Gpu, flops: f64, bytes: f64, precision: Precision) -> f64 {
+    attention_core_time_with(gpu, arch_efficiency(gpu.arch), flops, bytes, precision)
+}
+
+/// [`attention_core_time`] under the efficiency constants `e`.
+pub fn attention_core_time_with(
+    gpu: &Gpu,
+    e: &ArchEfficiency,
+    flops: f64,
+    bytes: f64,
+    precision: Precision,
+) -> f64 {
     if flops <= 0.0 {
-        return memory_bound_time(gpu, bytes);
+        return memory_bound_time_with(gpu, e, bytes);
     }
-    let peak = peak_flops(gpu, precision);
-    let eff = gemm_efficiency(gpu, flops);
-    let t_math = if peak > 0.0 && eff > 0.0 {
-        flops / (peak * eff)
+    let peak = peak_flops(gpu, precision) * e.gemm_eff_max;
+    let t_math = if peak > 0.0 {
+        flops / peak + e.gemm_latency
     } else {
         f64::INFINITY
     };
-    t_math.max(memory_bound_time(gpu, bytes))
+    t_math.max(memory_bound_time_with(gpu, e, bytes))
 }
 
 #[cfg(test)]
@@ -213,32 +327,41 @@ mod tests {
     use crate::calibration::{gpu_a100, gpu_h100};
 
     #[test]
-    fn a100_efficiency_curve_shape() {
-        let g = gpu_a100();
-        let e = arch_efficiency(GpuArch::A100);
-        // 1 − 1/e of the asymptote at `flops_half`, saturated 7 half-widths later.
-        let at = |f: f64| gemm_efficiency(&g, f) / e.gemm_eff_max;
-        assert!((at(e.gemm_flops_half) - (1.0 - (-1.0f64).exp())).abs() < 1e-9);
-        assert!(at(128.0 * e.gemm_flops_half) > 0.999);
+    fn wave_utilisation_hand_computed() {
+        let h = arch_efficiency(GpuArch::H100);
+        // One expert's 512 tokens × 3072 features: 4 × 12 = 48 tiles, one wave of 132 SMs.
+        let u = wave_utilisation(h, 512.0, 3072.0);
+        assert!((u - 512.0 * 3072.0 / (132.0 * 128.0 * 256.0)).abs() < 1e-12);
+        assert!((u - 48.0 / 132.0).abs() < 1e-12);
+        // 8192² on A100: 64 × 32 = 2048 tiles in ⌈2048/108⌉ = 19 waves.
+        let a = arch_efficiency(GpuArch::A100);
+        let u = wave_utilisation(a, 8192.0, 8192.0);
+        assert!((u - 2048.0 / (19.0 * 108.0)).abs() < 1e-12);
+        // A padded tile row costs a whole tile: 129 rows run like 256.
+        let padded = 129.0 * 256.0 / (132.0 * 128.0 * 256.0);
+        assert!((wave_utilisation(h, 129.0, 256.0) - padded).abs() < 1e-12);
     }
 
     #[test]
     fn big_gemm_hand_computed() {
-        // 8192³ BF16 on A100: F = 2·8192³ = 1.0995e12; eff = eff_max (saturated);
-        // t = 1.0995e12 / (312e12·eff_max); memory 3·8192²·2 B / 1.835e12 = 0.22 ms.
+        // 8192³ BF16 on A100: F = 2·8192³ = 1.0995e12 over 19 waves of 108 tiles (u above);
+        // t = F / (312e12 · eff_max · u) + latency; memory 3·8192²·2 B ≈ 0.4 GB, far less.
         let g = gpu_a100();
-        let eff = arch_efficiency(GpuArch::A100).gemm_eff_max;
+        let e = arch_efficiency(GpuArch::A100);
         let d = 8192.0;
         let f = 2.0 * d * d * d;
+        let u = 2048.0 / (19.0 * 108.0);
         let t = gemm_time(&g, f, d, d, d, Precision::Bf16);
-        assert!((t - f / (312e12 * eff)).abs() / t < 1e-6, "{t}");
+        let want = f / (312e12 * e.gemm_eff_max * u) + e.gemm_latency;
+        assert!((t - want).abs() / t < 1e-9, "{t} vs {want}");
     }
 
     #[test]
     fn skinny_gemm_is_memory_bound() {
-        // m = 1 row: intensity ≈ 2 FLOP/B ≪ 312e12/2.039e12 ≈ 153 FLOP/B.
+        // m = 1 row, n = k = 65536: intensity ≈ 2 FLOP/B ≪ 312e12/2.039e12 ≈ 153 FLOP/B, and
+        // the 8 GiB of weights take longer to stream than the one-row tiles take to compute.
         let g = gpu_a100();
-        let (m, n, k) = (1.0, 8192.0, 8192.0);
+        let (m, n, k) = (1.0, 65536.0, 65536.0);
         let t = gemm_time(&g, 2.0 * m * n * k, m, n, k, Precision::Bf16);
         let bytes = (m * k + k * n + m * n) * 2.0;
         assert!((t - memory_bound_time(&g, bytes)).abs() / t < 1e-9);
@@ -249,21 +372,54 @@ mod tests {
         let a = gpu_a100();
         assert_eq!(peak_flops(&a, Precision::Fp8), 312e12);
         let h = gpu_h100("H100", GpuArch::H100);
+        let lat = arch_efficiency(GpuArch::H100).gemm_latency;
         let d = 16384.0;
         let f = 2.0 * d * d * d;
-        let p8 = gemm_time(&h, f, d, d, d, Precision::Fp8);
-        let p16 = gemm_time(&h, f, d, d, d, Precision::Bf16);
+        let p8 = gemm_time(&h, f, d, d, d, Precision::Fp8) - lat;
+        let p16 = gemm_time(&h, f, d, d, d, Precision::Bf16) - lat;
         assert!((p16 / p8 - 1979.0 / 989.0).abs() < 1e-9);
     }
 
     #[test]
-    fn efficiency_rises_with_size() {
+    fn pricer_shortcut_equals_the_full_roofline() {
+        // The skipped exponential never changes the result: compare with max(t_math, t_mem)
+        // computed in full, over skinny, square and tiny shapes.
         let g = gpu_h100("H100", GpuArch::H100);
+        let e = arch_efficiency(GpuArch::H100);
+        let p = GemmPricer::new(&g, e, Precision::Bf16);
+        for m in [1.0, 7.0, 64.0, 512.0, 4096.0, 65536.0] {
+            for n in [1.0, 256.0, 3072.0, 18432.0] {
+                for k in [8.0, 2048.0, 7168.0] {
+                    let f = 2.0 * m * n * k;
+                    let t_math =
+                        f / (989e12 * e.gemm_eff_max * wave_utilisation(e, m, n)) + e.gemm_latency;
+                    let bytes = (m * k + k * n + m * n) * 2.0;
+                    let full = t_math.max(memory_bound_time(&g, bytes));
+                    assert_eq!(p.time(f, m, n, k), full, "{m}×{n}×{k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gemm_time_never_falls_as_the_gemm_grows() {
+        let g = gpu_h100("H100", GpuArch::H100);
+        let t = |m: f64, n: f64, k: f64| gemm_time(&g, 2.0 * m * n * k, m, n, k, Precision::Bf16);
         let mut last = 0.0;
-        for f in [1e6, 1e8, 1e9, 1e10, 1e11, 1e12] {
-            let e = gemm_efficiency(&g, f);
-            assert!(e > last);
-            last = e;
+        for m in (1..=70).map(|i| 37.0 * i as f64) {
+            let now = t(m, 3072.0, 4096.0);
+            // Within one wave the time is one tile's work whatever `m` (up to rounding).
+            assert!(now >= last * (1.0 - 1e-12), "m {m}: {now} < {last}");
+            last = now;
+        }
+        // And never beats full waves at eff_max.
+        let e = arch_efficiency(GpuArch::H100);
+        for (m, n, k) in [
+            (512.0, 3072.0, 4096.0),
+            (4096.0, 4096.0, 4096.0),
+            (8.0, 8.0, 8.0),
+        ] {
+            assert!(t(m, n, k) >= 2.0 * m * n * k / (989e12 * e.gemm_eff_max));
         }
     }
 }

@@ -5,7 +5,8 @@ use std::sync::OnceLock;
 
 use autoplan_cluster::{Cluster, Gpu, GroupPlacement, Precision};
 use autoplan_cost::compute::{
-    attention_core_time, gemm_efficiency, gemm_time, memory_bound_time, peak_flops,
+    arch_efficiency, attention_core_time_with, memory_bound_time_with, peak_flops, ArchEfficiency,
+    GemmPricer,
 };
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
@@ -77,18 +78,14 @@ impl Class {
         let has_attn = l.attn_core_flops_per_token > 0.0;
         Class {
             kind: l.kind,
-            gemms: l
-                .gemms
-                .iter()
-                .map(|g| G {
-                    in_f: g.in_features as f64,
-                    out_f: g.out_features as f64,
-                    count: g.count as f64,
-                    rows_per_token: g.rows_per_token,
-                    split: g.split,
-                    expert: g.count > 1 && l.experts > 0,
-                })
-                .collect(),
+            gemms: fuse_shared_input(l.gemms.iter().map(|g| G {
+                in_f: g.in_features as f64,
+                out_f: g.out_features as f64,
+                count: g.count as f64,
+                rows_per_token: g.rows_per_token,
+                split: g.split,
+                expert: g.count > 1 && l.experts > 0,
+            })),
             attn_core: l.attn_core_flops_per_token,
             q_elems: if has_attn {
                 heads * model.head_dim() as f64
@@ -110,6 +107,59 @@ impl Class {
             expert_params: l.experts as f64 * l.expert_params,
         }
     }
+}
+
+/// The GEMMs as the framework launches them: consecutive column-parallel matrices that read the
+/// same input are one GEMM with their output features concatenated — Megatron-Core's fused
+/// `linear_qkv` (q, k, v of MHA/GQA) and `linear_fc1` (SwiGLU's gate and up, per expert too).
+/// The graph lists them apart because their parameters and TP splits are separate facts; one
+/// launch of the sum has the larger GEMM's efficiency.
+fn fuse_shared_input(gemms: impl Iterator<Item = G>) -> Vec<G> {
+    let mut out: Vec<G> = Vec::new();
+    for g in gemms {
+        match out.last_mut() {
+            Some(p)
+                if p.split == TpSplit::Column
+                    && g.split == TpSplit::Column
+                    && p.in_f == g.in_f
+                    && p.count == g.count
+                    && p.rows_per_token == g.rows_per_token
+                    && p.expert == g.expert =>
+            {
+                p.out_f += g.out_f;
+            }
+            _ => out.push(g),
+        }
+    }
+    out
+}
+
+/// DeepEP's four transfers of a MoE layer: dispatch and combine forward, their gradients back.
+const DEEPEP_CALLS: [(&str, Pass); 4] = [
+    ("EP dispatch (DeepEP)", Pass::Forward),
+    ("EP combine (DeepEP)", Pass::Forward),
+    ("EP combine-grad (DeepEP)", Pass::Backward),
+    ("EP dispatch-grad (DeepEP)", Pass::Backward),
+];
+
+/// The share of an all-to-all's network traffic that DeepEP's node-deduplicated dispatch still
+/// sends: a token routed uniformly to `k` of `experts` spread evenly over `nodes` nodes reaches
+/// `nodes · (1 − P₀)` distinct nodes on average, `P₀ = C(E − E/N, k) / C(E, k)` the
+/// hypergeometric chance that a node holds none of its `k` experts; an all-to-all sends all `k`
+/// copies, so the ratio (of the remote parts alike) is `N · (1 − P₀) / k`, at most 1.
+fn node_dedup(experts: f64, top_k: f64, nodes: f64) -> f64 {
+    let k = top_k.round().max(1.0);
+    if nodes <= 1.0 || experts < k {
+        return 1.0;
+    }
+    let m = experts / nodes;
+    let mut p0 = 1.0;
+    let mut i = 0.0;
+    while i < k {
+        p0 *= ((experts - m - i) / (experts - i)).max(0.0);
+        i += 1.0;
+    }
+    (nodes * (1.0 - p0) / k).min(1.0)
 }
 
 /// Indices of the classes in `Evaluator::classes`.
@@ -164,6 +214,12 @@ pub struct Evaluator {
     /// BALANCED_R`, filled on first use ([`Evaluator::ep_imbalance`]): models and searches
     /// that never ask pay nothing, later evaluations read it without allocating.
     balanced: Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])>,
+    /// The GPU's efficiency constants (`EvalOptions::efficiency`, else `ARCH_TABLE`'s).
+    eff: ArchEfficiency,
+    /// GEMM times at the training precision under `eff`.
+    gemm: GemmPricer,
+    /// GEMM times at the 16-bit precision of the attention core (FP8 runs' LM head).
+    gemm16: GemmPricer,
     /// Highest GEMM efficiency the curve reaches (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
@@ -309,18 +365,22 @@ impl Evaluator {
                         + classes[mlp].gemms.len()
                         + classes[HEAD].gemms.len()
         };
-        let eff_max = gemm_efficiency(&gpu, f64::MAX / 4.0);
+        let eff = opts.efficiency.unwrap_or(*arch_efficiency(gpu.arch));
+        let gemm = GemmPricer::new(&gpu, &eff, precision);
+        let attn_precision = if precision == Precision::Fp8 {
+            Precision::Bf16
+        } else {
+            precision
+        };
+        // Full waves (u = 1): no GEMM beats it.
+        let eff_max = eff.gemm_eff_max;
         Evaluator {
             model: model.clone(),
             cluster: cluster.clone(),
             cost: CostModel::new(cluster),
             opts,
             precision,
-            attn_precision: if precision == Precision::Fp8 {
-                Precision::Bf16
-            } else {
-                precision
-            },
+            attn_precision,
             peak: peak_flops(&gpu, precision),
             gpu,
             classes,
@@ -339,6 +399,9 @@ impl Evaluator {
             imbalance,
             capacity,
             balanced: balanced_table(experts as u32),
+            gemm,
+            gemm16: GemmPricer::new(&cluster.gpu, &eff, attn_precision),
+            eff,
             eff_max,
             mtp_reuse,
             expert_gemm_fwd: layers
@@ -626,13 +689,20 @@ impl Evaluator {
                 t += last.4;
                 continue;
             }
-            let flops = 2.0 * rows * n * k * count;
-            // Grouped GEMM of the local experts: one launch of all their work.
-            let mut tg = gemm_time(&self.gpu, flops, rows * count, n, k, self.precision);
-            if self.precision == Precision::Fp8 {
+            // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
+            // `TEGroupedMLP`) issues one cuBLAS GEMM per local expert, so each runs at the
+            // efficiency of its own shape (`rows` tokens of one expert), not of their sum;
+            // their concurrency over TE's side streams is not credited.
+            let e = &self.eff;
+            // FP8 training keeps the LM head in 16 bits: Megatron-Core's `output_layer` is a
+            // plain `ColumnParallelLinear`, outside Transformer Engine's `fp8_autocast`.
+            let head16 = kind == LayerKind::LmHead && self.precision == Precision::Fp8;
+            let pricer = if head16 { &self.gemm16 } else { &self.gemm };
+            let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
+            if self.precision == Precision::Fp8 && !head16 {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast + amax), a memory-bound pass per GEMM.
-                tg += memory_bound_time(&self.gpu, 3.0 * rows * count * k);
+                tg += memory_bound_time_with(&self.gpu, e, 3.0 * rows * count * k);
             }
             last = (rows, n, k, count, tg);
             t += tg;
@@ -650,14 +720,30 @@ impl Evaluator {
             let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
             match self.opts.attention {
                 AttentionKernel::Flash => {
-                    core_f = attention_core_time(&self.gpu, causal, io, self.attn_precision);
+                    core_f = attention_core_time_with(
+                        &self.gpu,
+                        &self.eff,
+                        causal,
+                        io,
+                        self.attn_precision,
+                    );
                     core_b = FLASH_BWD * core_f;
                 }
                 AttentionKernel::Unfused => {
                     // The full s×s scores are computed, masked, soft-maxed and stored.
-                    core_f = attention_core_time(&self.gpu, 2.0 * causal, io, self.attn_precision);
+                    core_f = attention_core_time_with(
+                        &self.gpu,
+                        &self.eff,
+                        2.0 * causal,
+                        io,
+                        self.attn_precision,
+                    );
                     core_b = 2.0 * core_f;
-                    score_f = memory_bound_time(&self.gpu, 2.0 * c.score * x.m_tok / heads_div);
+                    score_f = memory_bound_time_with(
+                        &self.gpu,
+                        &self.eff,
+                        2.0 * c.score * x.m_tok / heads_div,
+                    );
                 }
             }
         }
@@ -667,7 +753,7 @@ impl Evaluator {
             _ => NON_TP_ACT_FRACTION + (1.0 - NON_TP_ACT_FRACTION) / x.tp,
         };
         // Elementwise kernels write what is stored for backward and read it back once.
-        let mem_f = memory_bound_time(&self.gpu, 2.0 * c.act * x.m_tok * split);
+        let mem_f = memory_bound_time_with(&self.gpu, &self.eff, 2.0 * c.act * x.m_tok * split);
         let fwd = gemm + core_f + score_f + mem_f;
         let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f;
         let rc_sel = core_f + score_f;
@@ -1257,6 +1343,46 @@ impl Evaluator {
                         }
                     }
                 }
+                Dispatcher::DeepEp if x.g_ep.nodes > 1 => {
+                    // DeepEP normal kernels (DeepSeek-V3 report §3.2.2): a token goes over the
+                    // network once per distinct destination node, rank i to rank i of that
+                    // node on its own NIC, then to its experts' GPUs over NVLink; the RDMA and
+                    // NVLink stages are pipelined, so the slower one sets the time. Dropless:
+                    // the busiest rank moves `ep_imb` times the mean.
+                    let g = x.g_ep;
+                    let mean = x.t_rank * self.k_eff * h * ACT;
+                    let inter = GroupPlacement {
+                        size: g.nodes,
+                        ranks_per_node: 1,
+                        nodes: g.nodes,
+                    };
+                    let intra = GroupPlacement {
+                        size: g.ranks_per_node,
+                        ranks_per_node: g.ranks_per_node,
+                        nodes: 1,
+                    };
+                    let rho = node_dedup(self.experts, self.top_k, g.nodes as f64);
+                    let ci = self.cost.alltoall_unequal(
+                        inter,
+                        rho * mean * x.ep_imb,
+                        rho * mean,
+                        x.algo,
+                    );
+                    let cn = self
+                        .cost
+                        .alltoall_unequal(intra, mean * x.ep_imb, mean, x.algo);
+                    let c = if ci.time >= cn.time { ci } else { cn };
+                    for (what, pass) in DEEPEP_CALLS {
+                        e.emit_cost(CommKind::Ep, what, pass, AllToAll, g, mean, c, w);
+                    }
+                }
+                Dispatcher::DeepEp => {
+                    // Inside one node DeepEP's intranode kernels move what an all-to-all does.
+                    let mean = x.t_rank * self.k_eff * h * ACT;
+                    for (what, pass) in DEEPEP_CALLS {
+                        e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0, w);
+                    }
+                }
                 Dispatcher::AllGather => {
                     // All-gather dispatcher: every rank gathers the EP group's tokens, keeps
                     // those of its experts, and reduce-scatters the outputs back.
@@ -1505,6 +1631,14 @@ impl Evaluator {
     fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
         plan.check(&self.model, self.cluster.gpus())?;
         let layout = self.layout(plan)?;
+        // Memory first: a plan over HBM is rejected with its peak, which needs no step time.
+        let peak = self.memory_peak(plan);
+        if peak > self.gpu.hbm_bytes {
+            return Err(Infeasible::OutOfMemory {
+                peak_bytes: peak,
+                hbm_bytes: self.gpu.hbm_bytes,
+            });
+        }
         let x = self.ctx(plan);
         let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
 
@@ -1579,7 +1713,7 @@ impl Evaluator {
             Optimizer::Sgd => SGD_BYTES_PER_PARAM,
         };
         let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-        let optimizer = memory_bound_time(&self.gpu, per_param * opt_params);
+        let optimizer = memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params);
 
         let step = pipeline + dp_exposed + optimizer;
 
@@ -1617,15 +1751,6 @@ impl Evaluator {
                     exposed: micro * pp_t,
                 });
             }
-        }
-
-        // Memory.
-        let peak = self.memory_peak(plan);
-        if peak > self.gpu.hbm_bytes {
-            return Err(Infeasible::OutOfMemory {
-                peak_bytes: peak,
-                hbm_bytes: self.gpu.hbm_bytes,
-            });
         }
 
         let mut bd = StepBreakdown {
@@ -2025,6 +2150,24 @@ impl<S: Sink> Emitter<'_, S> {
         );
     }
 
+    /// One call of an already-priced collective `c`, hidden behind `window` seconds.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_cost(
+        &mut self,
+        kind: CommKind,
+        what: &'static str,
+        pass: Pass,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        c: CollectiveCost,
+        window: f64,
+    ) {
+        let exposed = (c.time - window).max(0.0);
+        self.exposed[kind.index()] += exposed;
+        self.push(kind, what, pass, op, g, bytes, 1.0, c, exposed);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
@@ -2055,5 +2198,28 @@ impl<S: Sink> Emitter<'_, S> {
                 exposed: exposed * self.mult,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_dedup;
+
+    fn choose(n: u128, k: u128) -> u128 {
+        (0..k).fold(1u128, |acc, i| acc * (n - i) / (i + 1))
+    }
+
+    #[test]
+    fn node_dedup_matches_the_hypergeometric_count() {
+        // Qwen3-235B on EP 32 over 4 nodes: 128 experts, 32 per node, top-8.
+        let p0 = choose(96, 8) as f64 / choose(128, 8) as f64;
+        let want = 4.0 * (1.0 - p0) / 8.0;
+        assert!((node_dedup(128.0, 8.0, 4.0) - want).abs() < 1e-12);
+        assert!(want < 0.5);
+        // One node, or one expert per token: nothing to deduplicate.
+        assert_eq!(node_dedup(128.0, 8.0, 1.0), 1.0);
+        assert!((node_dedup(64.0, 1.0, 8.0) - 1.0).abs() < 1e-12);
+        // More nodes, fewer shared destinations: the ratio rises towards 1.
+        assert!(node_dedup(256.0, 8.0, 8.0) > node_dedup(256.0, 8.0, 2.0));
     }
 }

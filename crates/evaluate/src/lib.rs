@@ -67,6 +67,10 @@ pub struct EvalOptions {
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
+    /// Compute-efficiency constants of the GPU; `None`: the calibrated
+    /// `autoplan_cost::compute::ARCH_TABLE` entry of its architecture (`autoplan validate
+    /// --fit` tries others).
+    pub efficiency: Option<autoplan_cost::compute::ArchEfficiency>,
 }
 
 impl Default for EvalOptions {
@@ -77,6 +81,7 @@ impl Default for EvalOptions {
             grad_bytes: 4.0,
             bucket_params: 40e6,
             memory: MemoryOptions::default(),
+            efficiency: None,
         }
     }
 }

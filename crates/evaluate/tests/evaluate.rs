@@ -110,9 +110,10 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
     let h = 512.0;
     let gemm = |n: f64, k: f64| gemm_time(g, 2.0 * t * n * k, t, n, k, p);
     let mem = |bytes_per_token: f64| memory_bound_time(g, 2.0 * bytes_per_token * t);
-    // Attention: q, k, v (h → h), o (h → h); core: causal a·(d+d)·s per token; stored
-    // activations (Korthikanti 11h + dropout mask h at 16 bits = 13h bytes per token).
-    let attn_gemm = 4.0 * gemm(h, h);
+    // Attention: q, k, v (h → h each) launched as one fused h → 3h GEMM (Megatron's
+    // linear_qkv), o (h → h); core: causal a·(d+d)·s per token; stored activations
+    // (Korthikanti 11h + dropout mask h at 16 bits = 13h bytes per token).
+    let attn_gemm = gemm(3.0 * h, h) + gemm(h, h);
     let core = attention_core_time(g, 8.0 * 128.0 * 512.0 * t, (2.0 * h + 2.0 * h) * t * 2.0, p);
     let attn_mem = mem(13.0 * h);
     // MLP: fc1 h → 4h, fc2 4h → h; stored 2·2h + 2·2·4h + h = 21h bytes per token.

@@ -211,9 +211,20 @@ fn balanced_placement_lowers_ep_time_and_costs_the_replicas_memory() {
     assert!(close(dispatch(&rc).bytes, dispatch(&rb).bytes));
     assert!(ep_a2a_time(&rb) < ep_a2a_time(&rc));
     assert!(rb.breakdown.ep_exposed_s < rc.breakdown.ep_exposed_s);
-    // The most loaded GPU's expert GEMMs shrink too.
-    assert!(rb.breakdown.compute_s < rc.breakdown.compute_s);
-    assert!(rb.metrics.step_time_s < rc.metrics.step_time_s);
+    // The most loaded GPU's expert GEMMs shrink too, or stay the same while their rows still
+    // fill the same tile waves (autoplan_cost::compute's wave quantisation).
+    assert!(
+        rb.breakdown.compute_s <= rc.breakdown.compute_s * (1.0 + 1e-12),
+        "{:?} vs {:?}",
+        rb.breakdown,
+        rc.breakdown
+    );
+    assert!(
+        rb.metrics.step_time_s < rc.metrics.step_time_s,
+        "{:?} vs {:?}",
+        rb.breakdown,
+        rc.breakdown
+    );
     // Memory: 2 more experts (3·h·f = 3·1024·1024 parameters each) in each of the 7 MoE
     // blocks: bf16 weights (2 B), fp32 grads (4 B), Adam state (12 B) over edp = 32/8 = 4.
     let params = 2.0 * 7.0 * 3.0 * 1024.0 * 1024.0;

@@ -826,7 +826,9 @@ impl ModelMemory {
             let row = B16 * self.hidden;
             let received = tokens * self.top_k * self.load_factor * moe_tp * row;
             let dispatch = match plan.dispatcher {
-                Dispatcher::AllToAll => tokens * self.top_k * row + received,
+                // DeepEP's buffers hold what an all-to-all's do (its RDMA and NVLink staging
+                // buffers are allocated once, inside the framework reserve).
+                Dispatcher::AllToAll | Dispatcher::DeepEp => tokens * self.top_k * row + received,
                 Dispatcher::AllGather => tokens * plan.ep.max(1) as f64 * moe_tp * row + received,
             };
             transient = transient.max(dispatch);

@@ -103,6 +103,12 @@ pub enum MoeTpScheme {
 pub enum Dispatcher {
     AllToAll,
     AllGather,
+    /// DeepEP's normal kernels (DeepSeek-V3 report §3.2.2; Megatron-Core `--moe-token-
+    /// dispatcher-type flex --moe-enable-deepep`): a token crosses the network once per
+    /// destination node, on the GPU's own NIC, and is forwarded to its experts' GPUs over
+    /// NVLink, the two stages pipelined.
+    #[serde(rename = "deepep")]
+    DeepEp,
 }
 
 /// Expert placement policy (seed 004).

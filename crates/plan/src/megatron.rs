@@ -220,9 +220,13 @@ impl Plan {
                 match self.dispatcher {
                     Dispatcher::AllToAll => "alltoall",
                     Dispatcher::AllGather => "allgather",
+                    Dispatcher::DeepEp => "flex",
                 }
                 .into(),
             );
+            if self.dispatcher == Dispatcher::DeepEp {
+                a.push("--moe-enable-deepep".into());
+            }
             if self.moe_tp > 1 && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
                 return Err(unsupported(
                     "moe_tp_scheme",

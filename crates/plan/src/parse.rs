@@ -166,6 +166,7 @@ impl Dispatcher {
         match self {
             Dispatcher::AllToAll => "all-to-all",
             Dispatcher::AllGather => "all-gather",
+            Dispatcher::DeepEp => "deepep",
         }
     }
 }
@@ -340,7 +341,8 @@ fn parse(s: &str) -> Result<(Plan, bool), ParseError> {
                 p.dispatcher = match nv.as_str() {
                     "all-to-all" | "alltoall" | "a2a" => Dispatcher::AllToAll,
                     "all-gather" | "allgather" => Dispatcher::AllGather,
-                    _ => return Err(bad(key, v, "all-to-all or all-gather")),
+                    "deepep" | "deep-ep" => Dispatcher::DeepEp,
+                    _ => return Err(bad(key, v, "all-to-all, all-gather or deepep")),
                 }
             }
             "algo" => {

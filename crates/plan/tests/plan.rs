@@ -318,6 +318,11 @@ fn megatron_flags_of_a_gpt3_plan() {
     let args = moe.megatron_args(&ds).unwrap().join(" ");
     assert!(args.contains("--expert-model-parallel-size 64 --expert-tensor-parallel-size 1"));
     assert!(args.contains("--moe-token-dispatcher-type alltoall"));
+    let deepep: Plan = "tp=2,pp=16,dp=64,ep=64,sp=on,zero=1,dispatcher=deepep"
+        .parse()
+        .unwrap();
+    let args = deepep.megatron_args(&ds).unwrap().join(" ");
+    assert!(args.contains("--moe-token-dispatcher-type flex --moe-enable-deepep"));
     // 61 blocks on 16 stages: 14 middle stages of 4, first 2, last 3.
     assert!(
         args.contains("--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3")
@@ -384,7 +389,11 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        any::<bool>(),
+        proptest::sample::select(vec![
+            Dispatcher::AllToAll,
+            Dispatcher::AllGather,
+            Dispatcher::DeepEp,
+        ]),
         prop_oneof![
             Just(AlgoMode::Cheapest),
             Just(AlgoMode::NcclLike),
@@ -424,11 +433,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             } else {
                 MoeTpScheme::GroupAllToAll
             },
-            dispatcher: if ag {
-                Dispatcher::AllGather
-            } else {
-                Dispatcher::AllToAll
-            },
+            dispatcher: ag,
             algo,
             order: RankOrder(order),
             placement: bal.map_or(PlacementPolicy::Contiguous, |r| PlacementPolicy::Balanced {

@@ -206,6 +206,7 @@ const MOE_TP_SCHEME: &[(&str, MoeTpScheme)] = &[
 const DISPATCHER: &[(&str, Dispatcher)] = &[
     ("all-to-all", Dispatcher::AllToAll),
     ("all-gather", Dispatcher::AllGather),
+    ("deepep", Dispatcher::DeepEp),
 ];
 
 fn names<T>(table: &[(&str, T)]) -> String {

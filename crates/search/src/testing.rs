@@ -181,6 +181,7 @@ impl Synthetic {
             let mut t = 2.0 * self.comm_per_seq * seq * blocks / self.bw(intra);
             t *= match p.dispatcher {
                 Dispatcher::AllToAll => 1.0,
+                Dispatcher::DeepEp => 0.8,
                 Dispatcher::AllGather => 0.3 * p.ep as f64,
             };
             t *= match p.moe_tp_scheme {

@@ -75,9 +75,12 @@ impl Planner for SearchPlanner {
         ) else {
             return Err(infeasible("the case is not from the loaded spec".into()));
         };
-        let mut model = model.clone();
-        model.training.seq_len = case.seq_len;
-        model.training.global_batch = case.global_batch;
+        let mut training = model.training.clone();
+        training.seq_len = case.seq_len;
+        training.global_batch = case.global_batch;
+        let model = model
+            .with_training(training)
+            .map_err(|e| infeasible(e.to_string()))?;
         let cluster = if case.scaled {
             cluster
                 .with_gpus(case.gpus)

@@ -32,14 +32,15 @@ pub(crate) fn load_inputs(
     use anyhow::Context;
     let mut m = autoplan_graph::resolve_model(model)
         .with_context(|| format!("cannot load model `{model}`"))?;
-    if let Some(s) = seq_len {
-        anyhow::ensure!(s > 0, "--seq-len must be positive");
-        m.training.seq_len = s;
-        m.max_positions = m.max_positions.max(s);
-    }
-    if let Some(b) = global_batch {
-        anyhow::ensure!(b > 0, "--global-batch must be positive");
-        m.training.global_batch = b;
+    if seq_len.is_some() || global_batch.is_some() {
+        // Checked as a file's `[training]` section is: a learned position table is not
+        // widened behind the user's back.
+        let mut t = m.training.clone();
+        t.seq_len = seq_len.unwrap_or(t.seq_len);
+        t.global_batch = global_batch.unwrap_or(t.global_batch);
+        m = m
+            .with_training(t)
+            .with_context(|| format!("--seq-len/--global-batch for model `{model}`"))?;
     }
     let mut c = autoplan_cluster::resolve_cluster(cluster)
         .with_context(|| format!("cannot load cluster `{cluster}`"))?;

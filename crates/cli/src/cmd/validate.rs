@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use autoplan_cluster::GpuArch;
 use autoplan_cluster::{resolve_cluster, Cluster};
-use autoplan_evaluate::validate::{cluster_name_for, validate, PublishedRun, Validation};
+use autoplan_cost::compute::arch_efficiency;
+use autoplan_evaluate::validate::{
+    case_of, cluster_name_for, fit, validate, FitPoint, PublishedRun, Validation,
+};
+use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
 
 use super::Format;
@@ -20,6 +25,15 @@ pub struct Args {
     pub runs: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Print the full evaluation report (as `autoplan evaluate`) of the row with this id
+    /// instead of the table: the plan, options and model the row was expressed as.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
+    /// Re-fit the compute-efficiency constants of one GPU architecture (v100, a100, h100) to
+    /// the file's rows on it: a grid over `gemm_eff_max` × `gemm_latency` × `hbm_eff_max`,
+    /// printing the best points by MAPE and the calibrated table's own score.
+    #[arg(long, value_name = "ARCH")]
+    pub fit: Option<String>,
 }
 
 /// Read a `published_runs.csv` file; errors name the file and the line.
@@ -57,6 +71,12 @@ pub fn validate_file(path: &Path) -> anyhow::Result<Validation> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(id) = &args.explain {
+        return explain(&args.runs, id);
+    }
+    if let Some(arch) = &args.fit {
+        return fit_arch(&args.runs, arch, args.format);
+    }
     let v = validate_file(&args.runs)?;
     let mut out = std::io::stdout().lock();
     match args.format {
@@ -67,6 +87,103 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Table | Format::Csv => table(&mut out, &v)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--fit ARCH`: the calibration grid (see `autoplan_evaluate::validate::fit`).
+fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode> {
+    let a = match arch.to_ascii_lowercase().as_str() {
+        "v100" => GpuArch::V100,
+        "a100" => GpuArch::A100,
+        "h100" => GpuArch::H100,
+        other => anyhow::bail!("--fit {other}: the published rows cover v100, a100 and h100"),
+    };
+    let runs = load_runs(path)?;
+    let cases: Vec<_> = runs
+        .iter()
+        .filter_map(|r| case_of(r, &bundled_model, &bundled_cluster).ok())
+        .collect();
+    // 0.40..0.90 by 0.01; 0..30 µs by 2.5 µs (a launch plus the framework gap per GEMM:
+    // beyond is not a per-kernel cost); 0.50..0.90 by 0.05.
+    let eff: Vec<f64> = (0..=50).map(|i| 0.40 + 0.01 * i as f64).collect();
+    let half: Vec<f64> = (0..=12).map(|i| 2.5e-6 * i as f64).collect();
+    let hbm: Vec<f64> = (0..=8).map(|i| 0.50 + 0.05 * i as f64).collect();
+    let points = fit(&cases, a, &eff, &half, &hbm);
+    let cur = *arch_efficiency(a);
+    let current = fit(
+        &cases,
+        a,
+        &[cur.gemm_eff_max],
+        &[cur.gemm_latency],
+        &[cur.hbm_eff_max],
+    );
+    let mut out = std::io::stdout().lock();
+    if format == Format::Json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({ "current": current.first(), "best": &points[..points.len().min(20)] }),
+        )?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:>8} {:>10} {:>8} {:>5} {:>7} {:>8}  worst row",
+        "eff_max", "latency", "hbm_eff", "rows", "MAPE", "worst"
+    )?;
+    let line = |out: &mut std::io::StdoutLock, p: &FitPoint, tag: &str| {
+        writeln!(
+            out,
+            "{:>8.2} {:>7.1} µs {:>8.2} {:>5} {:>6.2}% {:>+7.1}%  {}{tag}",
+            p.gemm_eff_max,
+            p.gemm_latency * 1e6,
+            p.hbm_eff_max,
+            p.rows,
+            100.0 * p.mape,
+            100.0 * p.worst_error,
+            p.worst
+        )
+    };
+    for p in points.iter().take(20) {
+        line(&mut out, p, "")?;
+    }
+    if let Some(c) = current.first() {
+        line(&mut out, c, "   <- ARCH_TABLE now")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.
+fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
+    let runs = load_runs(path)?;
+    let row = runs
+        .iter()
+        .find(|r| r.id == id)
+        .with_context(|| format!("{}: no row with id `{id}`", path.display()))?;
+    let case = match case_of(row, &bundled_model, &bundled_cluster) {
+        Ok(c) => c,
+        Err(s) => anyhow::bail!("row `{id}` is skipped: {}", s.reason),
+    };
+    let ev = Evaluator::new(&case.model, &case.cluster, case.options);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{id}: measured {} {:.3}; model {} ({:?}), {} GPUs",
+        case.figure.name(),
+        case.measured,
+        case.model.name,
+        case.model.training.precision,
+        case.cluster.gpus()
+    )?;
+    match ev.report(&case.plan) {
+        Ok(r) => {
+            super::evaluate::table(&mut out, &case.plan.to_string(), &ev, &case.plan, &r)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            writeln!(out, "the published plan is rejected: {e}")?;
+            Ok(ExitCode::from(2))
+        }
+    }
 }
 
 fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {

@@ -35,7 +35,7 @@ use super::{
 };
 use crate::comm::CommKind;
 use autoplan_cluster::GroupPlacement;
-use autoplan_cost::compute::memory_bound_time;
+use autoplan_cost::compute::memory_bound_time_with;
 use autoplan_graph::Optimizer;
 use autoplan_plan::{Recompute, Schedule, StageLayout};
 
@@ -353,7 +353,7 @@ impl Evaluator {
                 1.0
             };
             let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-            let optimizer = memory_bound_time(&self.gpu, per_param * opt_params);
+            let optimizer = memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params);
             rest = rest.min(micro * zero3_per_mb + dp_exposed + optimizer);
         }
         (tmax, sum, rest)
