@@ -342,7 +342,8 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
         true,
         true,
         tp > 1,
-        moe && ep > 1,
+        // The EP overlap also hides the `moe_tp` collectives (autoplan-evaluate's `ep_comm`).
+        moe && ep * moe_tp > 1,
         moe && ep > 1,
     ];
     let knobs = [

@@ -316,8 +316,8 @@ impl Scorer {
             std::slice::from_ref(&d.dispatcher)
         };
         let ep = moe && p.ep > 1;
-        // The engine fixes the EP overlap where ep = 1, but `ep_comm` also hides the `moe_tp`
-        // collectives with it: open wherever either moves tokens (a superset is admissible).
+        // `ep_comm` hides the `moe_tp` collectives with the EP overlap too: open wherever
+        // either moves tokens (the engine enumerates it there).
         let epo = if moe && p.ep * p.moe_tp > 1 {
             s.ep_overlap.contains(&true)
         } else {

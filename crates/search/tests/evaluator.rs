@@ -141,3 +141,44 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ep_overlap_is_searched_where_only_moe_tp_moves_tokens() {
+    // ep = 1, moe_tp = 2: no all-to-all, but the moe_tp collectives hide behind compute under
+    // the EP overlap (autoplan-evaluate's `ep_comm`), so both values are plans of the space.
+    let s = scorer("mixtral-8x7b", 4, true);
+    let mut space = resolve_space("moe").unwrap();
+    space
+        .fix("tp=2,pp=1,ep=1,moe_tp=2,cp=1,mbs=1,recompute=full,zero=3")
+        .unwrap();
+    space.ep_overlap = vec![false, true];
+    let o = search(
+        &s,
+        &space,
+        &SearchOptions {
+            top_k: 10_000,
+            exhaustive: true,
+        },
+        &(),
+    );
+    assert!(!o.plans.is_empty(), "{:?}", o.no_fit);
+    assert!(
+        o.plans.iter().any(|r| r.plan.ep_overlap),
+        "{}",
+        o.plans.len()
+    );
+    assert!(o.plans.iter().any(|r| !r.plan.ep_overlap));
+    let best = |on: bool| {
+        o.plans
+            .iter()
+            .filter(|r| r.plan.ep_overlap == on)
+            .map(|r| r.metrics.step_time_s)
+            .fold(f64::INFINITY, f64::min)
+    };
+    assert!(
+        best(true) < best(false),
+        "{} vs {}",
+        best(true),
+        best(false)
+    );
+}
