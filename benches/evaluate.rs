@@ -34,10 +34,10 @@ fn evaluate(c: &mut Criterion) {
     g.bench_function("gpt3-175b/1024xH100/report", |b| {
         b.iter(|| ev.report(black_box(&dense)))
     });
-    // DeepSeek-V3 (MLA, 256 experts, MTP) on 2048 H800: the default space's best plan
-    // (`autoplan search --model deepseek-v3 --cluster h800x2048`): cp2 · pp4 (interleaved ×4) ·
-    // dp256, ep32, ZeRO-2, EP overlap. It must fit: an out-of-memory plan returns before the
-    // step time is computed and would time only the rejection.
+    // DeepSeek-V3 (MLA, 256 experts, MTP) on 2048 H800: cp2 · pp4 (interleaved ×4) · dp256,
+    // ep32, ZeRO-2, EP overlap, one of the default space's best plans. It must fit: an
+    // out-of-memory plan returns before the step time is computed and would time only the
+    // rejection.
     let ds = resolve_model("deepseek-v3").expect("bundled deepseek-v3");
     let ev = Evaluator::new(&ds, &calibration::hgx_h800(256), EvalOptions::default());
     let moe = Plan::parse_for_gpus(
