@@ -1628,6 +1628,22 @@ impl Evaluator {
         (bytes, t)
     }
 
+    /// The optimizer step: memory-bound over this GPU's shard of the parameters of the stage
+    /// `pmax` holding the most (dense ones sharded over dp × cp, experts over edp, from ZeRO 1).
+    fn optimizer_time(&self, zero: Zero, x: &Ctx, pmax: &StageTime) -> f64 {
+        let (shard_d, shard_e) = if zero >= Zero(1) {
+            (x.g_dp.size as f64, x.g_edp.size as f64)
+        } else {
+            (1.0, 1.0)
+        };
+        let per_param = match self.model.training.optimizer {
+            Optimizer::Adam => ADAM_BYTES_PER_PARAM,
+            Optimizer::Sgd => SGD_BYTES_PER_PARAM,
+        };
+        let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
+        memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params)
+    }
+
     fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
         plan.check(&self.model, self.cluster.gpus())?;
         let layout = self.layout(plan)?;
@@ -1697,23 +1713,7 @@ impl Evaluator {
         let (dp_exposed, zero3_per_mb) = self.dp_comm(plan, &x, &pmax, sink, micro);
         let pipeline = micro * (tmax + zero3_per_mb) + bubble;
 
-        // Optimizer step: memory-bound over this GPU's parameter shard.
-        let shard_d = if plan.zero >= Zero(1) {
-            x.g_dp.size as f64
-        } else {
-            1.0
-        };
-        let shard_e = if plan.zero >= Zero(1) {
-            x.g_edp.size as f64
-        } else {
-            1.0
-        };
-        let per_param = match self.model.training.optimizer {
-            Optimizer::Adam => ADAM_BYTES_PER_PARAM,
-            Optimizer::Sgd => SGD_BYTES_PER_PARAM,
-        };
-        let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-        let optimizer = memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params);
+        let optimizer = self.optimizer_time(plan.zero, &x, &pmax);
 
         let step = pipeline + dp_exposed + optimizer;
 

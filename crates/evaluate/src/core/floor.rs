@@ -30,13 +30,10 @@
 use autoplan_plan::{CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, TpSpTransition, Zero};
 
 use super::{
-    ClassCost, Ctx, Emitter, Evaluator, Memo, StageTime, ADAM_BYTES_PER_PARAM, ATTN, HEAD, MLP,
-    MOE, MTP, NCLASS, SGD_BYTES_PER_PARAM,
+    ClassCost, Ctx, Emitter, Evaluator, Memo, StageTime, ATTN, HEAD, MLP, MOE, MTP, NCLASS,
 };
 use crate::comm::CommKind;
 use autoplan_cluster::GroupPlacement;
-use autoplan_cost::compute::memory_bound_time_with;
-use autoplan_graph::Optimizer;
 use autoplan_plan::{Recompute, Schedule, StageLayout};
 
 /// Relative margin for the rounding of `Σt − t_max` and of the regrouped sum (module docs).
@@ -333,27 +330,12 @@ impl Evaluator {
             }
         }
         let micro = x.micro;
-        let per_param = match self.model.training.optimizer {
-            Optimizer::Adam => ADAM_BYTES_PER_PARAM,
-            Optimizer::Sgd => SGD_BYTES_PER_PARAM,
-        };
         let mut rest = f64::INFINITY;
         for &z in zeros {
             q.zero = z;
             // `run`'s DP reduction and optimizer step.
             let (dp_exposed, zero3_per_mb) = self.dp_comm(q, x, &pmax, &mut (), micro);
-            let shard_d = if q.zero >= Zero(1) {
-                x.g_dp.size as f64
-            } else {
-                1.0
-            };
-            let shard_e = if q.zero >= Zero(1) {
-                x.g_edp.size as f64
-            } else {
-                1.0
-            };
-            let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-            let optimizer = memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params);
+            let optimizer = self.optimizer_time(z, x, &pmax);
             rest = rest.min(micro * zero3_per_mb + dp_exposed + optimizer);
         }
         (tmax, sum, rest)
