@@ -55,8 +55,8 @@ pub struct ArchEfficiency {
 ///   `autoplan validate --fit v100|a100|h100` over `../shared/data/published_runs.csv`
 ///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant fixed
 ///   beforehand by the cost crate's own calibration. `eff_max` is an end-to-end efficiency: it
-///   absorbs what the analytical step does not itemise (launch gaps, fused epilogues, framework
-///   overhead), hence below cuBLAS's isolated ~0.8–0.9.
+///   absorbs what the analytical step does not itemise (fused epilogues, framework overhead),
+///   hence at or below cuBLAS's isolated ~0.8–0.9 of peak.
 ///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 21 rows 5.1%.
 ///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
 ///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs).
