@@ -426,3 +426,37 @@ fn memory_peak_bytes_matches_evaluate() {
         }
     }
 }
+
+#[test]
+fn finer_experts_of_the_same_flops_never_compute_faster() {
+    // Mixtral-8x7B's MoE split into 2×, 4×, 8× more experts of 1/2, 1/4, 1/8 the width with
+    // 2×, 4×, 8× the top-k: the same parameters and FLOPs per token, in more, smaller GEMMs
+    // (one per local expert, fewer tokens each: fewer full tile waves and more launches).
+    let base = autoplan_graph::resolve_model("mixtral-8x7b").expect("bundled");
+    let cluster = autoplan_cost::calibration::dgx_h100(8);
+    let plan: Plan = "tp=1,pp=4,dp=16,ep=8,mbs=1,zero=1,recompute=selective"
+        .parse()
+        .unwrap();
+    let base_flops = Evaluator::new(&base, &cluster, EvalOptions::default())
+        .model_flops()
+        .gemm_fwd;
+    let mut last = 0.0;
+    for split in [1u32, 2, 4, 8] {
+        let mut m = base.clone();
+        let moe = m.moe.as_mut().unwrap();
+        moe.experts *= split;
+        moe.top_k *= split;
+        moe.expert_ffn_hidden /= split;
+        let ev = Evaluator::new(&m, &cluster, EvalOptions::default());
+        let r = ev.report(&plan).expect("fits");
+        // Same FLOPs up to the router's (h × experts, under 0.1% here).
+        let f = ev.model_flops().gemm_fwd;
+        assert!(
+            (f - base_flops).abs() < 1e-3 * base_flops,
+            "split {split}: {f}"
+        );
+        let c = r.breakdown.compute_s;
+        assert!(c >= last, "split {split}: compute {c} < {last}");
+        last = c;
+    }
+}
