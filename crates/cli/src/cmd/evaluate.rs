@@ -22,15 +22,8 @@ pub struct Args {
     /// the GPUs left over.
     #[arg(long)]
     pub plan: String,
-    /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
-    #[arg(long)]
-    pub gpus: Option<u32>,
-    /// Override the model's training sequence length.
-    #[arg(long)]
-    pub seq_len: Option<u32>,
-    /// Override the model's global batch (sequences).
-    #[arg(long)]
-    pub global_batch: Option<u32>,
+    #[command(flatten)]
+    pub workload: super::Workload,
     /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
     /// Megatron).
     #[arg(long, value_enum, default_value_t = Attn::Flash)]
@@ -58,13 +51,7 @@ pub enum Emit {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (model, cluster) = super::load_inputs(
-        &args.model,
-        &args.cluster,
-        args.seq_len,
-        args.global_batch,
-        args.gpus,
-    )?;
+    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
     let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
         .with_context(|| format!("--plan {:?}", args.plan))?;
     let mut out = std::io::stdout().lock();

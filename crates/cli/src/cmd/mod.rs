@@ -19,32 +19,64 @@ pub enum Format {
     Csv,
 }
 
-/// The model and cluster of `evaluate` and `search`: bundled names or paths, with the CLI's
-/// workload overrides (`--seq-len` also widens a learned position table, as Megatron does when
-/// it is given a longer `--seq-length`) and `--gpus` resizing the cluster.
+/// The workload flags `evaluate` and `search` share: overrides of the model file's
+/// `[training]` section and a resize of the cluster.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Workload {
+    /// Override the model's training sequence length.
+    #[arg(long)]
+    pub seq_len: Option<u32>,
+    /// Override the model's global batch (sequences).
+    #[arg(long)]
+    pub global_batch: Option<u32>,
+    /// Override the model's training precision (the GEMMs' peak and bytes; FP8 keeps the
+    /// attention core and the LM head in BF16).
+    #[arg(long, value_enum)]
+    pub precision: Option<TrainPrecision>,
+    /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
+    #[arg(long)]
+    pub gpus: Option<u32>,
+}
+
+/// Training precisions a model can declare.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrainPrecision {
+    Bf16,
+    Fp16,
+    Fp8,
+}
+
+/// The model and cluster of `evaluate` and `search`: bundled names or paths, with the
+/// workload overrides checked as a model file's `[training]` section is (a sequence longer
+/// than a learned position table is an error, not a wider table) and `--gpus` resizing the
+/// cluster.
 pub(crate) fn load_inputs(
     model: &str,
     cluster: &str,
-    seq_len: Option<u32>,
-    global_batch: Option<u32>,
-    gpus: Option<u32>,
+    w: &Workload,
 ) -> anyhow::Result<(autoplan_graph::ModelSpec, autoplan_cluster::Cluster)> {
     use anyhow::Context;
+    use autoplan_cluster::Precision;
     let mut m = autoplan_graph::resolve_model(model)
         .with_context(|| format!("cannot load model `{model}`"))?;
-    if seq_len.is_some() || global_batch.is_some() {
-        // Checked as a file's `[training]` section is: a learned position table is not
-        // widened behind the user's back.
+    if w.seq_len.is_some() || w.global_batch.is_some() || w.precision.is_some() {
         let mut t = m.training.clone();
-        t.seq_len = seq_len.unwrap_or(t.seq_len);
-        t.global_batch = global_batch.unwrap_or(t.global_batch);
+        t.seq_len = w.seq_len.unwrap_or(t.seq_len);
+        t.global_batch = w.global_batch.unwrap_or(t.global_batch);
+        if let Some(p) = w.precision {
+            t.precision = match p {
+                TrainPrecision::Bf16 => Precision::Bf16,
+                TrainPrecision::Fp16 => Precision::Fp16,
+                TrainPrecision::Fp8 => Precision::Fp8,
+            };
+        }
         m = m
             .with_training(t)
-            .with_context(|| format!("--seq-len/--global-batch for model `{model}`"))?;
+            .with_context(|| format!("--seq-len/--global-batch/--precision for model `{model}`"))?;
     }
     let mut c = autoplan_cluster::resolve_cluster(cluster)
         .with_context(|| format!("cannot load cluster `{cluster}`"))?;
-    if let Some(n) = gpus {
+    if let Some(n) = w.gpus {
         c = c.with_gpus(n)?;
     }
     Ok((m, c))

@@ -29,15 +29,8 @@ pub struct Args {
     /// Fix decisions, e.g. "tp=8,pp=16,recompute=full" (keys as in the space files, plus dp).
     #[arg(long)]
     pub fix: Option<String>,
-    /// Resize the cluster to this many GPUs.
-    #[arg(long)]
-    pub gpus: Option<u32>,
-    /// Override the model's training sequence length.
-    #[arg(long)]
-    pub seq_len: Option<u32>,
-    /// Override the model's global batch (sequences).
-    #[arg(long)]
-    pub global_batch: Option<u32>,
+    #[command(flatten)]
+    pub workload: super::Workload,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the output to this file instead of stdout.
@@ -71,13 +64,7 @@ impl Observer for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top must be at least 1");
-    let (model, cluster) = super::load_inputs(
-        &args.model,
-        &args.cluster,
-        args.seq_len,
-        args.global_batch,
-        args.gpus,
-    )?;
+    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
     if let Some(f) = &args.fix {
