@@ -35,7 +35,7 @@ fn evaluate(c: &mut Criterion) {
         b.iter(|| ev.report(black_box(&dense)))
     });
     // DeepSeek-V3 (MLA, 256 experts, MTP) on 2048 H800: cp2 · pp4 (interleaved ×4) · dp256,
-    // ep32, ZeRO-2, EP overlap, one of the default space's best plans. It must fit: an
+    // ep32, ZeRO-2, EP overlap: a plan that fits (not the search's best). It must fit: an
     // out-of-memory plan returns before the step time is computed and would time only the
     // rejection.
     let ds = resolve_model("deepseek-v3").expect("bundled deepseek-v3");

@@ -44,7 +44,7 @@ pub enum Precision {
 pub struct Gpu {
     /// Marketing name, e.g. "A100-SXM4-80GB".
     pub name: String,
-    /// Architecture family, used to pick the compute-efficiency curve (one per GPU type).
+    /// Architecture family, used to pick the compute-efficiency constants (one set per GPU type).
     pub arch: GpuArch,
     /// Dense (non-sparse) peak matrix throughput, FLOP/s, per precision the GPU supports.
     pub peak_flops: Vec<(Precision, f64)>,

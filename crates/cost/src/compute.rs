@@ -59,7 +59,8 @@ pub struct ArchEfficiency {
 ///   hence at or below cuBLAS's isolated ~0.8–0.9 of peak.
 ///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 21 rows 5.1%.
 ///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
-///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs).
+///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs); V100's
+///   `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90 grid too.
 /// - L40S, Other: not fitted (no usable measured row); `eff_max` as for large cuBLAS GEMMs,
 ///   latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [

@@ -142,6 +142,21 @@ const DEEPEP_CALLS: [(&str, Pass); 4] = [
     ("EP dispatch-grad (DeepEP)", Pass::Backward),
 ];
 
+/// Mean and busiest-rank bytes one rank sends in a DeepEP dispatch: dropless `k_eff` rows per
+/// token, the busiest rank `ep_imb` times the mean; capacity-padded `cf · top_k` rows for all.
+fn deepep_bytes(capacity: Option<f64>, k_eff: f64, x: &Ctx, h: f64) -> (f64, f64) {
+    match capacity {
+        Some(_) => {
+            let b = x.t_rank * x.recv * h * ACT;
+            (b, b)
+        }
+        None => {
+            let mean = x.t_rank * k_eff * h * ACT;
+            (mean, mean * x.ep_imb)
+        }
+    }
+}
+
 /// The share of an all-to-all's network traffic that DeepEP's node-deduplicated dispatch still
 /// sends: a token routed uniformly to `k` of `experts` spread evenly over `nodes` nodes reaches
 /// `nodes · (1 − P₀)` distinct nodes on average, `P₀ = C(E − E/N, k) / C(E, k)` the
@@ -220,7 +235,7 @@ pub struct Evaluator {
     gemm: GemmPricer,
     /// GEMM times at the 16-bit precision of the attention core (FP8 runs' LM head).
     gemm16: GemmPricer,
-    /// Highest GEMM efficiency the curve reaches (admissible bounds).
+    /// `gemm_eff_max`: a GEMM in full waves (u = 1); none runs faster (admissible bounds).
     eff_max: f64,
     /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
     expert_gemm_fwd: f64,
@@ -660,7 +675,8 @@ impl Evaluator {
     /// GEMM time of one class's forward pass on one GPU.
     fn gemm_fwd(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> f64 {
         let mut t = 0.0;
-        // Consecutive GEMMs of one shape (MHA's q, k, v; SwiGLU's gate and up) cost the same.
+        // Consecutive GEMMs of one shape (e.g. a MoE layer's identical shared experts) cost the
+        // same.
         let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0);
         for g in gemms {
             let (rows, count, tp) = if g.expert {
@@ -1348,9 +1364,13 @@ impl Evaluator {
                     // network once per distinct destination node, rank i to rank i of that
                     // node on its own NIC, then to its experts' GPUs over NVLink; the RDMA and
                     // NVLink stages are pipelined, so the slower one sets the time. Dropless:
-                    // the busiest rank moves `ep_imb` times the mean.
+                    // the busiest rank moves `ep_imb` times the mean; with a capacity, every
+                    // rank moves the padded `cf · top_k` rows (as the all-to-all branch). The
+                    // network stage is priced as a direct all-to-all between the nodes' NIC
+                    // shares; DeepEP keeps it on one rail (rank i to rank i), which the cost
+                    // model charges as cross-rail: the same unless the fabric is oversubscribed.
                     let g = x.g_ep;
-                    let mean = x.t_rank * self.k_eff * h * ACT;
+                    let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, h);
                     let inter = GroupPlacement {
                         size: g.nodes,
                         ranks_per_node: 1,
@@ -1362,25 +1382,21 @@ impl Evaluator {
                         nodes: 1,
                     };
                     let rho = node_dedup(self.experts, self.top_k, g.nodes as f64);
-                    let ci = self.cost.alltoall_unequal(
-                        inter,
-                        rho * mean * x.ep_imb,
-                        rho * mean,
-                        x.algo,
-                    );
-                    let cn = self
+                    let ci = self
                         .cost
-                        .alltoall_unequal(intra, mean * x.ep_imb, mean, x.algo);
+                        .alltoall_unequal(inter, rho * max, rho * mean, x.algo);
+                    let cn = self.cost.alltoall_unequal(intra, max, mean, x.algo);
                     let c = if ci.time >= cn.time { ci } else { cn };
                     for (what, pass) in DEEPEP_CALLS {
                         e.emit_cost(CommKind::Ep, what, pass, AllToAll, g, mean, c, w);
                     }
                 }
                 Dispatcher::DeepEp => {
-                    // Inside one node DeepEP's intranode kernels move what an all-to-all does.
-                    let mean = x.t_rank * self.k_eff * h * ACT;
+                    // Inside one node DeepEP's intranode kernels move what an all-to-all does
+                    // (so the plan ties with `dispatcher=all-to-all`).
+                    let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, h);
                     for (what, pass) in DEEPEP_CALLS {
-                        e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0, w);
+                        e.emit_a2a(what, pass, x.g_ep, max, mean, 1.0, w);
                     }
                 }
                 Dispatcher::AllGather => {

@@ -274,3 +274,38 @@ fn placement_does_not_change_capacity_padded_time() {
     assert!(close(rb.breakdown.compute_s, rc.breakdown.compute_s));
     assert!(rb.memory.total > rc.memory.total);
 }
+
+#[test]
+fn deepep_moves_the_padded_rows_under_a_capacity_and_dedups_across_nodes() {
+    let deepep_row = |r: &Report| -> (f64, f64) {
+        let c = r
+            .comm
+            .iter()
+            .find(|c| c.what == "EP dispatch (DeepEP)")
+            .expect("a DeepEP dispatch row");
+        (c.bytes, c.time_per_call)
+    };
+    // ep = 16 over 2 of the 4 nodes: the network stage carries deduplicated copies.
+    let across = plan(",dispatcher=deepep")
+        .to_string()
+        .replace("ep=8", "ep=16");
+    let across: Plan = across.parse().unwrap();
+    let a2a: Plan = across
+        .to_string()
+        .replace(",dispatcher=deepep", "")
+        .parse()
+        .unwrap();
+    // Capacity-padded: every rank sends `cf · top_k` rows of h per token (2048 tokens, h 1024).
+    let m = with_moe(|m| m.capacity_factor = Some(1.25));
+    let r = report(&m, &across);
+    let want = 2048.0 * 1.25 * 2.0 * 1024.0 * 2.0;
+    assert!(
+        close(deepep_row(&r).0, want),
+        "{} vs {want}",
+        deepep_row(&r).0
+    );
+    // Dropless, same plan: DeepEP never takes longer than the all-to-all it replaces.
+    let m = model();
+    let (d, a) = (report(&m, &across), report(&m, &a2a));
+    assert!(deepep_row(&d).1 <= dispatch(&a).time_per_call * (1.0 + 1e-12));
+}

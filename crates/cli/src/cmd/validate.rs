@@ -27,7 +27,7 @@ pub struct Args {
     pub format: Format,
     /// Print the full evaluation report (as `autoplan evaluate`) of the row with this id
     /// instead of the table: the plan, options and model the row was expressed as.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "fit")]
     pub explain: Option<String>,
     /// Re-fit the compute-efficiency constants of one GPU architecture (v100, a100, h100) to
     /// the file's rows on it: a grid over `gemm_eff_max` × `gemm_latency` × `hbm_eff_max`,
