@@ -12,8 +12,8 @@ use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
 use autoplan_placement::{balanced_imbalance, contiguous_imbalance};
 use autoplan_plan::{
-    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute, Schedule,
-    StageLayout, TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute, StageLayout,
+    TpSpTransition, Zero,
 };
 
 mod floor;
@@ -1708,22 +1708,7 @@ impl Evaluator {
         }
         let micro = x.micro;
         let base = sum - tmax;
-        let bubble = match plan.schedule {
-            Schedule::OneF1B => base,
-            Schedule::Interleaved => base / x.vpp,
-            // ZB-H1 (Qi et al. 2024): (p−1)(T_F + T_B − T_W) = 1/3 of 1F1B's (p−1)(T_F + T_B)
-            // when T_F = T_B(input) = T_W.
-            Schedule::ZeroBubble => base / 3.0,
-            // DualPipe (DeepSeek-V3 Table 2): (p/2 − 1)(F&B + B − 3W) ≈ (p − 2)·t/3.
-            Schedule::DualPipe => {
-                let p = x.pp as f64;
-                if p > 2.0 {
-                    base * (p - 2.0) / (3.0 * (p - 1.0))
-                } else {
-                    0.0
-                }
-            }
-        };
+        let bubble = plan.schedule.bubble(base, plan.vpp, x.pp);
 
         // Data-parallel gradient reduction on the stage holding the most parameters.
         let (dp_exposed, zero3_per_mb) = self.dp_comm(plan, &x, &pmax, sink, micro);

@@ -51,6 +51,30 @@ pub enum Schedule {
     DualPipe,
 }
 
+impl Schedule {
+    /// The pipeline bubble of the schedule, from `base = Σ t_i − t_max` (the stage times of
+    /// one micro-batch over the `pp` stages, the busiest excluded): 1F1B pays all of it (its
+    /// (pp−1) warm-up and cool-down slots), interleaved 1F1B `1/vpp` of it; ZB-H1 (Qi et al.
+    /// 2024) `(p−1)(T_F + T_B − T_W)`, 1/3 of 1F1B's `(p−1)(T_F + T_B)` when
+    /// `T_F = T_B(input) = T_W`; DualPipe (DeepSeek-V3 Table 2) `(p/2 − 1)(F&B + B − 3W) ≈
+    /// (p − 2)·t/3`, i.e. `(p−2)/(3(p−1))` of it. `bubble(1.0, ..)` is the fraction itself.
+    pub fn bubble(self, base: f64, vpp: u32, pp: u32) -> f64 {
+        match self {
+            Schedule::OneF1B => base,
+            Schedule::Interleaved => base / vpp.max(1) as f64,
+            Schedule::ZeroBubble => base / 3.0,
+            Schedule::DualPipe => {
+                let p = pp as f64;
+                if p > 2.0 {
+                    base * (p - 2.0) / (3.0 * (p - 1.0))
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
 /// Activation recompute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

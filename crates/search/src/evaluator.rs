@@ -27,23 +27,6 @@ use autoplan_plan::{Dispatcher, Plan, RankOrder, Recompute, Schedule, TpSpTransi
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
 
-/// The bubble fraction `f` of a schedule (see the module docs).
-fn bubble_fraction(s: Schedule, vpp: u32, pp: u32) -> f64 {
-    match s {
-        Schedule::OneF1B => 1.0,
-        Schedule::Interleaved => 1.0 / vpp.max(1) as f64,
-        Schedule::ZeroBubble => 1.0 / 3.0,
-        Schedule::DualPipe => {
-            let p = pp as f64;
-            if p > 2.0 {
-                (p - 2.0) / (3.0 * (p - 1.0))
-            } else {
-                0.0
-            }
-        }
-    }
-}
-
 /// The peak memory of `plan`, however the evaluator judges it (None: invalid, no information).
 fn peak(ev: &Evaluator, plan: &Plan) -> Option<f64> {
     // Memory only (`Evaluator::memory_peak_bytes`): the same number as `evaluate`'s, without
@@ -196,7 +179,7 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
     let micro = (ev.model().training.global_batch / (p.mbs * p.dp).max(1)).max(1) as f64;
     let mut frac = f64::INFINITY;
     open_schedules(partial, &mut |sch, v| {
-        frac = frac.min(bubble_fraction(sch, v, p.pp))
+        frac = frac.min(sch.bubble(1.0, v, p.pp))
     });
     let bubble = if p.pp > 1 && frac.is_finite() {
         (micro + frac * (p.pp - 1) as f64) / micro

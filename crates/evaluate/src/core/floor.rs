@@ -272,19 +272,7 @@ impl Evaluator {
                 };
                 // `run`'s bubble of the schedule.
                 let base = sum - tmax;
-                let bubble = match sch {
-                    Schedule::OneF1B => base,
-                    Schedule::Interleaved => base / v.max(1) as f64,
-                    Schedule::ZeroBubble => base / 3.0,
-                    Schedule::DualPipe => {
-                        let p = x.pp as f64;
-                        if p > 2.0 {
-                            base * (p - 2.0) / (3.0 * (p - 1.0))
-                        } else {
-                            0.0
-                        }
-                    }
-                };
+                let bubble = sch.bubble(base, v, x.pp);
                 best = best.min(x.micro * tmax + bubble + rest);
             }
         }
