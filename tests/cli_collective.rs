@@ -1,19 +1,8 @@
 //! `autoplan collective` end to end (issue 3, item 5): every valid algorithm with its time and
 //! bandwidths, the chosen one marked; `--validate` against `collectives_measured.csv`.
 
-use std::process::Command;
-
-fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
-        .args(args)
-        .output()
-        .expect("run autoplan");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::autoplan;
 
 fn json_rows(args: &[&str]) -> Vec<serde_json::Value> {
     let mut all = vec!["collective"];

@@ -1,18 +1,7 @@
 //! `autoplan evaluate` and `autoplan validate` end to end (issue 4, items 5 and 6).
 
-use std::process::Command;
-
-fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
-        .args(args)
-        .output()
-        .expect("run autoplan");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::autoplan;
 
 const PLAN: &str = "tp=8,sp=on,pp=8,schedule=interleaved,vpp=3,mbs=1,recompute=selective";
 

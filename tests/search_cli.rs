@@ -1,19 +1,8 @@
 //! `autoplan search` end to end: the ranking, JSON fields, thread-count independence, the
 //! `--explain` report, bad spaces and `--fix`, and the no-fit message.
 
-use std::process::Command;
-
-fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
-        .args(args)
-        .output()
-        .expect("run autoplan");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::autoplan;
 
 const CASE: &[&str] = &["search", "--model", "llama3-8b", "--cluster", "a100x64"];
 

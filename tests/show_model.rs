@@ -1,17 +1,11 @@
 //! `autoplan show --model` and `autoplan models` end to end (issue 2's done criterion).
 
-use std::process::Command;
+mod common;
 
+/// `common::autoplan` with success as a flag.
 fn autoplan(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))
-        .args(args)
-        .output()
-        .expect("run autoplan");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, out, err) = common::autoplan(args);
+    (code == Some(0), out, err)
 }
 
 #[test]
