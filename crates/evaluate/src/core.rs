@@ -1355,7 +1355,7 @@ impl Evaluator {
                                 let b = x.t_rank * x.recv * h * ACT;
                                 e.emit(CommKind::Ep, what, pass, AllToAll, x.g_ep, b, 1.0, ov, w);
                             }
-                            None => e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, 1.0, w),
+                            None => e.emit_a2a(what, pass, x.g_ep, mean * x.ep_imb, mean, w),
                         }
                     }
                 }
@@ -1396,7 +1396,7 @@ impl Evaluator {
                     // (so the plan ties with `dispatcher=all-to-all`).
                     let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, h);
                     for (what, pass) in DEEPEP_CALLS {
-                        e.emit_a2a(what, pass, x.g_ep, max, mean, 1.0, w);
+                        e.emit_a2a(what, pass, x.g_ep, max, mean, w);
                     }
                 }
                 Dispatcher::AllGather => {
@@ -2112,7 +2112,8 @@ impl<S: Sink> Emitter<'_, S> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// One unequal EP all-to-all (`max` bytes on the busiest rank, `mean` on average), priced
+    /// once per distinct shape within the plan, hidden behind `window` seconds.
     fn emit_a2a(
         &mut self,
         what: &'static str,
@@ -2120,7 +2121,6 @@ impl<S: Sink> Emitter<'_, S> {
         g: GroupPlacement,
         max: f64,
         mean: f64,
-        calls: f64,
         window: f64,
     ) {
         if g.size <= 1 || mean <= 0.0 {
@@ -2135,19 +2135,15 @@ impl<S: Sink> Emitter<'_, S> {
                 c
             }
         };
-        let t = calls * c.time;
-        let exposed = (t - window).max(0.0);
-        self.exposed[CommKind::Ep.index()] += exposed;
-        self.push(
+        self.emit_cost(
             CommKind::Ep,
             what,
             pass,
             Collective::AllToAll,
             g,
             mean,
-            calls,
             c,
-            exposed,
+            window,
         );
     }
 
