@@ -211,6 +211,16 @@ impl Radix {
     }
 }
 
+/// The space's value `list[i]` of a knob that matters for the plan, else `default`.
+#[inline]
+fn knob<T: Copy>(relevant: bool, list: &[T], i: usize, default: T) -> T {
+    if relevant {
+        list[i]
+    } else {
+        default
+    }
+}
+
 fn orders_for(space: &Space, dense: [u32; 4], moe: [u32; 4]) -> Vec<usize> {
     // Size of each dim (Tp, Cp, Dp, Pp) in the dense and in the folded MoE grid.
     let matters = |d: Dim| {
@@ -739,40 +749,24 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         let dflt = Plan::default();
         loop {
             let ix = |d: usize| deg.knobs[d][pos[d]];
-            plan.sp = s.sp[ix(SP)];
-            plan.cp_comm = s.cp_comm[ix(CPC)];
-            plan.tp_sp_transition = s.tp_sp_transition[ix(TPSP)];
-            plan.moe_tp_scheme = s.moe_tp_scheme[ix(MTS)];
-            plan.dispatcher = s.dispatcher[ix(DISP)];
+            // A knob that cannot change this plan keeps `Plan::default()`'s value (canonical
+            // plans, see `Degrees::relevant`).
+            let rel = &deg.relevant;
+            plan.sp = knob(rel[SP], &s.sp, ix(SP), dflt.sp);
+            plan.cp_comm = knob(rel[CPC], &s.cp_comm, ix(CPC), dflt.cp_comm);
+            plan.tp_sp_transition = knob(
+                rel[TPSP],
+                &s.tp_sp_transition,
+                ix(TPSP),
+                dflt.tp_sp_transition,
+            );
+            plan.moe_tp_scheme = knob(rel[MTS], &s.moe_tp_scheme, ix(MTS), dflt.moe_tp_scheme);
+            plan.dispatcher = knob(rel[DISP], &s.dispatcher, ix(DISP), dflt.dispatcher);
             plan.algo = s.algo[ix(ALGO)];
             plan.order = s.order[ix(ORDER)];
-            plan.tp_overlap = s.tp_overlap[ix(TPO)];
-            plan.ep_overlap = s.ep_overlap[ix(EPO)];
-            plan.placement = s.placement[ix(PLACE)];
-            if !deg.relevant[SP] {
-                plan.sp = dflt.sp;
-            }
-            if !deg.relevant[CPC] {
-                plan.cp_comm = dflt.cp_comm;
-            }
-            if !deg.relevant[TPSP] {
-                plan.tp_sp_transition = dflt.tp_sp_transition;
-            }
-            if !deg.relevant[MTS] {
-                plan.moe_tp_scheme = dflt.moe_tp_scheme;
-            }
-            if !deg.relevant[DISP] {
-                plan.dispatcher = dflt.dispatcher;
-            }
-            if !deg.relevant[TPO] {
-                plan.tp_overlap = dflt.tp_overlap;
-            }
-            if !deg.relevant[EPO] {
-                plan.ep_overlap = dflt.ep_overlap;
-            }
-            if !deg.relevant[PLACE] {
-                plan.placement = dflt.placement;
-            }
+            plan.tp_overlap = knob(rel[TPO], &s.tp_overlap, ix(TPO), dflt.tp_overlap);
+            plan.ep_overlap = knob(rel[EPO], &s.ep_overlap, ix(EPO), dflt.ep_overlap);
+            plan.placement = knob(rel[PLACE], &s.placement, ix(PLACE), dflt.placement);
             let mut leaf_key = key;
             for d in 0..NKNOB {
                 leaf_key += ix(d) as u128 * r[10 + d];
