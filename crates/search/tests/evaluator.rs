@@ -10,6 +10,9 @@ use autoplan_search::{
 };
 use proptest::prelude::*;
 
+mod common;
+use common::random_plan;
+
 fn scorer(model: &str, nodes: u32, hopper: bool) -> Scorer {
     let m = resolve_model(model).expect("bundled model");
     let c = if hopper {
@@ -82,53 +85,26 @@ fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
     p
 }
 
-fn pick<T: Copy>(v: &[T], i: &prop::sample::Index) -> T {
-    v[i.index(v.len())]
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
     /// bound(partial) ≤ evaluate(plan) in time and memory, at every depth above the plan, for
     /// random plans of the default space (with SP and TP overlap both ways).
     #[test]
-    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 18)) {
+    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 19)) {
         let (model, nodes, hopper) = [("gpt2-1b", 2, false), ("llama3-8b", 2, true), ("mixtral-8x7b", 2, true)][case];
         let s = scorer(model, nodes, hopper);
         let mut space = resolve_space("default").unwrap();
         space.sp = vec![false, true];
         space.tp_overlap = vec![false, true];
         space.ep_overlap = vec![false, true];
-        let gpus = s.shape().gpus;
-        let moe = s.shape().experts > 0;
-        let mut plan = Plan {
-            tp: pick(&space.tp, &ix[0]),
-            pp: pick(&space.pp, &ix[1]),
-            cp: pick(&space.cp, &ix[2]),
-            ep: if moe { pick(&space.ep, &ix[3]) } else { 1 },
-            moe_tp: if moe { pick(&space.moe_tp, &ix[4]) } else { 1 },
-            mbs: pick(&space.mbs, &ix[5]),
-            recompute: pick(&space.recompute, &ix[6]),
-            zero: pick(&space.zero, &ix[7]),
-            schedule: pick(&space.schedule, &ix[8]),
-            sp: pick(&space.sp, &ix[10]),
-            cp_comm: pick(&space.cp_comm, &ix[11]),
-            tp_sp_transition: pick(&space.tp_sp_transition, &ix[12]),
-            moe_tp_scheme: pick(&space.moe_tp_scheme, &ix[13]),
-            dispatcher: pick(&space.dispatcher, &ix[14]),
-            order: pick(&space.order, &ix[15]),
-            tp_overlap: pick(&space.tp_overlap, &ix[16]),
-            ep_overlap: pick(&space.ep_overlap, &ix[17]),
-            ..Plan::default()
-        };
-        plan.vpp = if plan.schedule == autoplan_plan::Schedule::Interleaved { pick(&space.vpp, &ix[9]) } else { 1 };
+        let plan = random_plan(&s.exact, &space, &ix);
+        prop_assume!(plan.is_some());
+        let mut plan = plan.unwrap();
         // The engine's canonical form: no dispatcher choice without dispatch.
         if plan.ep * plan.moe_tp == 1 {
             plan.dispatcher = Plan::default().dispatcher;
         }
-        let rest = plan.tp * plan.cp * plan.pp;
-        prop_assume!(gpus.is_multiple_of(rest));
-        plan.dp = gpus / rest;
         let m = match Objective::evaluate(&s, &plan) {
             Ok(m) => (m.step_time_s, m.memory_peak_bytes),
             Err(Reject::OutOfMemory { peak_bytes, .. }) => (f64::INFINITY, peak_bytes),

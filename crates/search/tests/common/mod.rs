@@ -1,0 +1,59 @@
+//! What the search's tests on real bundled models share: random plans of a space.
+
+use autoplan_evaluate::Evaluator;
+use autoplan_plan::{PlacementPolicy, Plan, Schedule};
+use autoplan_search::Space;
+use proptest::prelude::*;
+
+/// `v[i]`, the index scaled to the list.
+pub fn pick<T: Copy>(v: &[T], i: &prop::sample::Index) -> T {
+    v[i.index(v.len())]
+}
+
+/// A random plan of `space` using all GPUs, or None if the degrees do not divide them.
+pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) -> Option<Plan> {
+    let moe = ev.model().moe.is_some();
+    let gpus = ev.cluster().gpus();
+    // EP degrees dividing the experts (the others are invalid plans: nothing to check).
+    let experts = ev.model().moe.as_ref().map_or(1, |m| m.experts);
+    let eps: Vec<u32> = space
+        .ep
+        .iter()
+        .copied()
+        .filter(|e| experts.is_multiple_of(*e))
+        .collect();
+    let mut plan = Plan {
+        tp: pick(&space.tp, &ix[0]),
+        pp: pick(&space.pp, &ix[1]),
+        cp: pick(&space.cp, &ix[2]),
+        ep: if moe { pick(&eps, &ix[3]) } else { 1 },
+        moe_tp: if moe { pick(&space.moe_tp, &ix[4]) } else { 1 },
+        mbs: pick(&space.mbs, &ix[5]),
+        recompute: pick(&space.recompute, &ix[6]),
+        zero: pick(&space.zero, &ix[7]),
+        schedule: pick(&space.schedule, &ix[8]),
+        sp: pick(&space.sp, &ix[10]),
+        cp_comm: pick(&space.cp_comm, &ix[11]),
+        tp_sp_transition: pick(&space.tp_sp_transition, &ix[12]),
+        moe_tp_scheme: pick(&space.moe_tp_scheme, &ix[13]),
+        dispatcher: pick(&space.dispatcher, &ix[14]),
+        order: pick(&space.order, &ix[15]),
+        tp_overlap: pick(&space.tp_overlap, &ix[16]),
+        ep_overlap: pick(&space.ep_overlap, &ix[17]),
+        placement: if moe {
+            pick(&space.placement, &ix[18])
+        } else {
+            PlacementPolicy::Contiguous
+        },
+        ..Plan::default()
+    };
+    if plan.schedule == Schedule::Interleaved {
+        plan.vpp = pick(&space.vpp, &ix[9]);
+    }
+    let rest = plan.tp * plan.cp * plan.pp;
+    if !gpus.is_multiple_of(rest) {
+        return None;
+    }
+    plan.dp = gpus / rest;
+    Some(plan)
+}
