@@ -12,8 +12,8 @@ use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
 use autoplan_placement::{balanced_imbalance, contiguous_imbalance};
 use autoplan_plan::{
-    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute, StageLayout,
-    TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, PlacementPolicy, Plan, Recompute,
+    RecomputeModules, StageLayout, TpSpTransition, Zero,
 };
 
 mod floor;
@@ -58,6 +58,10 @@ struct G {
 struct Class {
     kind: LayerKind,
     gemms: Vec<G>,
+    /// MLA's up-projections `q_b`, `kv_b` (`mla_up_proj` recompute); empty otherwise.
+    up_proj: Vec<G>,
+    /// The shared experts' GEMMs (`shared_experts` recompute); empty otherwise.
+    shared: Vec<G>,
     attn_core: f64,
     /// Q + K + V + O elements per token (attention-core HBM traffic and Ulysses all-to-alls).
     q_elems: f64,
@@ -76,16 +80,34 @@ impl Class {
     fn of(model: &ModelSpec, l: &autoplan_graph::Layer) -> Class {
         let heads = model.heads as f64;
         let has_attn = l.attn_core_flops_per_token > 0.0;
+        let g_of = |g: &autoplan_graph::Gemm| G {
+            in_f: g.in_features as f64,
+            out_f: g.out_features as f64,
+            count: g.count as f64,
+            rows_per_token: g.rows_per_token,
+            split: g.split,
+            expert: g.count > 1 && l.experts > 0,
+        };
+        let gemms = fuse_shared_input(l.gemms.iter().map(g_of));
+        let shared = if l.experts > 0 {
+            gemms
+                .iter()
+                .filter(|g| !g.expert && g.split != TpSplit::Replicated)
+                .copied()
+                .collect()
+        } else {
+            Vec::new()
+        };
         Class {
             kind: l.kind,
-            gemms: fuse_shared_input(l.gemms.iter().map(|g| G {
-                in_f: g.in_features as f64,
-                out_f: g.out_features as f64,
-                count: g.count as f64,
-                rows_per_token: g.rows_per_token,
-                split: g.split,
-                expert: g.count > 1 && l.experts > 0,
-            })),
+            gemms,
+            up_proj: l
+                .gemms
+                .iter()
+                .filter(|g| matches!(g.name, "q_b" | "kv_b"))
+                .map(g_of)
+                .collect(),
+            shared,
             attn_core: l.attn_core_flops_per_token,
             q_elems: if has_attn {
                 heads * model.head_dim() as f64
@@ -287,8 +309,10 @@ struct ClassCost {
     bwd: f64,
     /// Full recompute of one block: the forward again (+ its communication, in `rc_comm`).
     rc_full: f64,
-    rc_comm: f64,
-    /// Selective recompute: the attention core (and unfused softmax) again.
+    /// Exposed forward communication per kind that recompute runs again (the kinds of
+    /// [`Evaluator::recompute_comm`]; the floor collects every kind).
+    rc_comm: [f64; 5],
+    /// Selective recompute: the plan's modules again ([`Evaluator::selective_rc`]).
     rc_sel: f64,
     /// Exposed communication per kind (no recompute).
     exposed: [f64; 5],
@@ -325,6 +349,8 @@ impl Evaluator {
         let empty = Class {
             kind: LayerKind::FinalNorm,
             gemms: Vec::new(),
+            up_proj: Vec::new(),
+            shared: Vec::new(),
             attn_core: 0.0,
             q_elems: 0.0,
             o_elems: 0.0,
@@ -679,23 +705,7 @@ impl Evaluator {
         // same.
         let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0);
         for g in gemms {
-            let (rows, count, tp) = if g.expert {
-                // Tokens reaching one local expert: every rank of the expert's moe_tp × ep
-                // block sends its t_rank · rows_per_token (= k/E) tokens; padded dispatch fills
-                // the capacity `cf · top_k / E` per token, dropless dispatch waits for the most
-                // loaded expert (the model's load imbalance).
-                let skew = match self.capacity {
-                    Some(cf) => cf * self.top_k / self.k_eff.max(1e-9),
-                    None => x.ep_imb,
-                };
-                let rows = x.t_rank * x.mt * x.ep * g.rows_per_token * skew;
-                (rows, g.count / x.ep, x.mt)
-            } else if kind == LayerKind::Moe && g.split == TpSplit::Replicated {
-                // The router sees the sequence-parallel slice.
-                (x.t_rank * g.rows_per_token, g.count, x.tp)
-            } else {
-                (x.m_tok * g.rows_per_token, g.count, x.tp)
-            };
+            let (rows, count, tp) = self.gemm_rows(kind, g, x);
             let (n, k) = match g.split {
                 TpSplit::Column => (g.out_f / tp, g.in_f),
                 TpSplit::Row => (g.out_f, g.in_f / tp),
@@ -724,6 +734,132 @@ impl Evaluator {
             t += tg;
         }
         t
+    }
+
+    /// (Rows per matrix, local matrices, the TP-like degree splitting it) of GEMM `g`.
+    #[inline]
+    fn gemm_rows(&self, kind: LayerKind, g: &G, x: &Ctx) -> (f64, f64, f64) {
+        if g.expert {
+            // Tokens reaching one local expert: every rank of the expert's moe_tp × ep block
+            // sends its t_rank · rows_per_token (= k/E) tokens; padded dispatch fills the
+            // capacity `cf · top_k / E` per token, dropless dispatch waits for the most loaded
+            // expert (the model's load imbalance).
+            let skew = match self.capacity {
+                Some(cf) => cf * self.top_k / self.k_eff.max(1e-9),
+                None => x.ep_imb,
+            };
+            let rows = x.t_rank * x.mt * x.ep * g.rows_per_token * skew;
+            (rows, g.count / x.ep, x.mt)
+        } else if kind == LayerKind::Moe && g.split == TpSplit::Replicated {
+            // The router sees the sequence-parallel slice.
+            (x.t_rank * g.rows_per_token, g.count, x.tp)
+        } else {
+            (x.m_tok * g.rows_per_token, g.count, x.tp)
+        }
+    }
+
+    /// HBM seconds of the activation function between the `fc1` (column) and `fc2` (row)
+    /// GEMMs of `gemms`: it reads what `fc1` wrote and writes what `fc2` reads, 16-bit.
+    fn activation_fn_time(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> f64 {
+        let mut bytes = 0.0;
+        for g in gemms {
+            let (rows, count, tp) = self.gemm_rows(kind, g, x);
+            bytes += rows
+                * count
+                * ACT
+                * match g.split {
+                    TpSplit::Column => g.out_f / tp,
+                    TpSplit::Row => g.in_f / tp,
+                    TpSplit::Replicated => 0.0,
+                };
+        }
+        memory_bound_time_with(&self.gpu, &self.eff, bytes)
+    }
+
+    /// Selective recompute of class `i` (Megatron-Core `--recompute-modules`): the forward work
+    /// of the modules in `m` run again before the backward. `fwd` is the class's forward,
+    /// `core` the attention core's (`compute`'s `rc_sel`).
+    /// - `core_attn`: the attention core (and an unfused softmax);
+    /// - `layernorm`: each pre-norm, an HBM pass reading and writing `h` per token of the
+    ///   (sequence-parallel) shard;
+    /// - `mla_up_proj`: the `q_b` and `kv_b` GEMMs (RoPE is elementwise, not counted);
+    /// - `moe_act`: the routed experts' activation function (HBM-bound);
+    /// - `shared_experts`: the shared experts' GEMMs and activation function;
+    /// - `mlp` / `moe`: the whole forward of the layer (its collectives: `recompute_comm`).
+    ///
+    /// The MTP module (one block at most) recomputes only its attention core.
+    fn selective_rc(
+        &self,
+        m: RecomputeModules,
+        i: usize,
+        c: &Class,
+        x: &Ctx,
+        fwd: f64,
+        core: f64,
+    ) -> f64 {
+        let ln = if m.has(RecomputeModules::LAYERNORM) {
+            let shard = if x.sp { 1.0 / x.tp } else { 1.0 };
+            memory_bound_time_with(
+                &self.gpu,
+                &self.eff,
+                2.0 * ACT * self.hidden * x.m_tok * shard,
+            )
+        } else {
+            0.0
+        };
+        let core = if m.has(RecomputeModules::CORE_ATTN) {
+            core
+        } else {
+            0.0
+        };
+        match i {
+            ATTN => {
+                let up = if m.has(RecomputeModules::MLA_UP_PROJ) {
+                    self.gemm_fwd(c.kind, &c.up_proj, x)
+                } else {
+                    0.0
+                };
+                core + ln + up
+            }
+            MLP if m.has(RecomputeModules::MLP) => fwd,
+            MLP => ln,
+            MOE if m.has(RecomputeModules::MOE) => fwd,
+            MOE => {
+                let mut t = ln;
+                if m.has(RecomputeModules::SHARED_EXPERTS) {
+                    t += self.gemm_fwd(c.kind, &c.shared, x)
+                        + self.activation_fn_time(c.kind, &c.shared, x);
+                }
+                if m.has(RecomputeModules::MOE_ACT) {
+                    let routed: Vec<G> = c.gemms.iter().filter(|g| g.expert).copied().collect();
+                    t += self.activation_fn_time(c.kind, &routed, x);
+                }
+                t
+            }
+            MTP => core,
+            _ => 0.0,
+        }
+    }
+
+    /// The kinds of forward communication (bits of `CommKind::index`) that the plan's recompute
+    /// runs again for class `i`: full recompute re-runs a block's forward with its TP, CP and
+    /// EP collectives; selective recompute of `core_attn` the CP exchange inside the attention
+    /// core, of `mlp` the MLP's TP collectives, of `moe` the MoE layer's TP and EP ones.
+    fn recompute_comm(plan: &Plan, i: usize) -> u8 {
+        let bit = |k: CommKind| 1u8 << k.index();
+        let all = bit(CommKind::Tp) | bit(CommKind::Cp) | bit(CommKind::Ep);
+        let m = plan.recompute_modules;
+        match (plan.recompute, i) {
+            (Recompute::Full, ATTN | MLP | MOE | MTP) => all,
+            (Recompute::Selective, ATTN | MTP) if m.has(RecomputeModules::CORE_ATTN) => {
+                bit(CommKind::Cp)
+            }
+            (Recompute::Selective, MLP) if m.has(RecomputeModules::MLP) => bit(CommKind::Tp),
+            (Recompute::Selective, MOE) if m.has(RecomputeModules::MOE) => {
+                bit(CommKind::Tp) | bit(CommKind::Ep)
+            }
+            _ => 0,
+        }
     }
 
     /// Forward/backward/recompute compute of one class (no communication).
@@ -839,6 +975,11 @@ impl Evaluator {
                 self.compute(c, x, None)
             };
             gemm_of[i] = gemm;
+            let rc_sel = if plan.recompute == Recompute::Selective {
+                self.selective_rc(plan.recompute_modules, i, c, x, fwd, rc_sel)
+            } else {
+                rc_sel
+            };
             let mut cc = ClassCost {
                 fwd,
                 bwd,
@@ -847,7 +988,6 @@ impl Evaluator {
                 ..ClassCost::default()
             };
             let mult = counts[i] * micro;
-            let full = plan.recompute == Recompute::Full && matches!(i, ATTN | MLP | MOE | MTP);
             let mut e = Emitter {
                 ev: self,
                 x,
@@ -857,8 +997,8 @@ impl Evaluator {
                 mult,
                 rc_mult: mult * rc_frac,
                 exposed: [0.0; 5],
-                rc: 0.0,
-                full,
+                rc: [0.0; 5],
+                rc_kinds: Self::recompute_comm(plan, i),
             };
             self.tp_comm(plan, c, i, x, gemm, &mut e);
             if i == ATTN || i == MTP {
@@ -1610,12 +1750,15 @@ impl Evaluator {
             let block = matches!(k, ATTN | MLP | MOE | MTP);
             if block {
                 match plan.recompute {
-                    Recompute::Full => {
-                        s.recompute += w * rc_frac * cc.rc_full;
-                        s.exposed[CommKind::Tp.index()] += w * rc_frac * cc.rc_comm;
-                    }
+                    Recompute::Full => s.recompute += w * rc_frac * cc.rc_full,
                     Recompute::Selective => s.recompute += w * rc_frac * cc.rc_sel,
                     Recompute::None => {}
+                }
+                let kinds = Self::recompute_comm(plan, k);
+                for (j, v) in cc.rc_comm.iter().enumerate() {
+                    if kinds >> j & 1 == 1 {
+                        s.exposed[j] += w * rc_frac * v;
+                    }
                 }
             }
             for (e, v) in s.exposed.iter_mut().zip(cc.exposed.iter()) {
@@ -1781,7 +1924,9 @@ impl Evaluator {
             + tokens
                 * match plan.recompute {
                     Recompute::Full => self.flops.full_recompute_per_token(rc_frac),
-                    Recompute::Selective => self.flops.selective_recompute_per_token(rc_frac),
+                    Recompute::Selective => self
+                        .flops
+                        .selective_recompute_per_token(plan.recompute_modules, rc_frac),
                     Recompute::None => 0.0,
                 };
         let tflops = model_flops / step / gpus;
@@ -2071,12 +2216,13 @@ struct Emitter<'a, S: Sink> {
     memo: &'a mut Memo,
     layer: LayerKind,
     mult: f64,
-    /// Calls per step of the forward recomputation (full recompute of some blocks).
+    /// Calls per step of the forward recomputation (the recomputed blocks).
     rc_mult: f64,
     exposed: [f64; 5],
-    /// Forward TP communication repeated by full recompute.
-    rc: f64,
-    full: bool,
+    /// Exposed forward communication per kind that recompute runs again.
+    rc: [f64; 5],
+    /// The kinds (bits of `CommKind::index`) whose forward collectives recompute repeats.
+    rc_kinds: u8,
 }
 
 impl<S: Sink> Emitter<'_, S> {
@@ -2102,9 +2248,27 @@ impl<S: Sink> Emitter<'_, S> {
         let exposed = overlap(t, window);
         self.exposed[kind.index()] += exposed;
         self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
-        if self.full && pass == Pass::Forward && kind == CommKind::Tp {
-            // Full recompute runs the block's forward, and its TP collectives, again.
-            self.rc += exposed;
+        self.repeat(kind, what, pass, op, g, bytes, calls, c, exposed);
+    }
+
+    /// A forward collective that recompute runs again (`rc_kinds`): booked in `rc` and listed
+    /// as a recompute row.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn repeat(
+        &mut self,
+        kind: CommKind,
+        what: &'static str,
+        pass: Pass,
+        op: Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        calls: f64,
+        c: CollectiveCost,
+        exposed: f64,
+    ) {
+        if pass == Pass::Forward && self.rc_kinds >> kind.index() & 1 == 1 {
+            self.rc[kind.index()] += exposed;
             let m = self.mult;
             self.mult = self.rc_mult;
             self.push(kind, what, Pass::Recompute, op, g, bytes, calls, c, exposed);
@@ -2163,6 +2327,7 @@ impl<S: Sink> Emitter<'_, S> {
         let exposed = (c.time - window).max(0.0);
         self.exposed[kind.index()] += exposed;
         self.push(kind, what, pass, op, g, bytes, 1.0, c, exposed);
+        self.repeat(kind, what, pass, op, g, bytes, 1.0, c, exposed);
     }
 
     #[allow(clippy::too_many_arguments)]

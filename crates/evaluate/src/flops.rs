@@ -11,9 +11,13 @@
 //!
 //! **Hardware FLOPs** add what is recomputed: full recompute re-runs every block's forward
 //! (`G_blocks + 2·A`, giving Megatron's `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`), selective
-//! recompute re-runs the attention core (`2·A`, Korthikanti et al. 2022 §5).
+//! recompute re-runs the attention core (`2·A`, Korthikanti et al. 2022 §5) and the matmuls of
+//! the other modules it names (`mla_up_proj`: `q_b`, `kv_b`; `mlp`: the dense MLPs; `moe`: the
+//! MoE layers; `shared_experts`: the shared experts; norms and activation functions are not
+//! matmuls).
 
-use autoplan_graph::{LayerKind, ModelSpec};
+use autoplan_graph::{LayerKind, ModelSpec, TpSplit};
+use autoplan_plan::RecomputeModules;
 use serde::Serialize;
 
 /// FLOPs per token of one model (forward, in the conventions above).
@@ -25,6 +29,12 @@ pub struct ModelFlops {
     pub gemm_fwd_blocks: f64,
     /// Causal attention-core FLOPs per token (forward).
     pub attn_fwd_causal: f64,
+    /// Forward matmul FLOPs per token of MLA's up-projections (`q_b`, `kv_b`), all blocks.
+    pub mla_up_fwd: f64,
+    /// Of the dense MLP layers, the MoE layers, and the MoE layers' shared experts.
+    pub dense_mlp_fwd: f64,
+    pub moe_fwd: f64,
+    pub shared_experts_fwd: f64,
 }
 
 impl ModelFlops {
@@ -33,10 +43,35 @@ impl ModelFlops {
             gemm_fwd: 0.0,
             gemm_fwd_blocks: 0.0,
             attn_fwd_causal: 0.0,
+            mla_up_fwd: 0.0,
+            dense_mlp_fwd: 0.0,
+            moe_fwd: 0.0,
+            shared_experts_fwd: 0.0,
         };
         for l in model.layers() {
             f.gemm_fwd += l.gemm_flops_per_token;
             f.attn_fwd_causal += l.attn_core_flops_per_token;
+            match l.kind {
+                LayerKind::Attention => {
+                    f.mla_up_fwd += l
+                        .gemms
+                        .iter()
+                        .filter(|g| matches!(g.name, "q_b" | "kv_b"))
+                        .map(|g| g.flops_per_token())
+                        .sum::<f64>();
+                }
+                LayerKind::DenseMlp => f.dense_mlp_fwd += l.gemm_flops_per_token,
+                LayerKind::Moe => {
+                    f.moe_fwd += l.gemm_flops_per_token;
+                    f.shared_experts_fwd += l
+                        .gemms
+                        .iter()
+                        .filter(|g| g.count == 1 && g.split != TpSplit::Replicated)
+                        .map(|g| g.flops_per_token())
+                        .sum::<f64>();
+                }
+                _ => {}
+            }
             if matches!(
                 l.kind,
                 LayerKind::Attention | LayerKind::DenseMlp | LayerKind::Moe | LayerKind::Mtp
@@ -57,8 +92,18 @@ impl ModelFlops {
         fraction * (self.gemm_fwd_blocks + 2.0 * self.attn_fwd_causal)
     }
 
-    /// Extra FLOPs per token recomputed by selective recompute (the attention core).
-    pub fn selective_recompute_per_token(&self, fraction: f64) -> f64 {
-        fraction * 2.0 * self.attn_fwd_causal
+    /// Extra FLOPs per token recomputed by selective recompute of `modules` (module docs).
+    pub fn selective_recompute_per_token(&self, modules: RecomputeModules, fraction: f64) -> f64 {
+        let on = |b: u8, v: f64| if modules.has(b) { v } else { 0.0 };
+        let moe = if modules.has(RecomputeModules::MOE) {
+            self.moe_fwd
+        } else {
+            on(RecomputeModules::SHARED_EXPERTS, self.shared_experts_fwd)
+        };
+        fraction
+            * (on(RecomputeModules::CORE_ATTN, 2.0 * self.attn_fwd_causal)
+                + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
+                + on(RecomputeModules::MLP, self.dense_mlp_fwd)
+                + moe)
     }
 }

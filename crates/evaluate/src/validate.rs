@@ -7,7 +7,7 @@
 
 use autoplan_cluster::{Cluster, Precision};
 use autoplan_graph::{Attention, Family, Mlp, ModelSpec, Moe, Norm, Positions, Routing};
-use autoplan_plan::{Dispatcher, Plan, Recompute, Schedule, Zero};
+use autoplan_plan::{Dispatcher, Plan, Recompute, RecomputeModules, Schedule, Zero};
 use serde::{Deserialize, Serialize};
 
 use crate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Metrics};
@@ -378,6 +378,7 @@ pub fn case_of(
         (None, _) => 1,
     };
     let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
+    let modules = recompute_modules(&rc);
     let recompute = if rc.starts_with("full") {
         Recompute::Full
     } else if rc.starts_with("selective") {
@@ -419,6 +420,7 @@ pub fn case_of(
         moe_tp,
         mbs,
         recompute,
+        recompute_modules: modules,
         tp_overlap: era == Era::MegatronCore,
         // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP").
         dispatcher: if r
@@ -513,11 +515,48 @@ fn plan_summary(p: &Plan) -> String {
     if p.vpp > 1 {
         s += &format!(",vpp={}", p.vpp);
     }
+    let mut rc = p.recompute.name().to_string();
+    if p.recompute == Recompute::Selective && p.recompute_modules != RecomputeModules::DEFAULT {
+        rc += ":";
+        rc += &p.recompute_modules.names().collect::<Vec<_>>().join("+");
+    }
     s += &format!(
-        ",mbs={},sp={},recompute={:?},zero={}",
-        p.mbs, p.sp, p.recompute, p.zero.0
+        ",mbs={},sp={},recompute={},zero={}",
+        p.mbs, p.sp, rc, p.zero.0
     );
     s
+}
+
+/// The modules of a row's selective recompute: the parenthesised list of the ModelZoo's
+/// `selective (norm, act, shared_expert)` in Megatron-Core's names (`norm` → `layernorm`,
+/// `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` → `core_attn`);
+/// Megatron's default `core_attn` when the row names none.
+fn recompute_modules(rc: &str) -> RecomputeModules {
+    let Some(list) = rc
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(l, _)| l)
+    else {
+        return RecomputeModules::DEFAULT;
+    };
+    let mut set = 0;
+    for item in list.split(',') {
+        let name = match item.trim() {
+            "norm" | "layernorm" => "layernorm",
+            "act" | "moe_act" => "moe_act",
+            "shared_expert" | "shared_experts" => "shared_experts",
+            "attention core" | "core_attn" => "core_attn",
+            other => other,
+        };
+        if let Some(&(_, bit)) = RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {
+            set |= bit;
+        }
+    }
+    if set == 0 {
+        RecomputeModules::DEFAULT
+    } else {
+        RecomputeModules(set)
+    }
 }
 
 /// Validate every row: score what can be expressed, skip the rest with the reason.

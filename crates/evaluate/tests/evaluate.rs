@@ -6,11 +6,12 @@ use autoplan_cluster::{Cluster, Precision};
 use autoplan_cost::calibration::dgx_a100;
 use autoplan_cost::compute::{attention_core_time, gemm_time, memory_bound_time};
 use autoplan_cost::{AlgoMode, Collective, CostModel};
+use autoplan_evaluate::Pass;
 use autoplan_evaluate::{CommKind, EvalOptions, Evaluator, Infeasible};
 use autoplan_graph::{
     Attention, Family, Mlp, ModelSpec, Moe, Norm, Optimizer, Positions, Routing, Training,
 };
-use autoplan_plan::{Plan, Recompute, Schedule, Zero};
+use autoplan_plan::{Plan, Recompute, RecomputeModules, Schedule, Zero};
 use proptest::prelude::*;
 
 /// GPT-style: 2 blocks, h 512, 8 heads of 64, GELU 4h, vocab 1024, seq 512, tied.
@@ -253,6 +254,130 @@ fn moe_plan_has_dispatch_combine_and_expert_gradients() {
     assert!(r.breakdown.ep_exposed_s > 0.0);
 }
 
+/// The module sets the tiny models can take (no MLA, no shared experts).
+const TINY_MODULES: [u8; 5] = [
+    RecomputeModules::CORE_ATTN,
+    RecomputeModules::LAYERNORM,
+    RecomputeModules::MOE_ACT,
+    RecomputeModules::MLP,
+    RecomputeModules::MOE,
+];
+
+#[test]
+fn recompute_modules_price_what_they_rerun() {
+    let m = tiny_moe();
+    let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+    let base = Plan {
+        tp: 2,
+        sp: true,
+        dp: 8,
+        ep: 4,
+        zero: Zero(1),
+        recompute: Recompute::Selective,
+        ..Plan::default()
+    };
+    let with = |set: u8| {
+        ev.report(&Plan {
+            recompute_modules: RecomputeModules(set),
+            ..base
+        })
+        .unwrap()
+    };
+    let rc = |set: u8| with(set).breakdown.recompute_s;
+    // Each module alone reruns some work; the whole MoE layer more than its activation.
+    for &b in &TINY_MODULES {
+        assert!(rc(b) > 0.0, "module {b}");
+    }
+    assert!(rc(RecomputeModules::MOE) > rc(RecomputeModules::MOE_ACT));
+    assert!(rc(RecomputeModules::MLP) > rc(RecomputeModules::LAYERNORM));
+    // Sets add up (modules of different layers are disjoint work).
+    let both = RecomputeModules::CORE_ATTN | RecomputeModules::MOE_ACT;
+    assert!(close(
+        rc(both),
+        rc(RecomputeModules::CORE_ATTN) + rc(RecomputeModules::MOE_ACT),
+        1e-12
+    ));
+    // Only `moe` reruns the dispatch and combine: recompute rows of the EP all-to-alls.
+    let ep_rc = |set: u8| {
+        with(set)
+            .comm
+            .iter()
+            .filter(|c| c.pass == Pass::Recompute && c.collective == Collective::AllToAll)
+            .count()
+    };
+    assert_eq!(ep_rc(RecomputeModules::MOE_ACT), 0);
+    assert_eq!(
+        ep_rc(RecomputeModules::MOE),
+        2,
+        "dispatch and combine again"
+    );
+    // Full recompute reruns them too (the whole block's forward).
+    let full = ev
+        .report(&Plan {
+            recompute: Recompute::Full,
+            ..base
+        })
+        .unwrap();
+    assert_eq!(
+        full.comm
+            .iter()
+            .filter(|c| c.pass == Pass::Recompute && c.collective == Collective::AllToAll)
+            .count(),
+        2
+    );
+    // Hardware FLOPs count the recomputed matmuls of `moe`; `moe_act` adds none.
+    let hw = |set: u8| with(set).metrics.hw_tflops_per_gpu * with(set).metrics.step_time_s;
+    let model = with(RecomputeModules::MOE_ACT).metrics;
+    assert!(close(
+        hw(RecomputeModules::MOE_ACT),
+        model.tflops_per_gpu * model.step_time_s,
+        1e-12
+    ));
+    assert!(hw(RecomputeModules::MOE) > hw(RecomputeModules::MOE_ACT));
+}
+
+/// DeepSeek-V3's published training (DeepSeek-AI 2024, arXiv:2412.19437): 2048 H800, PP 16
+/// with DualPipe, EP 64, ZeRO-1 DP, no TP (§3.2), recomputing RMSNorm and the MLA
+/// up-projections (§3.2.3) and the SwiGLU output (§3.3.2, "cache the inputs of the SwiGLU
+/// operator and recompute its output"), FP8 GEMMs and FP8-cached linear inputs (§3.3).
+/// §4.2's cost: 180K H800 GPU hours per trillion tokens = 1543 tokens/s/GPU.
+#[test]
+fn deepseek_v3_fits_with_its_published_recompute_and_runs_near_its_reported_speed() {
+    let m = autoplan_graph::resolve_model("deepseek-v3").unwrap();
+    let c = autoplan_cluster::resolve_cluster("h800x2048").unwrap();
+    let ev = Evaluator::new(&m, &c, EvalOptions::default());
+    let plan = |rc: &str| {
+        Plan::parse_for_gpus(
+            &format!(
+                "tp=1,pp=16,ep=64,schedule=dualpipe,mbs=1,zero=1,ep_overlap=on,\
+                 dispatcher=deepep,recompute={rc}"
+            ),
+            2048,
+        )
+        .unwrap()
+    };
+    // Attention-core recompute alone leaves Q, K, V, the norm outputs and the SwiGLU output
+    // of 17 micro-batches in flight: over 80 GiB.
+    assert!(matches!(
+        ev.evaluate(&plan("selective")),
+        Err(Infeasible::OutOfMemory { .. })
+    ));
+    let published = ev
+        .evaluate(&plan("selective:layernorm+mla_up_proj+moe_act"))
+        .unwrap();
+    assert!(published.memory_peak_bytes <= 80.0 * autoplan_memory::GIB);
+    let reported = 1e12 / (180e3 * 3600.0);
+    let err = published.tokens_per_s_per_gpu / reported - 1.0;
+    assert!(
+        err.abs() <= 0.25,
+        "{} vs {reported}: {err:+.3}",
+        published.tokens_per_s_per_gpu
+    );
+    // Full recompute also fits, slower: the published choice is the faster of the two.
+    let full = ev.evaluate(&plan("full")).unwrap();
+    assert!(full.tokens_per_s_per_gpu < published.tokens_per_s_per_gpu);
+}
+
 #[test]
 fn invalid_plans_are_reasons_not_panics() {
     let m = tiny_gpt();
@@ -293,20 +418,40 @@ fn plans() -> impl Strategy<Value = Plan> {
         prop::sample::select(vec![0u8, 1, 3]),
         prop::sample::select(vec![1u32, 2]),
         prop::bool::ANY,
+        (0u8..32, prop::sample::select(vec![1u32, 2, 4])),
     )
-        .prop_map(|(tp, pp, cp, sp, recompute, zero, mbs, overlap)| Plan {
-            tp,
-            pp,
-            cp,
-            sp,
-            dp: 16 / (tp * pp * cp),
-            recompute,
-            zero: Zero(zero),
-            mbs,
-            tp_overlap: overlap,
-            schedule: Schedule::OneF1B,
-            ..Plan::default()
-        })
+        .prop_map(
+            |(tp, pp, cp, sp, recompute, zero, mbs, overlap, (set, ep))| Plan {
+                tp,
+                pp,
+                cp,
+                sp,
+                dp: 16 / (tp * pp * cp),
+                // Dense models reject ep > 1 (the properties skip invalid plans).
+                ep,
+                recompute,
+                recompute_modules: modules(set),
+                zero: Zero(zero),
+                mbs,
+                tp_overlap: overlap,
+                schedule: Schedule::OneF1B,
+                ..Plan::default()
+            },
+        )
+}
+
+/// The subset `set` (5 bits) of [`TINY_MODULES`]; the default when empty.
+fn modules(set: u8) -> RecomputeModules {
+    let bits = TINY_MODULES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| set >> i & 1 == 1)
+        .fold(0, |acc, (_, b)| acc | b);
+    if bits == 0 {
+        RecomputeModules::DEFAULT
+    } else {
+        RecomputeModules(bits)
+    }
 }
 
 fn faster(c: &Cluster, k: f64) -> Cluster {
@@ -383,10 +528,34 @@ proptest! {
     }
 
     #[test]
+    fn recomputing_more_modules_never_takes_less_time(
+        plan in plans(), a in 1u8..32, b in 0u8..32, moe in prop::bool::ANY,
+    ) {
+        let m = if moe { tiny_moe() } else { tiny_gpt() };
+        let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
+        let at = |set: u8| ev.report(&Plan {
+            recompute: Recompute::Selective,
+            recompute_modules: modules(set),
+            ..plan
+        });
+        if let (Ok(small), Ok(big)) = (at(a), at(a | b)) {
+            prop_assert!(big.breakdown.recompute_s >= small.breakdown.recompute_s * (1.0 - 1e-12));
+            prop_assert!(big.metrics.step_time_s >= small.metrics.step_time_s * (1.0 - 1e-12));
+            prop_assert!(big.memory.activations <= small.memory.activations * (1.0 + 1e-12));
+        }
+    }
+
+    #[test]
     fn full_recompute_stores_no_more_activations_than_selective(plan in plans()) {
         let m = tiny_gpt();
         let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
-        let sel = ev.report(&Plan { recompute: Recompute::Selective, ..plan });
+        // Megatron's default selective set, the attention core (more modules can store less
+        // than full recompute's inputs plus its one-block working set).
+        let sel = ev.report(&Plan {
+            recompute: Recompute::Selective,
+            recompute_modules: RecomputeModules::DEFAULT,
+            ..plan
+        });
         let full = ev.report(&Plan { recompute: Recompute::Full, ..plan });
         if let (Ok(s), Ok(f)) = (sel, full) {
             prop_assert!(f.memory.activations <= s.memory.activations);

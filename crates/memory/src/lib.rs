@@ -82,7 +82,9 @@
 //! - **Reserve**: CUDA context, NCCL buffers, allocator fragmentation ([`MemoryOptions`]).
 
 use autoplan_graph::{Attention, Mlp, ModelSpec, Norm, Optimizer, Positions, Precision};
-use autoplan_plan::{Dispatcher, PlacementPolicy, Plan, Recompute, Schedule, TpSpTransition, Zero};
+use autoplan_plan::{
+    Dispatcher, PlacementPolicy, Plan, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+};
 use serde::Serialize;
 
 /// Bytes in a GiB.
@@ -253,6 +255,11 @@ pub struct ModelMemory {
     load_factor: f64,
     /// GPT-family dropout masks (1 byte per element).
     dropout: bool,
+    /// One dropout mask per token (`h` bytes with dropout, else 0).
+    dropout_bytes: f64,
+    /// MLA's up-projected `Q`, `K`, `V` per token (`mla_up_proj` recompute drops them; 0 for
+    /// GQA).
+    mla_qkv: f64,
     /// FP8 training: GEMM inputs stored in 8 bits.
     fp8: bool,
     /// GEMM-input bytes within `moe_routed_inner` (the expert fc2 inputs).
@@ -310,6 +317,7 @@ impl ModelMemory {
         };
         let attn_out;
         let kv_heads;
+        let mut mla_qkv = 0.0;
         match m.attention {
             Attention::Gqa {
                 kv_heads: g,
@@ -363,6 +371,7 @@ impl ModelMemory {
                 attn_act.seq += B16 * (rkv + dr + rkv); // kv_a output, kv_b input
                 attn_act.lin_seq += B16 * rkv;
                 attn_act.split = B16 * (2.0 * a * dqk + 2.0 * a * dv); // Q, K, V, o input
+                mla_qkv = B16 * (2.0 * a * dqk + a * dv);
                 attn_act.lin_split = B16 * a * dv;
             }
         }
@@ -458,6 +467,8 @@ impl ModelMemory {
             top_k,
             load_factor,
             dropout,
+            dropout_bytes: drop,
+            mla_qkv,
             fp8: m.training.precision == Precision::Fp8,
             moe_routed_inner_lin: routed_inner_lin,
         }
@@ -484,8 +495,9 @@ impl ModelMemory {
     }
 
     /// Stored activation bytes of one transformer block for one micro-batch on one GPU, with
-    /// `recompute` applied and no full-recompute working set: the Korthikanti et al. 2022
-    /// per-layer figure (see the crate docs). `moe` picks the MoE block kind.
+    /// `recompute` applied (selective: the plan's [`Plan::recompute_modules`]) and no
+    /// full-recompute working set: the Korthikanti et al. 2022 per-layer figure (see the crate
+    /// docs). `moe` picks the MoE block kind.
     pub fn block_activation_bytes(
         &self,
         plan: &Plan,
@@ -493,13 +505,43 @@ impl ModelMemory {
         moe: bool,
         recompute: Recompute,
     ) -> f64 {
+        let modules = match recompute {
+            Recompute::None => RecomputeModules(0),
+            Recompute::Selective => plan.recompute_modules,
+            Recompute::Full => return self.block_input_bytes(plan),
+        };
+        self.block_bytes(plan, opts, moe, modules)
+    }
+
+    /// A block's input, all that full recompute keeps of it: `2·T·h` (`/t` with SP).
+    fn block_input_bytes(&self, plan: &Plan) -> f64 {
+        let seq_div = if plan.sp { plan.tp.max(1) as f64 } else { 1.0 };
+        let tokens = self.seq_len * plan.mbs as f64 / plan.cp.max(1) as f64;
+        tokens * B16 * self.hidden / seq_div
+    }
+
+    /// Stored bytes of one block when the Megatron-Core `modules` are recomputed. Each module
+    /// drops what it produces and keeps its input (Megatron-Core `transformer_layer.py`,
+    /// `CheckpointWithoutOutput` / `tensor_parallel.checkpoint` per module):
+    /// - `core_attn`: the `s×s` scores (only stored by an unfused attention kernel);
+    /// - `layernorm`: each pre-norm's output, the next GEMM's input (`2·h` per norm, 1 byte
+    ///   per element under FP8);
+    /// - `mla_up_proj`: MLA's `Q`, `K`, `V` (the `q_b`/`kv_b` outputs after RoPE);
+    /// - `moe_act`: the routed experts' activation output, their `fc2` input;
+    /// - `shared_experts`: the shared experts' inner activations;
+    /// - `mlp` / `moe`: everything of the dense MLP / MoE layer but its input (the norm input)
+    ///   and the dropout mask after it.
+    fn block_bytes(
+        &self,
+        plan: &Plan,
+        opts: &MemoryOptions,
+        moe: bool,
+        m: RecomputeModules,
+    ) -> f64 {
         let tp = plan.tp.max(1) as f64;
         let seq_div = if plan.sp { tp } else { 1.0 };
         let tokens = self.seq_len * plan.mbs as f64 / plan.cp.max(1) as f64;
-        if recompute == Recompute::Full {
-            return tokens * B16 * self.hidden / seq_div;
-        }
-        let keep_scores = recompute == Recompute::None && !opts.flash_attention;
+        let keep_scores = !m.has(RecomputeModules::CORE_ATTN) && !opts.flash_attention;
         let kv_rep = self.kv_heads.max(tp) / self.kv_heads;
         // FP8: GEMM inputs take 1 byte instead of 2.
         let lin = if self.fp8 { 0.5 } else { 0.0 };
@@ -509,17 +551,48 @@ impl ModelMemory {
                 + x.kv * kv_rep / tp
                 + if keep_scores { x.scores / tp } else { 0.0 }
         };
-        let mut per_token = acts(self.attn_act);
+        // The pre-norm output is the first GEMM's input (a `lin_seq` term of every part).
+        let drop_norm_out = |mut x: Acts| {
+            if m.has(RecomputeModules::LAYERNORM) {
+                x.seq -= B16 * self.hidden;
+                x.lin_seq -= B16 * self.hidden;
+            }
+            x
+        };
+        // Only the input (the norm input) and the dropout mask after the layer stay.
+        let input_only = Acts {
+            seq: B16 * self.hidden + self.dropout_bytes,
+            ..Acts::default()
+        };
+        let mut attn = drop_norm_out(self.attn_act);
+        if m.has(RecomputeModules::MLA_UP_PROJ) {
+            attn.split -= self.mla_qkv;
+        }
+        let mut per_token = acts(attn);
         if moe {
+            if m.has(RecomputeModules::MOE) {
+                return tokens * (per_token + acts(input_only));
+            }
+            let mut fixed = drop_norm_out(self.moe_act);
+            if m.has(RecomputeModules::SHARED_EXPERTS) {
+                fixed.split = 0.0;
+                fixed.lin_split = 0.0;
+            }
+            let (mut inner, mut inner_lin) = (self.moe_routed_inner, self.moe_routed_inner_lin);
+            if m.has(RecomputeModules::MOE_ACT) {
+                inner -= inner_lin;
+                inner_lin = 0.0;
+            }
             let moe_tp = plan.moe_tp.max(1) as f64;
             // Tokens entering the MoE layer are the SP shard (tp copies without SP).
-            per_token += acts(self.moe_act)
+            per_token += acts(fixed)
                 + (self.load_factor
-                    * ((1.0 - lin) * self.moe_routed_in * moe_tp + self.moe_routed_inner
-                        - lin * self.moe_routed_inner_lin))
+                    * ((1.0 - lin) * self.moe_routed_in * moe_tp + inner - lin * inner_lin))
                     / seq_div;
+        } else if m.has(RecomputeModules::MLP) {
+            per_token += acts(input_only);
         } else {
-            per_token += acts(self.mlp_act);
+            per_token += acts(drop_norm_out(self.mlp_act));
         }
         tokens * per_token
     }
@@ -549,11 +622,22 @@ impl ModelMemory {
     /// placement: no replicas) and the least of the ZeRO stages and dispatchers.
     pub fn floor(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
         let mut lo = f64::INFINITY;
+        // Full recompute keeps the least per block but adds one block's working set; selective
+        // recompute of every module can undercut it when few blocks are in flight.
+        let least = [
+            (Recompute::Full, RecomputeModules::DEFAULT),
+            (Recompute::Selective, RecomputeModules::ALL),
+        ];
         for zero in 0..=3 {
-            for dispatcher in [Dispatcher::AllToAll, Dispatcher::AllGather] {
+            for (dispatcher, (recompute, recompute_modules)) in
+                [Dispatcher::AllToAll, Dispatcher::AllGather]
+                    .into_iter()
+                    .flat_map(|d| least.into_iter().map(move |r| (d, r)))
+            {
                 let q = Plan {
                     zero: Zero(zero),
-                    recompute: Recompute::Full,
+                    recompute,
+                    recompute_modules,
                     recompute_layers: None,
                     mbs: 1,
                     sp: true,
@@ -706,8 +790,7 @@ impl ModelMemory {
         // block's size is the stage's average, as for `recompute_layers` above; the caller
         // scales it by min(1, recomputed blocks in flight), which keeps full ≤ selective.
         let working = if plan.recompute == Recompute::Full && recomputed > 0.0 {
-            let sel =
-                |is_moe| self.block_activation_bytes(plan, opts, is_moe, Recompute::Selective);
+            let sel = |is_moe| self.block_bytes(plan, opts, is_moe, RecomputeModules::DEFAULT);
             let avg = (dense * sel(false) + moe * sel(true)) / blocks;
             (avg - mode(false)).max(0.0)
         } else {

@@ -3,7 +3,7 @@
 
 use autoplan_graph::{bundled_models, resolve_model, ModelSpec, Precision};
 use autoplan_memory::{memory, MemoryOptions, ModelMemory, GIB};
-use autoplan_plan::{Plan, Recompute, Schedule, TpSpTransition, Zero};
+use autoplan_plan::{Plan, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero};
 use proptest::prelude::*;
 
 fn close(a: f64, b: f64) -> bool {
@@ -297,6 +297,71 @@ fn tiny_moe_by_hand() {
 }
 
 #[test]
+fn recompute_modules_by_hand() {
+    // tiny_moe_by_hand's per-token terms of one block: attention 768 (norm input 128, QKV input
+    // 128, Q and o input 256, K and V 256), MoE 272 (norm input 128, norm output 128, router
+    // logits 16), routed 2 × (expert input 128 + SwiGLU gate, up, product 3·64).
+    let m = tiny_moe();
+    let o = MemoryOptions {
+        reserve_bytes: 0.0,
+        ..MemoryOptions::default()
+    };
+    let mm = ModelMemory::new(&m);
+    let block =
+        |s: &str| mm.block_activation_bytes(&plan(s), &o, true, Recompute::Selective) / 16.0;
+    assert!(close(
+        block("dp=2,recompute=selective"),
+        768.0 + 272.0 + 640.0
+    ));
+    // layernorm: both norm outputs (the QKV input and the router input), 2·h bytes each.
+    assert!(close(
+        block("dp=2,recompute=selective:layernorm"),
+        768.0 - 128.0 + 272.0 - 128.0 + 640.0
+    ));
+    // moe_act: the SwiGLU product (the fc2 input), 2·32 bytes per routed copy.
+    assert!(close(
+        block("dp=2,recompute=selective:moe_act"),
+        768.0 + 272.0 + 640.0 - 2.0 * 64.0
+    ));
+    // moe: the MoE layer keeps only its input.
+    assert!(close(block("dp=2,recompute=selective:moe"), 768.0 + 128.0));
+    // Dense blocks: the MLP keeps only its input (tiny_gpt: h 64, ffn 256, GeLU, dropout).
+    let g = tiny_gpt();
+    let gm = ModelMemory::new(&g);
+    let dense = |s: &str| {
+        gm.block_activation_bytes(&plan(s), &korthikanti(), false, Recompute::Selective) / 16.0
+    };
+    let h = 64.0;
+    // Korthikanti's MLP 21·h at f = 4h (norm input 2h, fc1 input 2h, fc1 output and GeLU
+    // output 2·8h, dropout mask h) becomes the norm input and the mask: 3h.
+    assert!(close(
+        dense("recompute=selective") - dense("recompute=selective:core_attn+mlp"),
+        18.0 * h
+    ));
+    assert!(close(
+        dense("recompute=selective") - dense("recompute=selective:core_attn+layernorm"),
+        2.0 * 2.0 * h
+    ));
+    // Without core_attn an unfused kernel's scores stay: 5·a·s bytes per token (Korthikanti).
+    assert!(close(
+        dense("recompute=selective:mlp") - dense("recompute=selective:core_attn+mlp"),
+        5.0 * 4.0 * 16.0
+    ));
+    // MLA (DeepSeek-V2, 128 heads of 128 + 64, v 128): mla_up_proj drops Q, K (2·a·192) and V
+    // (a·128), 2 bytes each, per token.
+    let ds = resolve_model("deepseek-v2").unwrap();
+    let dm = ModelMemory::new(&ds);
+    let b = |s: &str| {
+        dm.block_activation_bytes(&plan(s), &o, false, Recompute::Selective)
+            / ds.training.seq_len as f64
+    };
+    assert!(close(
+        b("recompute=selective") - b("recompute=selective:mla_up_proj"),
+        2.0 * 128.0 * (2.0 * 192.0 + 128.0)
+    ));
+}
+
+#[test]
 fn the_most_loaded_stage_is_reported() {
     // 1F1B: the first stage holds pp micro-batches; with a huge vocabulary and few blocks the
     // last stage's fp32 logits and head weigh more.
@@ -424,6 +489,28 @@ proptest! {
     }
 
     #[test]
+    fn recomputing_more_modules_never_stores_more(
+        case in valid_case(), a in 1u8..128, b in 0u8..128, flash in any::<bool>(),
+    ) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions { flash_attention: flash, ..MemoryOptions::default() };
+        let at = |set: u8| memory(&m, &Plan {
+            recompute: Recompute::Selective,
+            recompute_modules: RecomputeModules(set),
+            ..p
+        }, &o);
+        let (small, big) = (at(a), at(a | b));
+        prop_assert!(big.activations <= small.activations * (1.0 + 1e-12));
+        prop_assert!(big.total <= small.total * (1.0 + 1e-12));
+        // No module set stores less than the block inputs of full recompute.
+        let full = memory(&m, &Plan { recompute: Recompute::Full, ..p }, &o);
+        let none = memory(&m, &Plan { recompute: Recompute::None, ..p }, &o);
+        prop_assert!(small.activations <= none.activations * (1.0 + 1e-12));
+        prop_assert!(big.activations > 0.0 && full.activations > 0.0);
+    }
+
+    #[test]
     fn zero_stages_never_raise_memory(case in valid_case()) {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
@@ -461,7 +548,7 @@ proptest! {
     #[test]
     fn floor_is_a_lower_bound_over_the_memory_only_knobs(
         case in valid_case(), zero in 0u8..4, rc in 0usize..3, mbs_div in 0u32..3,
-        sp in any::<bool>(), a2a in any::<bool>(),
+        sp in any::<bool>(), a2a in any::<bool>(), modules in 1u8..128,
     ) {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
@@ -470,6 +557,7 @@ proptest! {
         let q = Plan {
             zero: Zero(zero),
             recompute: [Recompute::None, Recompute::Selective, Recompute::Full][rc],
+            recompute_modules: RecomputeModules(modules),
             mbs: (p.mbs >> mbs_div).max(1),
             sp,
             tp_sp_transition: if a2a { TpSpTransition::AllToAll } else { TpSpTransition::AllReduceSlice },

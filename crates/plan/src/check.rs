@@ -7,7 +7,7 @@
 
 use autoplan_graph::{Attention, ModelSpec};
 
-use crate::{Plan, Schedule};
+use crate::{Plan, RecomputeModules, Schedule};
 
 /// Why a plan cannot run a model on a cluster. Every variant carries the numbers involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +86,12 @@ pub enum Invalid {
     CpSeq { cp: u32, seq_len: u32 },
     #[error("recompute_layers={layers} given with recompute=none")]
     RecomputeLayersWithoutRecompute { layers: u32 },
+    #[error("recompute module {module} does not apply to {model}: {reason}")]
+    RecomputeModule {
+        module: &'static str,
+        model: String,
+        reason: &'static str,
+    },
 }
 
 /// How the transformer blocks are spread over the pipeline stages. `Copy`, no heap.
@@ -421,6 +427,38 @@ impl Plan {
         }
         if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
             return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
+        }
+        if self.recompute == crate::Recompute::Selective {
+            // Megatron-Core asserts these in `TransformerConfig.__post_init__`.
+            let m = self.recompute_modules;
+            let mla = matches!(model.attention, Attention::Mla { .. });
+            let bad = if m.has(RecomputeModules::MLA_UP_PROJ) && !mla {
+                Some(("mla_up_proj", "it needs multi-latent attention"))
+            } else if m.0 & (RecomputeModules::MOE_ACT | RecomputeModules::MOE) != 0
+                && model.moe.is_none()
+            {
+                let name = if m.has(RecomputeModules::MOE) {
+                    "moe"
+                } else {
+                    "moe_act"
+                };
+                Some((name, "it has no MoE layers"))
+            } else if m.has(RecomputeModules::SHARED_EXPERTS)
+                && model.moe.as_ref().is_none_or(|x| x.shared_experts == 0)
+            {
+                Some(("shared_experts", "it has no shared experts"))
+            } else if m.has(RecomputeModules::MLP) && model.dense_blocks() == 0 {
+                Some(("mlp", "it has no dense MLP layers"))
+            } else {
+                None
+            };
+            if let Some((module, reason)) = bad {
+                return Err(Invalid::RecomputeModule {
+                    module,
+                    model: model.name.clone(),
+                    reason,
+                });
+            }
         }
         Ok(())
     }

@@ -80,10 +80,66 @@ impl Schedule {
 #[serde(rename_all = "lowercase")]
 pub enum Recompute {
     None,
-    /// Korthikanti et al. 2022 selective: attention core (scores, softmax, dropout) recomputed.
+    /// Selective: the modules of [`Plan::recompute_modules`] recomputed (by default the
+    /// attention core: Korthikanti et al. 2022's scores, softmax, dropout).
     Selective,
     /// Whole block recomputed from its input.
     Full,
+}
+
+/// The modules recomputed under selective recompute: Megatron-Core's `--recompute-modules`
+/// (`TransformerConfig.recompute_modules`, default `core_attn`). A bit set; see [`Self::NAMES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RecomputeModules(pub u8);
+
+impl RecomputeModules {
+    /// The attention core (Korthikanti et al. 2022's selective recompute: scores, softmax).
+    pub const CORE_ATTN: u8 = 1;
+    /// The two pre-norms (`input_layernorm`, `pre_mlp_layernorm`): their outputs are dropped.
+    pub const LAYERNORM: u8 = 2;
+    /// MLA's up-projections and RoPE (`q_b`, `kv_b`): Q, K and V are dropped.
+    pub const MLA_UP_PROJ: u8 = 4;
+    /// The routed experts' activation function (SwiGLU/GeLU): its output, the `fc2` input.
+    pub const MOE_ACT: u8 = 8;
+    /// The dense MLP (all but its input).
+    pub const MLP: u8 = 16;
+    /// The whole MoE layer: router, dispatch, experts, combine (all but its input).
+    pub const MOE: u8 = 32;
+    /// The shared experts (all but their input).
+    pub const SHARED_EXPERTS: u8 = 64;
+    /// Megatron's names, in `--recompute-modules` order.
+    pub const NAMES: [(&'static str, u8); 7] = [
+        ("core_attn", Self::CORE_ATTN),
+        ("layernorm", Self::LAYERNORM),
+        ("mla_up_proj", Self::MLA_UP_PROJ),
+        ("moe_act", Self::MOE_ACT),
+        ("mlp", Self::MLP),
+        ("moe", Self::MOE),
+        ("shared_experts", Self::SHARED_EXPERTS),
+    ];
+    /// Megatron's default: the attention core only.
+    pub const DEFAULT: RecomputeModules = RecomputeModules(Self::CORE_ATTN);
+    /// Every module: the least memory selective recompute can reach.
+    pub const ALL: RecomputeModules = RecomputeModules(127);
+
+    /// Whether module bit `m` is set.
+    pub fn has(self, m: u8) -> bool {
+        self.0 & m != 0
+    }
+
+    /// Megatron's names of the set modules, in [`Self::NAMES`] order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        Self::NAMES
+            .into_iter()
+            .filter(move |&(_, b)| self.has(b))
+            .map(|(n, _)| n)
+    }
+}
+
+impl Default for RecomputeModules {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
 }
 
 /// ZeRO stage: 0 none, 1 optimizer state sharded (= distributed optimizer), 2 + gradients,
@@ -189,6 +245,9 @@ pub struct Plan {
     /// Micro-batch size in sequences.
     pub mbs: u32,
     pub recompute: Recompute,
+    /// What selective recompute recomputes (ignored unless `recompute` is selective).
+    #[serde(default)]
+    pub recompute_modules: RecomputeModules,
     /// Recompute only the first N blocks of each stage (`None` = all).
     pub recompute_layers: Option<u32>,
     pub tp_sp_transition: TpSpTransition,
@@ -233,6 +292,7 @@ impl Default for Plan {
             moe_tp: 1,
             mbs: 1,
             recompute: Recompute::None,
+            recompute_modules: RecomputeModules::DEFAULT,
             recompute_layers: None,
             tp_sp_transition: TpSpTransition::AllReduceSlice,
             moe_tp_scheme: MoeTpScheme::GroupAllToAll,

@@ -145,6 +145,10 @@ impl Plan {
             Recompute::None => {}
             Recompute::Selective => {
                 kv_push(&mut a, "--recompute-granularity", "selective".into());
+                if self.recompute_modules != crate::RecomputeModules::DEFAULT {
+                    a.push("--recompute-modules".into());
+                    a.extend(self.recompute_modules.names().map(String::from));
+                }
             }
             Recompute::Full => {
                 kv_push(&mut a, "--recompute-granularity", "full".into());

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use crate::{
     AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
-    Recompute, Schedule, TpSpTransition, Zero,
+    Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 
 /// Every key the plan string accepts, in `Display` order.
@@ -288,14 +288,7 @@ fn parse(s: &str) -> Result<(Plan, bool), ParseError> {
             "recompute_layers" => p.recompute_layers = Some(positive(key, v)?),
             "first_stage_layers" => p.first_stage_layers = Some(count(key, v)?),
             "last_stage_layers" => p.last_stage_layers = Some(count(key, v)?),
-            "recompute" => {
-                p.recompute = match nv.as_str() {
-                    "none" | "off" => Recompute::None,
-                    "selective" | "attn-only" => Recompute::Selective,
-                    "full" => Recompute::Full,
-                    _ => return Err(bad(key, v, "none, selective or full")),
-                }
-            }
+            "recompute" => (p.recompute, p.recompute_modules) = parse_recompute(v)?,
             "zero" => {
                 p.zero = match nv.as_str() {
                     "0" => Zero(0),
@@ -390,6 +383,41 @@ fn parse(s: &str) -> Result<(Plan, bool), ParseError> {
     Ok((p, seen.contains(&"dp")))
 }
 
+/// What `recompute=` accepts.
+const RECOMPUTE_EXPECTED: &str = "none, selective, full, or selective:M+M+... with Megatron's \
+--recompute-modules (core_attn, layernorm, mla_up_proj, moe_act, mlp, moe, shared_experts)";
+
+/// `none`, `selective` (the attention core), `full`, or `selective:layernorm+moe_act` (the
+/// listed Megatron-Core `--recompute-modules`, each at most once).
+pub fn parse_recompute(v: &str) -> Result<(Recompute, RecomputeModules), ParseError> {
+    let nv = norm(v);
+    let (mode, modules) = match nv.split_once(':') {
+        Some((m, list)) => (m, Some(list)),
+        None => (nv.as_str(), None),
+    };
+    let mode = match mode {
+        "none" | "off" => Recompute::None,
+        "selective" | "attn-only" => Recompute::Selective,
+        "full" => Recompute::Full,
+        _ => return Err(bad("recompute", v, RECOMPUTE_EXPECTED)),
+    };
+    let Some(list) = modules else {
+        return Ok((mode, RecomputeModules::DEFAULT));
+    };
+    if mode != Recompute::Selective {
+        return Err(bad("recompute", v, RECOMPUTE_EXPECTED));
+    }
+    let mut set = 0u8;
+    for name in list.split('+') {
+        let name = name.trim().replace('-', "_");
+        match RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {
+            Some(&(_, bit)) if set & bit == 0 => set |= bit,
+            _ => return Err(bad("recompute", v, RECOMPUTE_EXPECTED)),
+        }
+    }
+    Ok((mode, RecomputeModules(set)))
+}
+
 impl FromStr for Plan {
     type Err = ParseError;
     /// Parse `key=value` items separated by commas; absent keys keep [`Plan::default`].
@@ -416,6 +444,10 @@ impl fmt::Display for Plan {
             on(self.sp),
             self.recompute.name()
         )?;
+        if self.recompute == Recompute::Selective && self.recompute_modules != d.recompute_modules {
+            let names: Vec<&str> = self.recompute_modules.names().collect();
+            write!(f, ":{}", names.join("+"))?;
+        }
         if let Some(n) = self.recompute_layers {
             write!(f, ",recompute_layers={n}")?;
         }

@@ -3,7 +3,7 @@
 use autoplan_graph::{resolve_model, ModelSpec};
 use autoplan_plan::{
     AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError,
-    PlacementPolicy, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero,
+    PlacementPolicy, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 use proptest::prelude::*;
 
@@ -36,6 +36,7 @@ fn parses_every_key() {
         moe_tp: 2,
         mbs: 2,
         recompute: Recompute::Full,
+        recompute_modules: RecomputeModules::DEFAULT,
         recompute_layers: Some(3),
         tp_sp_transition: TpSpTransition::AllToAll,
         moe_tp_scheme: MoeTpScheme::ScatterGather,
@@ -62,15 +63,12 @@ fn parses_every_key() {
 #[test]
 fn errors_name_key_value_and_alternatives() {
     let e = "tp=8,recompute=sometimes".parse::<Plan>().unwrap_err();
-    assert_eq!(
+    assert!(matches!(
         e,
-        ParseError::BadValue {
-            key: "recompute",
-            value: "sometimes".into(),
-            expected: "none, selective or full",
-        }
-    );
+        ParseError::BadValue { key: "recompute", ref value, .. } if value == "sometimes"
+    ));
     assert!(e.to_string().contains("recompute") && e.to_string().contains("selective"));
+    assert!(e.to_string().contains("mla_up_proj"), "{e}");
     assert!(matches!(
         "tp=0".parse::<Plan>(),
         Err(ParseError::BadValue { key: "tp", .. })
@@ -99,6 +97,101 @@ fn errors_name_key_value_and_alternatives() {
         "algo=fastest".parse::<Plan>(),
         Err(ParseError::BadValue { key: "algo", .. })
     ));
+}
+
+#[test]
+fn selective_recompute_takes_megatron_modules() {
+    let p: Plan = "tp=2,sp=on,recompute=selective:moe_act+layernorm"
+        .parse()
+        .unwrap();
+    assert_eq!(p.recompute, Recompute::Selective);
+    assert_eq!(
+        p.recompute_modules,
+        RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT)
+    );
+    // Printed in Megatron's order; the default set is not printed.
+    assert!(
+        p.to_string()
+            .contains("recompute=selective:layernorm+moe_act,"),
+        "{p}"
+    );
+    assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
+    let d: Plan = "recompute=selective".parse().unwrap();
+    assert_eq!(d.recompute_modules, RecomputeModules::DEFAULT);
+    assert!(d.to_string().contains("recompute=selective,"));
+    assert_eq!(
+        "recompute=selective:core_attn".parse::<Plan>().unwrap(),
+        d,
+        "core_attn alone is the default"
+    );
+    // Modules need selective granularity; each name is Megatron's and appears once.
+    for bad in [
+        "recompute=full:mlp",
+        "recompute=selective:",
+        "recompute=selective:attention",
+        "recompute=selective:mlp+mlp",
+    ] {
+        assert!(
+            matches!(
+                bad.parse::<Plan>(),
+                Err(ParseError::BadValue {
+                    key: "recompute",
+                    ..
+                })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn recompute_modules_must_exist_in_the_model() {
+    let llama = model("llama3-8b");
+    let ds = model("deepseek-v3");
+    let mixtral = model("mixtral-8x7b");
+    let with = |s: &str| s.parse::<Plan>().unwrap();
+    let err = |m: &ModelSpec, s: &str| match with(s).check(m, 8) {
+        Err(Invalid::RecomputeModule { module, .. }) => module,
+        other => panic!("{s}: {other:?}"),
+    };
+    assert_eq!(
+        err(&llama, "dp=1,tp=8,recompute=selective:mla_up_proj"),
+        "mla_up_proj"
+    );
+    assert_eq!(
+        err(&llama, "dp=1,tp=8,recompute=selective:moe_act"),
+        "moe_act"
+    );
+    assert_eq!(err(&llama, "dp=1,tp=8,recompute=selective:moe"), "moe");
+    assert_eq!(
+        err(
+            &mixtral,
+            "dp=1,tp=8,sp=on,recompute=selective:shared_experts"
+        ),
+        "shared_experts"
+    );
+    assert_eq!(
+        err(&mixtral, "dp=1,tp=8,sp=on,recompute=selective:mlp"),
+        "mlp"
+    );
+    assert_eq!(
+        with("dp=1,tp=8,recompute=selective:layernorm+mlp").check(&llama, 8),
+        Ok(())
+    );
+    // DeepSeek-V3's own choice (report §3.2.3: RMSNorm and MLA up-projection; §3.3: the
+    // SwiGLU output) on its 61 blocks, 3 of them dense.
+    let plan = with(
+        "tp=1,pp=16,dp=128,ep=64,schedule=dualpipe,zero=1,\
+         recompute=selective:layernorm+mla_up_proj+moe_act+shared_experts+mlp",
+    );
+    assert_eq!(plan.check(&ds, 2048), Ok(()));
+    let msg = with("dp=1,tp=8,recompute=selective:mla_up_proj")
+        .check(&llama, 8)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("mla_up_proj") && msg.contains("llama3-8b") && msg.contains("multi-latent")
+    );
 }
 
 #[test]
@@ -323,6 +416,12 @@ fn megatron_flags_of_a_gpt3_plan() {
         .unwrap();
     let args = deepep.megatron_args(&ds).unwrap().join(" ");
     assert!(args.contains("--moe-token-dispatcher-type flex --moe-enable-deepep"));
+    let modules: Plan = "tp=2,pp=16,dp=64,ep=64,sp=on,recompute=selective:mla_up_proj+layernorm"
+        .parse()
+        .unwrap();
+    let args = modules.megatron_args(&ds).unwrap().join(" ");
+    assert!(args
+        .contains("--recompute-granularity selective --recompute-modules layernorm mla_up_proj"));
     // 61 blocks on 16 stages: 14 middle stages of 4, first 2, last 3.
     assert!(
         args.contains("--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 3")
@@ -402,10 +501,11 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         ],
         Just([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]).prop_shuffle(),
         proptest::option::of(0u32..4),
+        1u8..128,
     );
     (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
         let (sp, zero, recompute, schedule, first, last, rl, tpo, epo) = knobs;
-        let (cpa, tra, sg, ag, algo, order, bal) = comm;
+        let (cpa, tra, sg, ag, algo, order, bal, modules) = comm;
         Plan {
             tp,
             sp,
@@ -422,6 +522,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             moe_tp,
             mbs,
             recompute,
+            // The set is part of the plan only under selective recompute.
+            recompute_modules: if recompute == Recompute::Selective {
+                RecomputeModules(modules)
+            } else {
+                RecomputeModules::DEFAULT
+            },
             recompute_layers: rl,
             tp_sp_transition: if tra {
                 TpSpTransition::AllToAll

@@ -91,7 +91,7 @@ proptest! {
     /// bound(partial) ≤ evaluate(plan) in time and memory, at every depth above the plan, for
     /// random plans of the default space (with SP and TP overlap both ways).
     #[test]
-    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 19)) {
+    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 20)) {
         let (model, nodes, hopper) = [("gpt2-1b", 2, false), ("llama3-8b", 2, true), ("mixtral-8x7b", 2, true)][case];
         let s = scorer(model, nodes, hopper);
         let mut space = resolve_space("default").unwrap();

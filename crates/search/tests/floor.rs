@@ -69,7 +69,7 @@ proptest! {
     #[test]
     fn floor_is_admissible_and_exact_when_nothing_is_open(
         c in 0usize..3,
-        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 20),
         masks in prop::collection::vec(0u32..32, 8),
     ) {
         let ev = unbounded(c);
@@ -157,8 +157,8 @@ proptest! {
     #[test]
     fn scorer_bounds_with_the_floor_are_admissible(
         c in 0usize..3,
-        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
-        jx in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 20),
+        jx in prop::collection::vec(any::<prop::sample::Index>(), 20),
     ) {
         let (model, cluster) = case(c);
         let s = Scorer::new(&resolve_model(model).expect("bundled model"), &cluster, EvalOptions::default());

@@ -151,9 +151,18 @@ impl Evaluator {
                     continue;
                 }
                 let (fwd, bwd, rc_full, rc_sel, gemm) = cc[i];
-                // `class_costs` collects the recomputed forward's TP exposure (`rc`) under full
-                // recompute only, and `stage` reads it only then: collect it always.
-                let full = matches!(i, ATTN | MLP | MOE | MTP);
+                // `class_costs` prices the plan's recompute modules (fixed here: the open
+                // recompute list varies the mode only).
+                let rc_sel = self.selective_rc(plan.recompute_modules, i, c, &x0, fwd, rc_sel);
+                // `class_costs` collects the recomputed forward's exposure (`rc`) for the kinds
+                // the plan's recompute repeats, and `stage` reads only those: collect all.
+                let rc_kinds = if matches!(i, ATTN | MLP | MOE | MTP) {
+                    (1 << CommKind::Tp.index())
+                        | (1 << CommKind::Cp.index())
+                        | (1 << CommKind::Ep.index())
+                } else {
+                    0
+                };
                 let mut e = Emitter {
                     ev: self,
                     x: &x,
@@ -163,32 +172,44 @@ impl Evaluator {
                     mult: 0.0,
                     rc_mult: 0.0,
                     exposed: [0.0; 5],
-                    rc: 0.0,
-                    full,
+                    rc: [0.0; 5],
+                    rc_kinds,
                 };
-                // One exposure per kind, each the least over its own knob (module docs).
-                let (mut tp, mut rc) = (f64::INFINITY, f64::INFINITY);
+                // One exposure per kind, each the least over its own knob (module docs); the
+                // recomputed forward's exposure likewise.
+                let mut rc = [0.0; 5];
+                let (ti, ci, ei) = (
+                    CommKind::Tp.index(),
+                    CommKind::Cp.index(),
+                    CommKind::Ep.index(),
+                );
+                let mut tp = f64::INFINITY;
+                rc[ti] = f64::INFINITY;
                 for &t in tp_sp {
                     q.tp_sp_transition = t;
                     e.exposed = [0.0; 5];
-                    e.rc = 0.0;
+                    e.rc = [0.0; 5];
                     self.tp_comm(&q, c, i, &x, gemm, &mut e);
-                    tp = tp.min(e.exposed[CommKind::Tp.index()]);
-                    rc = rc.min(e.rc);
+                    tp = tp.min(e.exposed[ti]);
+                    rc[ti] = rc[ti].min(e.rc[ti]);
                 }
                 let mut cpx = 0.0;
                 if i == ATTN || i == MTP {
                     cpx = f64::INFINITY;
+                    rc[ci] = f64::INFINITY;
                     for &k in cp_comm {
                         q.cp_comm = k;
                         e.exposed = [0.0; 5];
+                        e.rc = [0.0; 5];
                         self.cp_comm(&q, c, &x, &mut e, cc[ATTN].0, cc[ATTN].1);
-                        cpx = cpx.min(e.exposed[CommKind::Cp.index()]);
+                        cpx = cpx.min(e.exposed[ci]);
+                        rc[ci] = rc[ci].min(e.rc[ci]);
                     }
                 }
                 let mut epx = 0.0;
                 if (i == MOE || i == MTP) && c.ep_elems > 0.0 {
                     epx = f64::INFINITY;
+                    rc[ei] = f64::INFINITY;
                     let budget = fwd + bwd + cc[ATTN].0 + cc[ATTN].1;
                     // Without EP (or moe_tp) the dispatcher (or scheme) moves nothing.
                     let ds = if x.ep > 1.0 {
@@ -202,8 +223,10 @@ impl Evaluator {
                             q.dispatcher = d;
                             q.moe_tp_scheme = s;
                             e.exposed = [0.0; 5];
+                            e.rc = [0.0; 5];
                             self.ep_comm(&q, c, &x, &mut e, budget);
-                            epx = epx.min(e.exposed[CommKind::Ep.index()]);
+                            epx = epx.min(e.exposed[ei]);
+                            rc[ei] = rc[ei].min(e.rc[ei]);
                         }
                     }
                 }

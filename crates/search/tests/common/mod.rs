@@ -1,7 +1,7 @@
 //! What the search's tests on real bundled models share: random plans of a space.
 
 use autoplan_evaluate::Evaluator;
-use autoplan_plan::{PlacementPolicy, Plan, Schedule};
+use autoplan_plan::{PlacementPolicy, Plan, Recompute, RecomputeModules, Schedule};
 use autoplan_search::Space;
 use proptest::prelude::*;
 
@@ -47,6 +47,18 @@ pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) ->
         },
         ..Plan::default()
     };
+    if plan.recompute == Recompute::Selective {
+        // Megatron's module sets (some invalid for some models: those plans are skipped).
+        const M: RecomputeModules = RecomputeModules::DEFAULT;
+        let sets = [
+            M.0,
+            RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT,
+            RecomputeModules::LAYERNORM | RecomputeModules::MLA_UP_PROJ | RecomputeModules::MOE_ACT,
+            RecomputeModules::MOE | RecomputeModules::MLP,
+            RecomputeModules::ALL.0,
+        ];
+        plan.recompute_modules = RecomputeModules(pick(&sets, &ix[19]));
+    }
     if plan.schedule == Schedule::Interleaved {
         plan.vpp = pick(&space.vpp, &ix[9]);
     }
