@@ -63,3 +63,9 @@ fn gpt3_175b_on_a100x1024() {
 fn mixtral_8x22b_on_h100x256() {
     golden("mixtral-8x22b", "h100x256", "moe");
 }
+
+#[test]
+fn deepseek_v3_on_h800x2048() {
+    // MLA + MoE: the space's Megatron-Core recompute module sets all apply.
+    golden("deepseek-v3", "h800x2048", "default");
+}

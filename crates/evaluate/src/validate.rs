@@ -515,14 +515,12 @@ fn plan_summary(p: &Plan) -> String {
     if p.vpp > 1 {
         s += &format!(",vpp={}", p.vpp);
     }
-    let mut rc = p.recompute.name().to_string();
-    if p.recompute == Recompute::Selective && p.recompute_modules != RecomputeModules::DEFAULT {
-        rc += ":";
-        rc += &p.recompute_modules.names().collect::<Vec<_>>().join("+");
-    }
     s += &format!(
         ",mbs={},sp={},recompute={},zero={}",
-        p.mbs, p.sp, rc, p.zero.0
+        p.mbs,
+        p.sp,
+        autoplan_plan::parse::recompute_label(p.recompute, p.recompute_modules),
+        p.zero.0
     );
     s
 }

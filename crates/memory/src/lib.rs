@@ -63,6 +63,10 @@
 //!   probabilities are kept, not the expert outputs.
 //!   Under FP8 training the GEMM inputs among these (QKV, output-projection, fc1 and fc2
 //!   inputs, expert inputs) take 1 byte: Transformer Engine saves the quantized input.
+//!   Selective recompute of Megatron-Core's `--recompute-modules` drops what each module
+//!   produces (`ModelMemory::block_activation_bytes`): `core_attn` the scores, `layernorm` the
+//!   pre-norm outputs, `mla_up_proj` MLA's Q, K, V, `moe_act` the experts' `fc2` inputs,
+//!   `shared_experts` their inner activations, `mlp`/`moe` all of the layer but its input.
 //!   `recompute_layers = N` recomputes the first `N` blocks of each virtual stage; the stored
 //!   bytes of the other blocks are taken proportionally (exact when a stage's blocks are alike).
 //! - **In flight** (micro-batches whose activations a stage holds at its peak): 1F1B and
@@ -614,12 +618,14 @@ impl ModelMemory {
     }
 
     /// An admissible lower bound: `floor(plan) ≤ breakdown(q).total` for every plan `q` that
-    /// differs from `plan` only in `zero`, `recompute`, `recompute_layers`, `mbs`, `sp`,
+    /// differs from `plan` only in `zero`, `recompute` (and its modules), `recompute_layers`,
+    /// `mbs`, `sp`,
     /// `transition`, `dispatcher`, `placement` (and knobs memory ignores: algorithms, rank
     /// order, overlap, CP exchange). Memory rises with `mbs` and with the replicas of a
-    /// balanced placement and falls from no recompute to selective to full, with SP and with
-    /// the all-reduce transition, so the bound takes those at their minimum (contiguous
-    /// placement: no replicas) and the least of the ZeRO stages and dispatchers.
+    /// balanced placement and falls with every recompute module added (selective of all of them
+    /// can undercut full recompute's working set), with SP and with the all-reduce transition,
+    /// so the bound takes those at their minimum (contiguous placement: no replicas; the least
+    /// of full and all-module recompute) and the least of the ZeRO stages and dispatchers.
     pub fn floor(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
         let mut lo = f64::INFINITY;
         // Full recompute keeps the least per block but adds one block's working set; selective

@@ -428,8 +428,17 @@ impl Plan {
         if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
             return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
         }
+        self.check_recompute(model)
+    }
+
+    /// The recompute modules against the model: each must name a part the model has (a
+    /// selective `mla_up_proj` needs MLA, `moe_act`/`moe` MoE layers, `shared_experts` shared
+    /// experts, `mlp` dense MLP layers). Part of [`Plan::check`]; the search drops a space's
+    /// entries that fail it for the model.
+    pub fn check_recompute(&self, model: &ModelSpec) -> Result<(), Invalid> {
         if self.recompute == crate::Recompute::Selective {
-            // Megatron-Core asserts these in `TransformerConfig.__post_init__`.
+            // A module naming a part the model lacks would recompute nothing: a mistake in the
+            // plan, reported rather than silently ignored.
             let m = self.recompute_modules;
             let mla = matches!(model.attention, Attention::Mla { .. });
             let bad = if m.has(RecomputeModules::MLA_UP_PROJ) && !mla {

@@ -418,6 +418,16 @@ pub fn parse_recompute(v: &str) -> Result<(Recompute, RecomputeModules), ParseEr
     Ok((mode, RecomputeModules(set)))
 }
 
+/// `recompute=`'s value: the mode, and under selective recompute a module set other than
+/// Megatron's default as `selective:layernorm+moe_act` (parses back with [`parse_recompute`]).
+pub fn recompute_label(r: Recompute, m: RecomputeModules) -> String {
+    if r == Recompute::Selective && m != RecomputeModules::DEFAULT {
+        format!("selective:{}", m.names().collect::<Vec<_>>().join("+"))
+    } else {
+        r.name().to_string()
+    }
+}
+
 impl FromStr for Plan {
     type Err = ParseError;
     /// Parse `key=value` items separated by commas; absent keys keep [`Plan::default`].
@@ -442,12 +452,8 @@ impl fmt::Display for Plan {
             self.moe_tp,
             self.mbs,
             on(self.sp),
-            self.recompute.name()
+            recompute_label(self.recompute, self.recompute_modules)
         )?;
-        if self.recompute == Recompute::Selective && self.recompute_modules != d.recompute_modules {
-            let names: Vec<&str> = self.recompute_modules.names().collect();
-            write!(f, ":{}", names.join("+"))?;
-        }
         if let Some(n) = self.recompute_layers {
             write!(f, ",recompute_layers={n}")?;
         }

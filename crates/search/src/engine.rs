@@ -485,6 +485,22 @@ pub fn search<O: Objective, B: Observer + ?Sized>(
 ) -> Outcome<O::Metrics> {
     let start = Instant::now();
     let shape = objective.shape();
+    // The recompute entries the model can take (a space is written for every model).
+    let admitted;
+    let space = if space.recompute.iter().all(|&r| objective.admits(r)) {
+        space
+    } else {
+        admitted = Space {
+            recompute: space
+                .recompute
+                .iter()
+                .copied()
+                .filter(|&r| objective.admits(r))
+                .collect(),
+            ..space.clone()
+        };
+        &admitted
+    };
     let opts = SearchOptions {
         top_k: opts.top_k.max(1),
         exhaustive: opts.exhaustive,
@@ -503,6 +519,10 @@ pub fn search<O: Objective, B: Observer + ?Sized>(
             }
             tasks.push(Task { deg: d, mbs: m });
         }
+    }
+    if space.recompute.is_empty() {
+        // No recompute entry applies to the model: no plan.
+        tasks.clear();
     }
     let ctx = Ctx {
         obj: objective,
@@ -640,7 +660,8 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             cp: deg.cp,
             dp: deg.dp,
             mbs: s.mbs[t.mbs],
-            recompute: s.recompute[0],
+            recompute: s.recompute[0].0,
+            recompute_modules: s.recompute[0].1,
             zero: s.zero[0],
             schedule: s.schedule[0],
             vpp: 1,
@@ -708,7 +729,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         }
         let base = key;
         for (ir, &rc) in s.recompute.iter().enumerate() {
-            plan.recompute = rc;
+            (plan.recompute, plan.recompute_modules) = rc;
             plan.zero = s.zero[0];
             plan.schedule = s.schedule[0];
             plan.vpp = 1;

@@ -23,7 +23,9 @@
 //!   (either one's buffer can be the smaller) — the memory model grows with none of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
-use autoplan_plan::{Dispatcher, Plan, RankOrder, Recompute, Schedule, TpSpTransition, Zero};
+use autoplan_plan::{
+    Dispatcher, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+};
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
 
@@ -68,6 +70,15 @@ impl Objective for Evaluator {
         m.step_time_s
     }
 
+    fn admits(&self, (recompute, recompute_modules): (Recompute, RecomputeModules)) -> bool {
+        let plan = Plan {
+            recompute,
+            recompute_modules,
+            ..Plan::default()
+        };
+        plan.check_recompute(self.model()).is_ok()
+    }
+
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         Bound {
             memory_bytes: memory_floor(self, partial),
@@ -83,8 +94,25 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     let p = partial.plan;
     let s = partial.space;
     let mut q = p;
+    // Selective recompute of the union of the open module sets stores the least of the
+    // selective entries (more modules never store more); it can undercut full recompute, whose
+    // one-block working set it avoids, unless it is Megatron's default set (`core_attn`).
+    let mut union = None;
     if partial.depth < Depth::Recompute {
-        q.recompute = s.recompute.iter().copied().max().unwrap_or(Recompute::Full);
+        (q.recompute, q.recompute_modules) = s
+            .recompute
+            .iter()
+            .copied()
+            .max_by_key(|r| r.0)
+            .unwrap_or((Recompute::Full, RecomputeModules::DEFAULT));
+        let set = s
+            .recompute
+            .iter()
+            .filter(|r| r.0 == Recompute::Selective)
+            .fold(0, |acc, r| acc | r.1 .0);
+        if set & !RecomputeModules::CORE_ATTN != 0 {
+            union = Some(RecomputeModules(set));
+        }
     }
     if partial.depth < Depth::Zero {
         // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
@@ -116,9 +144,20 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     };
     let mut mem = floor(&mut q);
     // The stage below ZeRO 3 may store less.
-    if let Some(z) = zero_below_3(partial) {
-        q.zero = z;
+    let below = zero_below_3(partial);
+    if let Some(z) = below {
+        let mut r = Plan { zero: z, ..q };
+        mem = mem.zip(floor(&mut r)).map(|(a, b)| a.min(b));
+    }
+    if let Some(m) = union {
+        // Either ZeRO stage again, with the union of the selective sets.
+        q.recompute = Recompute::Selective;
+        q.recompute_modules = m;
         mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
+        if let Some(z) = below {
+            q.zero = z;
+            mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
+        }
     }
     mem.filter(|m| m.is_finite()).unwrap_or(0.0)
 }
@@ -261,8 +300,9 @@ impl Scorer {
             }
         }
         let schedules = &pairs[..n_pairs];
+        let fixed = [(p.recompute, p.recompute_modules)];
         let recomputes = if partial.depth >= Depth::Recompute {
-            std::slice::from_ref(&p.recompute)
+            &fixed[..]
         } else {
             &s.recompute[..]
         };
@@ -397,6 +437,10 @@ impl Objective for Scorer {
 
     fn evaluate(&self, plan: &Plan) -> Result<Metrics, Reject> {
         Objective::evaluate(&self.exact, plan)
+    }
+
+    fn admits(&self, recompute: (Recompute, RecomputeModules)) -> bool {
+        self.exact.admits(recompute)
     }
 
     fn step_time(m: &Metrics) -> f64 {

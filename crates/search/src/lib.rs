@@ -26,7 +26,7 @@ mod evaluator;
 pub mod space;
 pub mod testing;
 
-use autoplan_plan::Plan;
+use autoplan_plan::{Plan, Recompute, RecomputeModules};
 
 pub use engine::{search, NoFit, Observer, Outcome, Ranked, SearchOptions, Stats};
 pub use evaluator::Scorer;
@@ -117,6 +117,12 @@ pub trait Objective: Sync {
     fn evaluate(&self, plan: &Plan) -> Result<Self::Metrics, Reject>;
     /// Seconds per optimizer step; smaller is better.
     fn step_time(metrics: &Self::Metrics) -> f64;
+    /// Whether the model can take this recompute entry of a space (e.g. `mla_up_proj` needs
+    /// MLA): the search drops the others before it starts. The default takes every entry.
+    fn admits(&self, recompute: (Recompute, RecomputeModules)) -> bool {
+        let _ = recompute;
+        true
+    }
     /// Lower bounds for every completion of `partial`. The default prunes nothing.
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let _ = partial;

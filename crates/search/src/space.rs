@@ -8,8 +8,8 @@ use std::fmt;
 
 use autoplan_input::{InputError, Source};
 use autoplan_plan::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, RankOrder,
-    Recompute, Schedule, TpSpTransition, Zero,
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
+    Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 use serde::Deserialize;
 
@@ -107,7 +107,9 @@ pub struct Space {
     /// Restrict dp (only through `--fix dp=N`; otherwise dp is what the GPUs leave).
     pub dp: Option<u32>,
     pub mbs: Vec<u32>,
-    pub recompute: Vec<Recompute>,
+    /// Recompute mode, with the module set under selective recompute (Megatron-Core's
+    /// `--recompute-modules`; the default set otherwise).
+    pub recompute: Vec<(Recompute, RecomputeModules)>,
     pub zero: Vec<Zero>,
     pub schedule: Vec<Schedule>,
     pub vpp: Vec<u32>,
@@ -182,12 +184,18 @@ pub fn resolve_space(name_or_path: &str) -> Result<Space, SpaceError> {
     }
 }
 
+/// A recompute value of a space file or `--fix`: `none`, `selective`, `full`, or
+/// `selective:layernorm+moe_act` (the plan string's syntax, `autoplan_plan::parse`).
+fn parse_recompute(s: &str) -> Result<(Recompute, RecomputeModules), String> {
+    autoplan_plan::parse::parse_recompute(s).map_err(|_| {
+        "unknown value; expected none, selective, full, or selective:M+M+... with Megatron's \
+         --recompute-modules (core_attn, layernorm, mla_up_proj, moe_act, mlp, moe, \
+         shared_experts)"
+            .to_string()
+    })
+}
+
 /// Names accepted for each enumerated knob (also used by `--fix`).
-const RECOMPUTE: &[(&str, Recompute)] = &[
-    ("none", Recompute::None),
-    ("selective", Recompute::Selective),
-    ("full", Recompute::Full),
-];
 const SCHEDULE: &[(&str, Schedule)] = &[
     ("1f1b", Schedule::OneF1B),
     ("interleaved", Schedule::Interleaved),
@@ -374,7 +382,15 @@ impl Space {
             }};
         }
         let d = &raw.degrees;
-        let recompute = table!("memory", "recompute", &raw.memory.recompute, RECOMPUTE);
+        enums("memory", "recompute", &raw.memory.recompute, &|s| {
+            parse_recompute(s).map(|_| ())
+        })?;
+        let recompute: Vec<_> = raw
+            .memory
+            .recompute
+            .iter()
+            .filter_map(|s| parse_recompute(s).ok())
+            .collect();
         let schedule = table!("pipeline", "schedules", &raw.pipeline.schedules, SCHEDULE);
         let k = &raw.knobs;
         let cp_comm = table!("knobs", "cp_comm", &k.cp_comm, CP_COMM);
@@ -491,7 +507,7 @@ impl Space {
                     Ok(z) if z <= 3 => self.zero = vec![Zero(z)],
                     _ => return Err(err("ZeRO stages are 0, 1, 2 and 3".into())),
                 },
-                "recompute" => self.recompute = vec![lookup(RECOMPUTE, value).map_err(err)?],
+                "recompute" => self.recompute = vec![parse_recompute(value).map_err(err)?],
                 "schedule" => self.schedule = vec![lookup(SCHEDULE, value).map_err(err)?],
                 "cp_comm" => self.cp_comm = vec![lookup(CP_COMM, value).map_err(err)?],
                 "tp_sp_transition" => {
@@ -538,11 +554,10 @@ pub fn schedule_name(s: Schedule) -> &'static str {
         .map_or("?", |(n, _)| n)
 }
 
-pub fn recompute_name(r: Recompute) -> &'static str {
-    RECOMPUTE
-        .iter()
-        .find(|(_, x)| *x == r)
-        .map_or("?", |(n, _)| n)
+/// The plan's recompute as written in space files (`selective:layernorm+moe_act` for a module
+/// set other than the default).
+pub fn recompute_name(p: &Plan) -> String {
+    autoplan_plan::parse::recompute_label(p.recompute, p.recompute_modules)
 }
 
 pub fn cp_comm_name(c: CpComm) -> &'static str {
@@ -649,7 +664,10 @@ mod tests {
             .unwrap();
         assert_eq!(s.tp, vec![8]);
         assert_eq!(s.pp, vec![16]);
-        assert_eq!(s.recompute, vec![Recompute::Full]);
+        assert_eq!(
+            s.recompute,
+            vec![(Recompute::Full, RecomputeModules::DEFAULT)]
+        );
         assert_eq!(s.sp, vec![true]);
         assert!(s.fix("tp=0").is_err());
         assert!(s.fix("tq=2").unwrap_err().reason.contains("unknown key"));

@@ -262,7 +262,7 @@ impl Objective for Synthetic {
         let time = self.flops * rc / gpus / (self.peak * EFF_MAX);
         let mut q = p;
         if partial.depth < Depth::Recompute {
-            q.recompute = *s.recompute.iter().max().unwrap_or(&p.recompute);
+            q.recompute = s.recompute.iter().map(|r| r.0).max().unwrap_or(p.recompute);
         }
         if partial.depth < Depth::Zero {
             q.zero = *s.zero.iter().max().unwrap_or(&p.zero);

@@ -58,7 +58,7 @@ fn wide_space() -> Space {
         PlacementPolicy::Contiguous,
         PlacementPolicy::Balanced { redundant: 1 },
     ];
-    s
+    common::with_module_sets(s)
 }
 
 proptest! {
@@ -69,8 +69,8 @@ proptest! {
     #[test]
     fn floor_is_admissible_and_exact_when_nothing_is_open(
         c in 0usize..3,
-        ix in prop::collection::vec(any::<prop::sample::Index>(), 20),
-        masks in prop::collection::vec(0u32..32, 8),
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        masks in prop::collection::vec(0u32..1024, 8),
     ) {
         let ev = unbounded(c);
         let space = wide_space();
@@ -80,7 +80,7 @@ proptest! {
         let own = ev.step_floor(
             &plan,
             &[plan.order],
-            &[plan.recompute],
+            &[(plan.recompute, plan.recompute_modules)],
             &[(plan.schedule, plan.vpp)],
             &[plan.zero],
             &[plan.tp_sp_transition],
@@ -104,7 +104,11 @@ proptest! {
             (Schedule::DualPipe, 1),
         ];
         let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
-        let recomputes = subset(&space.recompute, plan.recompute, masks[7]);
+        let recomputes = subset(
+            &space.recompute,
+            (plan.recompute, plan.recompute_modules),
+            masks[7],
+        );
         let f = ev.step_floor(
             &plan,
             &orders,
@@ -127,7 +131,7 @@ proptest! {
 fn partial(plan: &Plan, leaves: &Plan, space: &Space, depth: Depth) -> Plan {
     let mut p = *plan;
     if depth < Depth::Recompute {
-        p.recompute = space.recompute[0];
+        (p.recompute, p.recompute_modules) = space.recompute[0];
     }
     if depth < Depth::Zero {
         p.zero = space.zero[0];
@@ -157,8 +161,8 @@ proptest! {
     #[test]
     fn scorer_bounds_with_the_floor_are_admissible(
         c in 0usize..3,
-        ix in prop::collection::vec(any::<prop::sample::Index>(), 20),
-        jx in prop::collection::vec(any::<prop::sample::Index>(), 20),
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        jx in prop::collection::vec(any::<prop::sample::Index>(), 19),
     ) {
         let (model, cluster) = case(c);
         let s = Scorer::new(&resolve_model(model).expect("bundled model"), &cluster, EvalOptions::default());

@@ -70,7 +70,10 @@ fn space() -> impl Strategy<Value = Space> {
                 moe_tp,
                 dp: None,
                 mbs,
-                recompute: rc,
+                recompute: rc
+                    .into_iter()
+                    .map(|r| (r, autoplan_plan::RecomputeModules::DEFAULT))
+                    .collect(),
                 zero,
                 schedule: sch,
                 vpp,

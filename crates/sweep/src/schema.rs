@@ -207,7 +207,7 @@ fn plan_fields(p: &Plan, row: &mut Vec<String>) {
         p.moe_tp.to_string(),
         p.edp().to_string(),
         p.mbs.to_string(),
-        names::recompute_name(p.recompute).to_string(),
+        names::recompute_name(p),
         opt(p.recompute_layers),
         names::tp_sp_name(p.tp_sp_transition).to_string(),
         names::moe_tp_scheme_name(p.moe_tp_scheme).to_string(),

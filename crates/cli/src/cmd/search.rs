@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use autoplan_evaluate::{EvalOptions, Metrics};
 use autoplan_search::space::{recompute_name, schedule_name};
-use autoplan_search::{resolve_space, search, Observer, Outcome, Scorer, SearchOptions, Stats};
+use autoplan_search::{
+    resolve_space, search, Objective, Observer, Outcome, Scorer, SearchOptions, Stats,
+};
 
 use super::Format;
 
@@ -71,6 +73,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         space.fix(f)?;
     }
     let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    // The search drops the recompute entries the model cannot take; none left is the user's
+    // mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA): say which.
+    if let Some(&(recompute, recompute_modules)) = space.recompute.first() {
+        if !space.recompute.iter().any(|&r| scorer.admits(r)) {
+            let plan = autoplan_plan::Plan {
+                recompute,
+                recompute_modules,
+                ..Default::default()
+            };
+            if let Err(e) = plan.check_recompute(&model) {
+                anyhow::bail!("no recompute entry of the space applies: {e}");
+            }
+        }
+    }
     let opts = SearchOptions {
         top_k: args.top.max(args.explain.unwrap_or(1)),
         exhaustive: args.exhaustive,
@@ -240,9 +256,17 @@ fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyho
     if moe {
         write!(out, " {:>4} {:>6}", "ep", "moe_tp")?;
     }
+    // Module sets make the recompute column as wide as its longest entry.
+    let rw = o
+        .plans
+        .iter()
+        .map(|r| recompute_name(&r.plan).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(9);
     writeln!(
         out,
-        " {:>3} {:<14} {:<9} {:>4} {:>10} {:>9} {:>6} {:>9} {:>9} {:<8} knobs",
+        " {:>3} {:<14} {:<rw$} {:>4} {:>10} {:>9} {:>6} {:>9} {:>9} {:<8} knobs",
         "mbs",
         "schedule",
         "recompute",
@@ -276,10 +300,10 @@ fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyho
         };
         writeln!(
             out,
-            " {:>3} {:<14} {:<9} {:>4} {:>8.3} s {:>9.1} {:>5.1}% {:>9.2} {:>9.2} {:<8} {}",
+            " {:>3} {:<14} {:<rw$} {:>4} {:>8.3} s {:>9.1} {:>5.1}% {:>9.2} {:>9.2} {:<8} {}",
             p.mbs,
             sched,
-            recompute_name(p.recompute),
+            recompute_name(p),
             p.zero.0,
             m.step_time_s,
             m.tokens_per_s_per_gpu,

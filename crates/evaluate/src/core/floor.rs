@@ -27,7 +27,9 @@
 //! Kept in step with `run`, `class_costs` and `stage` by `crates/search/tests/floor.rs`: with
 //! nothing open the floor equals the step time.
 
-use autoplan_plan::{CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, TpSpTransition, Zero};
+use autoplan_plan::{
+    CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, RecomputeModules, TpSpTransition, Zero,
+};
 
 use super::{
     ClassCost, Ctx, Emitter, Evaluator, Memo, StageTime, ATTN, HEAD, MLP, MOE, MTP, NCLASS,
@@ -45,7 +47,8 @@ const LAYOUTS: usize = 16;
 
 impl Evaluator {
     /// A lower bound on the step time of every plan that equals `plan` except for its rank
-    /// order (any of `orders`), recompute mode (any of `recomputes`), pipeline schedule and
+    /// order (any of `orders`), recompute mode and modules (any of `recomputes`), pipeline
+    /// schedule and
     /// virtual stages (any pair of `schedules`), ZeRO stage (any of `zeros`), TP→SP
     /// transition, CP exchange, dispatcher and `moe_tp` scheme (any of the lists); the other
     /// fields are taken from `plan` (a caller bounding both overlap settings passes the most
@@ -56,7 +59,7 @@ impl Evaluator {
         &self,
         plan: &Plan,
         orders: &[RankOrder],
-        recomputes: &[Recompute],
+        recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
         zeros: &[Zero],
         tp_sp: &[TpSpTransition],
@@ -73,12 +76,14 @@ impl Evaluator {
         // the others are checked where used). Invalid completions have no step time to bound.
         let mut q = *plan;
         let gpus = self.cluster.gpus();
-        let valid = |q: &mut Plan, r: Recompute, (sch, v): (Schedule, u32)| {
-            q.recompute = r;
-            q.schedule = sch;
-            q.vpp = v;
-            q.check(&self.model, gpus).is_ok() && self.layout(q).is_ok()
-        };
+        let valid =
+            |q: &mut Plan, (r, m): (Recompute, RecomputeModules), (sch, v): (Schedule, u32)| {
+                q.recompute = r;
+                q.recompute_modules = m;
+                q.schedule = sch;
+                q.vpp = v;
+                q.check(&self.model, gpus).is_ok() && self.layout(q).is_ok()
+            };
         let n = schedules.len();
         let mut mask = 0u64;
         for (ri, &r) in recomputes.iter().enumerate() {
@@ -150,10 +155,9 @@ impl Evaluator {
                 if i == MOE && self.experts == 0.0 || i == MTP && self.mtp == 0 {
                     continue;
                 }
+                // `rc_sel` is the attention core's here; each selective entry of `recomputes`
+                // prices its modules below (`class_costs`' `selective_rc`).
                 let (fwd, bwd, rc_full, rc_sel, gemm) = cc[i];
-                // `class_costs` prices the plan's recompute modules (fixed here: the open
-                // recompute list varies the mode only).
-                let rc_sel = self.selective_rc(plan.recompute_modules, i, c, &x0, fwd, rc_sel);
                 // `class_costs` collects the recomputed forward's exposure (`rc`) for the kinds
                 // the plan's recompute repeats, and `stage` reads only those: collect all.
                 let rc_kinds = if matches!(i, ATTN | MLP | MOE | MTP) {
@@ -255,8 +259,12 @@ impl Evaluator {
                 middle: 0,
                 middle_extra: 0,
             };
-            let mut layouts = [(empty, Recompute::None, 0.0, 0.0, 0.0); LAYOUTS];
+            let none = (Recompute::None, RecomputeModules::DEFAULT);
+            let mut layouts = [(empty, none, 0.0, 0.0, 0.0); LAYOUTS];
             let mut n_layouts = 0;
+            // The class costs of the recompute entry last priced.
+            let mut priced: Option<(Recompute, RecomputeModules)> = None;
+            let mut costs_r = costs;
             for (idx, (r, &(sch, v))) in recomputes
                 .iter()
                 .flat_map(|&r| schedules.iter().map(move |sv| (r, sv)))
@@ -270,7 +278,17 @@ impl Evaluator {
                 if !ok {
                     continue;
                 }
-                q.recompute = r;
+                if priced != Some(r) {
+                    costs_r = costs;
+                    if r.0 == Recompute::Selective {
+                        for (i, c) in self.classes.iter().enumerate() {
+                            let (fwd, core) = (cc[i].0, cc[i].3);
+                            costs_r[i].rc_sel = self.selective_rc(r.1, i, c, &x0, fwd, core);
+                        }
+                    }
+                    priced = Some(r);
+                }
+                (q.recompute, q.recompute_modules) = r;
                 q.schedule = sch;
                 q.vpp = v;
                 let Ok(mut layout) = self.layout(&q) else {
@@ -284,7 +302,7 @@ impl Evaluator {
                 let (_, _, tmax, sum, rest) = match found {
                     Some(l) => *l,
                     None => {
-                        let l = self.stages_floor(&mut q, &x, &costs, &layout, zs, pp_t);
+                        let l = self.stages_floor(&mut q, &x, &costs_r, &layout, zs, pp_t);
                         let l = (layout, r, l.0, l.1, l.2);
                         if n_layouts < LAYOUTS {
                             layouts[n_layouts] = l;

@@ -10,6 +10,25 @@ pub fn pick<T: Copy>(v: &[T], i: &prop::sample::Index) -> T {
     v[i.index(v.len())]
 }
 
+/// `space` with Megatron's recompute module sets added: DeepSeek-V3's (norms, MLA
+/// up-projections, SwiGLU output; invalid without MLA: those plans are skipped), the ModelZoo's
+/// (norms, expert activation), whole MLP and MoE layers, and every module.
+#[allow(dead_code)]
+pub fn with_module_sets(mut space: Space) -> Space {
+    use RecomputeModules as M;
+    for set in [
+        M::LAYERNORM | M::MLA_UP_PROJ | M::MOE_ACT,
+        M::LAYERNORM | M::MOE_ACT,
+        M::MOE | M::MLP,
+        M::ALL.0,
+    ] {
+        space.recompute.push((Recompute::Selective, M(set)));
+    }
+    space.recompute.sort();
+    space.recompute.dedup();
+    space
+}
+
 /// A random plan of `space` using all GPUs, or None if the degrees do not divide them.
 pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) -> Option<Plan> {
     let moe = ev.model().moe.is_some();
@@ -29,7 +48,8 @@ pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) ->
         ep: if moe { pick(&eps, &ix[3]) } else { 1 },
         moe_tp: if moe { pick(&space.moe_tp, &ix[4]) } else { 1 },
         mbs: pick(&space.mbs, &ix[5]),
-        recompute: pick(&space.recompute, &ix[6]),
+        recompute: pick(&space.recompute, &ix[6]).0,
+        recompute_modules: pick(&space.recompute, &ix[6]).1,
         zero: pick(&space.zero, &ix[7]),
         schedule: pick(&space.schedule, &ix[8]),
         sp: pick(&space.sp, &ix[10]),
@@ -47,18 +67,6 @@ pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) ->
         },
         ..Plan::default()
     };
-    if plan.recompute == Recompute::Selective {
-        // Megatron's module sets (some invalid for some models: those plans are skipped).
-        const M: RecomputeModules = RecomputeModules::DEFAULT;
-        let sets = [
-            M.0,
-            RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT,
-            RecomputeModules::LAYERNORM | RecomputeModules::MLA_UP_PROJ | RecomputeModules::MOE_ACT,
-            RecomputeModules::MOE | RecomputeModules::MLP,
-            RecomputeModules::ALL.0,
-        ];
-        plan.recompute_modules = RecomputeModules(pick(&sets, &ix[19]));
-    }
     if plan.schedule == Schedule::Interleaved {
         plan.vpp = pick(&space.vpp, &ix[9]);
     }
