@@ -490,6 +490,17 @@ impl Evaluator {
         Ok(self.memory_peak(plan))
     }
 
+    /// The memory breakdown of `plan`'s most loaded GPU, fitting or not (what `report` shows;
+    /// an out-of-memory plan has no report). The same validity checks as `evaluate`.
+    pub fn memory_breakdown(
+        &self,
+        plan: &Plan,
+    ) -> Result<autoplan_memory::MemoryBreakdown, Infeasible> {
+        plan.check(&self.model, self.cluster.gpus())?;
+        self.layout(plan)?;
+        Ok(self.memory(plan))
+    }
+
     /// The full report: breakdown, per-layer communication table, stages, memory.
     pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
         let mut rows: Vec<CommRow> = Vec::new();

@@ -96,6 +96,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
+            // Out of memory: the breakdown says what to cut.
+            let memory = match e {
+                Infeasible::OutOfMemory { .. } => ev.memory_breakdown(&plan).ok(),
+                Infeasible::Invalid(_) => None,
+            };
             if args.format == Format::Json {
                 let (valid, excess) = match &e {
                     Infeasible::Invalid(_) => (false, None),
@@ -111,11 +116,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         "fits": false,
                         "reason": e.to_string(),
                         "excess_gib": excess,
+                        "memory": memory,
                     }),
                 )?;
                 writeln!(out)?;
             } else {
                 eprintln!("error: {e}");
+                if let Some(mm) = &memory {
+                    let mut err = std::io::stderr().lock();
+                    memory_table(&mut err, mm)?;
+                }
             }
             Ok(ExitCode::from(2))
         }
@@ -315,7 +325,14 @@ pub(crate) fn table(
         writeln!(out, "  (none: a single GPU)")?;
     }
     writeln!(out)?;
-    let mm = &r.memory;
+    memory_table(out, &r.memory)
+}
+
+/// The memory breakdown of the most loaded GPU.
+fn memory_table(
+    out: &mut impl Write,
+    mm: &autoplan_evaluate::MemoryBreakdown,
+) -> anyhow::Result<()> {
     writeln!(
         out,
         "memory per GPU (stage {}, {:.1} micro-batches in flight):",
