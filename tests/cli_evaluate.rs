@@ -109,7 +109,10 @@ fn invalid_and_oversized_plans_exit_2_with_the_reason() {
     assert!(v["reason"].as_str().unwrap().contains("GiB over"));
     // The breakdown of the plan that does not fit: its total is the excess over 80 GiB.
     let total = v["memory"]["total"].as_f64().unwrap() / (1u64 << 30) as f64;
-    assert!((total - 80.0 - excess).abs() < 1e-6, "{total} vs 80 + {excess}");
+    assert!(
+        (total - 80.0 - excess).abs() < 1e-6,
+        "{total} vs 80 + {excess}"
+    );
     assert!(v["memory"]["activations"].as_f64().unwrap() > 0.0);
 }
 

@@ -2257,16 +2257,14 @@ impl<S: Sink> Emitter<'_, S> {
         let c = self.memo.get(self.ev, op, g, bytes, self.x.algo);
         let t = calls * c.time;
         let exposed = overlap(t, window);
-        self.exposed[kind.index()] += exposed;
-        self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
-        self.repeat(kind, what, pass, op, g, bytes, calls, c, exposed);
+        self.book(kind, what, pass, op, g, bytes, calls, c, exposed);
     }
 
-    /// A forward collective that recompute runs again (`rc_kinds`): booked in `rc` and listed
-    /// as a recompute row.
+    /// Books `exposed` seconds of `calls` calls of `c` and lists them; a forward collective that
+    /// recompute runs again (`rc_kinds`) is booked in `rc` too and listed as a recompute row.
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn repeat(
+    fn book(
         &mut self,
         kind: CommKind,
         what: &'static str,
@@ -2278,6 +2276,8 @@ impl<S: Sink> Emitter<'_, S> {
         c: CollectiveCost,
         exposed: f64,
     ) {
+        self.exposed[kind.index()] += exposed;
+        self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
         if pass == Pass::Forward && self.rc_kinds >> kind.index() & 1 == 1 {
             self.rc[kind.index()] += exposed;
             let m = self.mult;
@@ -2336,9 +2336,7 @@ impl<S: Sink> Emitter<'_, S> {
         window: f64,
     ) {
         let exposed = (c.time - window).max(0.0);
-        self.exposed[kind.index()] += exposed;
-        self.push(kind, what, pass, op, g, bytes, 1.0, c, exposed);
-        self.repeat(kind, what, pass, op, g, bytes, 1.0, c, exposed);
+        self.book(kind, what, pass, op, g, bytes, 1.0, c, exposed);
     }
 
     #[allow(clippy::too_many_arguments)]
