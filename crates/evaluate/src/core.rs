@@ -798,7 +798,7 @@ impl Evaluator {
     /// - `shared_experts`: the shared experts' GEMMs and activation function;
     /// - `mlp` / `moe`: the whole forward of the layer (its collectives: `recompute_comm`).
     ///
-    /// The MTP module (one block at most) recomputes only its attention core.
+    /// An MTP module's block is priced by [`Evaluator::selective_rcs`].
     fn selective_rc(
         &self,
         m: RecomputeModules,
@@ -850,6 +850,31 @@ impl Evaluator {
             MTP => core,
             _ => 0.0,
         }
+    }
+
+    /// [`Evaluator::selective_rc`] of every class from their forward times `fwd` and attention
+    /// cores `core`. An MTP module repeats the last block's attention and MLP/MoE (`mtp_reuse`):
+    /// it recomputes what they do; otherwise its attention core only.
+    fn selective_rcs(
+        &self,
+        m: RecomputeModules,
+        x: &Ctx,
+        fwd: &[f64; NCLASS],
+        core: &[f64; NCLASS],
+    ) -> [f64; NCLASS] {
+        let mut rc = [0.0; NCLASS];
+        for (i, c) in self.classes.iter().enumerate() {
+            rc[i] = self.selective_rc(m, i, c, x, fwd[i], core[i]);
+        }
+        if self.mtp_reuse {
+            let mlp = if self.classes[MTP].expert_params > 0.0 {
+                MOE
+            } else {
+                MLP
+            };
+            rc[MTP] = rc[ATTN] + rc[mlp];
+        }
+        rc
     }
 
     /// The kinds of forward communication (bits of `CommKind::index`) that the plan's recompute
@@ -986,11 +1011,6 @@ impl Evaluator {
                 self.compute(c, x, None)
             };
             gemm_of[i] = gemm;
-            let rc_sel = if plan.recompute == Recompute::Selective {
-                self.selective_rc(plan.recompute_modules, i, c, x, fwd, rc_sel)
-            } else {
-                rc_sel
-            };
             let mut cc = ClassCost {
                 fwd,
                 bwd,
@@ -1022,6 +1042,14 @@ impl Evaluator {
             cc.exposed = e.exposed;
             cc.rc_comm = e.rc;
             out[i] = cc;
+        }
+        if plan.recompute == Recompute::Selective {
+            let fwd = out.map(|c| c.fwd);
+            let core = out.map(|c| c.rc_sel);
+            let rc = self.selective_rcs(plan.recompute_modules, x, &fwd, &core);
+            for (c, r) in out.iter_mut().zip(rc) {
+                c.rc_sel = r;
+            }
         }
         out
     }

@@ -281,9 +281,9 @@ impl Evaluator {
                 if priced != Some(r) {
                     costs_r = costs;
                     if r.0 == Recompute::Selective {
-                        for (i, c) in self.classes.iter().enumerate() {
-                            let (fwd, core) = (cc[i].0, cc[i].3);
-                            costs_r[i].rc_sel = self.selective_rc(r.1, i, c, &x0, fwd, core);
+                        let rc = self.selective_rcs(r.1, &x0, &cc.map(|c| c.0), &cc.map(|c| c.3));
+                        for (c, v) in costs_r.iter_mut().zip(rc) {
+                            c.rc_sel = v;
                         }
                     }
                     priced = Some(r);
