@@ -38,6 +38,8 @@ const NON_TP_ACT_FRACTION: f64 = 10.0 / 34.0;
 /// HBM bytes per parameter of one mixed-precision Adam step: read fp32 grad (4), read + write
 /// fp32 master, m and v (3 × 8), write the 16-bit weight (2), grad-norm read for clipping (4).
 const ADAM_BYTES_PER_PARAM: f64 = 34.0;
+/// Adam with BF16 moments: m and v read + write at 2 bytes instead of 4 (34 − 8).
+const ADAM_BF16_MOMENTS_BYTES_PER_PARAM: f64 = 26.0;
 /// SGD with momentum: grad (4) + master and momentum read/write (16) + weight (2) + norm (4).
 const SGD_BYTES_PER_PARAM: f64 = 26.0;
 
@@ -1836,6 +1838,7 @@ impl Evaluator {
         };
         let per_param = match self.model.training.optimizer {
             Optimizer::Adam => ADAM_BYTES_PER_PARAM,
+            Optimizer::AdamBf16Moments => ADAM_BF16_MOMENTS_BYTES_PER_PARAM,
             Optimizer::Sgd => SGD_BYTES_PER_PARAM,
         };
         let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;

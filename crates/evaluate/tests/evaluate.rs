@@ -338,7 +338,7 @@ fn recompute_modules_price_what_they_rerun() {
 
 /// DeepSeek-V3's published training (DeepSeek-AI 2024, arXiv:2412.19437): 2048 H800, PP 16
 /// with DualPipe, EP 64, ZeRO-1 DP, no TP (§3.2), recomputing RMSNorm and the MLA
-/// up-projections (§3.2.3) and the SwiGLU output (§3.3.2, "cache the inputs of the SwiGLU
+/// up-projections (§3.2.3) and the SwiGLU output (§3.3.3, "cache the inputs of the SwiGLU
 /// operator and recompute its output"), FP8 GEMMs and FP8-cached linear inputs (§3.3).
 /// §4.2's cost: 180K H800 GPU hours per trillion tokens = 1543 tokens/s/GPU.
 #[test]

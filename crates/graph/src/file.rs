@@ -33,7 +33,7 @@
 //! seq_len = 8192
 //! global_batch = 128        # sequences
 //! precision = "bf16"        # bf16 | fp16 | fp8
-//! optimizer = "adam"        # adam | sgd
+//! optimizer = "adam"        # adam | adam-bf16-moments | sgd
 //! ```
 
 use autoplan_input::{InputError, Source};

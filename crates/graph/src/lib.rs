@@ -137,6 +137,11 @@ impl Moe {
 pub enum Optimizer {
     /// Mixed-precision Adam(W): fp32 master weights + two fp32 moments (12 bytes/param).
     Adam,
+    /// Adam(W) with the two moments in BF16, the master weights in fp32 (8 bytes/param):
+    /// DeepSeek-V3 report §3.3.3 ("Low-Precision Optimizer States"); Megatron-Core's
+    /// `--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`.
+    #[serde(rename = "adam-bf16-moments")]
+    AdamBf16Moments,
     /// SGD with momentum: fp32 master + one moment.
     Sgd,
 }

@@ -40,7 +40,8 @@
 //! - **Bytes per parameter** (Megatron-LM `docs/source/api-guide/dist_optimizer.md` table):
 //!   16-bit weights 2; gradients 4 with fp32 main gradients (Megatron's default for bf16,
 //!   `--accumulate-allreduce-grads-in-fp32`), otherwise 2 and the optimizer keeps an fp32
-//!   master-gradient copy (4) instead; Adam 12 (fp32 master weights + two fp32 moments), SGD 8.
+//!   master-gradient copy (4) instead; Adam 12 (fp32 master weights + two fp32 moments), Adam
+//!   with BF16 moments 8 (DeepSeek-V3 report §3.3.3), SGD 8.
 //!   So bf16 = 2 + 4 + 12 = 18, fp16 = 2 + 2 + 16 = 20, fp32 = 4 + 4 + 8 = 16 (no master copy).
 //! - **ZeRO** over the data-parallel group of the parameter (dense: `dp·cp`, Megatron's
 //!   data-parallel-with-context group; experts: `edp = tp·cp·dp/(moe_tp·ep)`): stage 1 shards the
@@ -433,6 +434,8 @@ impl ModelMemory {
         };
         let states = match m.training.optimizer {
             Optimizer::Adam => 8.0,
+            // Two BF16 moments (DeepSeek-V3 §3.3.3).
+            Optimizer::AdamBf16Moments => 4.0,
             Optimizer::Sgd => 4.0,
         };
         let positions = match m.positions {

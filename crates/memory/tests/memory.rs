@@ -297,6 +297,17 @@ fn tiny_moe_by_hand() {
 }
 
 #[test]
+fn bf16_adam_moments_keep_8_optimizer_bytes_per_parameter() {
+    // DeepSeek-V3 §3.3.3: fp32 master weights (4) + BF16 moments (2 + 2), against 4 + 4 + 4.
+    let mut m = tiny_gpt();
+    let o = MemoryOptions::default();
+    let adam = memory(&m, &plan("dp=1"), &o).optimizer;
+    m.training.optimizer = autoplan_graph::Optimizer::AdamBf16Moments;
+    let bf16 = memory(&m, &plan("dp=1"), &o).optimizer;
+    assert!(close(bf16 / adam, 8.0 / 12.0));
+}
+
+#[test]
 fn recompute_modules_by_hand() {
     // tiny_moe_by_hand's per-token terms of one block: attention 768 (norm input 128, QKV input
     // 128, Q and o input 256, K and V 256), MoE 272 (norm input 128, norm output 128, router

@@ -178,7 +178,7 @@ fn recompute_modules_must_exist_in_the_model() {
         with("dp=1,tp=8,recompute=selective:layernorm+mlp").check(&llama, 8),
         Ok(())
     );
-    // DeepSeek-V3's own choice (report §3.2.3: RMSNorm and MLA up-projection; §3.3: the
+    // DeepSeek-V3's own choice (report §3.2.3: RMSNorm and MLA up-projection; §3.3.3: the
     // SwiGLU output) on its 61 blocks, 3 of them dense.
     let plan = with(
         "tp=1,pp=16,dp=128,ep=64,schedule=dualpipe,zero=1,\
