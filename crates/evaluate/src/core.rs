@@ -773,7 +773,12 @@ impl Evaluator {
 
     /// HBM seconds of the activation function between the `fc1` (column) and `fc2` (row)
     /// GEMMs of `gemms`: it reads what `fc1` wrote and writes what `fc2` reads, 16-bit.
-    fn activation_fn_time(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> f64 {
+    fn activation_fn_time<'g>(
+        &self,
+        kind: LayerKind,
+        gemms: impl Iterator<Item = &'g G>,
+        x: &Ctx,
+    ) -> f64 {
         let mut bytes = 0.0;
         for g in gemms {
             let (rows, count, tp) = self.gemm_rows(kind, g, x);
@@ -841,11 +846,11 @@ impl Evaluator {
                 let mut t = ln;
                 if m.has(RecomputeModules::SHARED_EXPERTS) {
                     t += self.gemm_fwd(c.kind, &c.shared, x)
-                        + self.activation_fn_time(c.kind, &c.shared, x);
+                        + self.activation_fn_time(c.kind, c.shared.iter(), x);
                 }
                 if m.has(RecomputeModules::MOE_ACT) {
-                    let routed: Vec<G> = c.gemms.iter().filter(|g| g.expert).copied().collect();
-                    t += self.activation_fn_time(c.kind, &routed, x);
+                    let routed = c.gemms.iter().filter(|g| g.expert);
+                    t += self.activation_fn_time(c.kind, routed, x);
                 }
                 t
             }
