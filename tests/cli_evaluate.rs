@@ -149,6 +149,10 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
         "step-time breakdown",
         "EP dispatch (DeepEP)",
         "memory per GPU",
+        // The measured step the row implies: GBS 2048 × 4096 / (1663.4 tokens/s × 256 GPUs).
+        "step time: measured 19.699 s (implied by the row)",
+        "per block and micro-batch of the busiest stage",
+        "recompute=selective:layernorm+moe_act",
     ] {
         assert!(out.contains(section), "{section} missing:\n{out}");
     }

@@ -77,7 +77,8 @@ impl Figure {
         }
     }
 
-    fn of(&self, m: &Metrics) -> f64 {
+    /// The figure in `m`.
+    pub fn of(&self, m: &Metrics) -> f64 {
         match self {
             Figure::ModelTflops => m.tflops_per_gpu,
             Figure::HardwareTflops => m.hw_tflops_per_gpu,

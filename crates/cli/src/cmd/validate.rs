@@ -11,7 +11,7 @@ use autoplan_cluster::GpuArch;
 use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, validate, FitPoint, PublishedRun, Validation,
+    case_of, cluster_name_for, fit, validate, Figure, FitPoint, PublishedRun, Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -176,6 +176,25 @@ fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
     )?;
     match ev.report(&case.plan) {
         Ok(r) => {
+            // The measured step the row's figure implies (every figure but the step time is a
+            // rate, ∝ 1/step), and both per block and micro-batch of the busiest stage.
+            let step = r.metrics.step_time_s;
+            let predicted = case.figure.of(&r.metrics);
+            let measured_step = match case.figure {
+                Figure::StepTimeS => case.measured,
+                _ => step * predicted / case.measured,
+            };
+            let blocks = r.stages[r.bottleneck_stage as usize].blocks.max(1);
+            let per = (r.microbatches.max(1) * blocks) as f64 / 1e3;
+            writeln!(
+                out,
+                "step time: measured {measured_step:.3} s (implied by the row), modelled \
+                 {step:.3} s; per block and micro-batch of the busiest stage ({blocks} blocks, \
+                 {} micro-batches): measured {:.2} ms, modelled {:.2} ms",
+                r.microbatches,
+                measured_step / per,
+                step / per
+            )?;
             super::evaluate::table(&mut out, &case.plan.to_string(), &ev, &case.plan, &r)?;
             Ok(ExitCode::SUCCESS)
         }
