@@ -239,3 +239,40 @@ fn precision_override_reaches_the_cost_model() {
     assert_eq!(code, Some(2));
     assert!(err.contains("fp4"), "{err}");
 }
+
+#[test]
+fn reserve_moves_the_memory_peak_and_is_checked() {
+    let peak = |extra: &[&str]| -> f64 {
+        let mut args = vec![
+            "evaluate",
+            "--model",
+            "llama3-8b",
+            "--cluster",
+            "a100x64",
+            "--plan",
+            "tp=8,sp=on,zero=1",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = autoplan(&args);
+        assert_eq!(code, Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        v["memory_peak_gib"].as_f64().unwrap()
+    };
+    // The default reserve is 3 GiB: 10 GiB adds 7 to the peak.
+    let d = peak(&[]) - peak(&["--reserve", "10"]);
+    assert!((d + 7.0).abs() < 1e-9, "{d}");
+    for bad in ["--reserve=-1", "--reserve=80", "--reserve=nan"] {
+        let (code, _, err) = autoplan(&[
+            "search",
+            "--model",
+            "llama3-8b",
+            "--cluster",
+            "a100x64",
+            bad,
+        ]);
+        assert_ne!(code, Some(0), "{bad}");
+        assert!(err.contains("--reserve"), "{bad}: {err}");
+    }
+}

@@ -81,6 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Attn::Unfused => AttentionKernel::Unfused,
         },
         dp_overlap: !args.no_dp_overlap,
+        memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     };
     let ev = Evaluator::new(&model, &cluster, opts);

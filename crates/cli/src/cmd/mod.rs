@@ -36,6 +36,31 @@ pub struct Workload {
     /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
     #[arg(long)]
     pub gpus: Option<u32>,
+    /// Memory per GPU held outside the model, in GiB: CUDA context, NCCL buffers, allocator
+    /// fragmentation (default 3). Raise it to keep a safety margin under HBM.
+    #[arg(long, value_name = "GIB")]
+    pub reserve: Option<f64>,
+}
+
+impl Workload {
+    /// The memory model's options: the default, with `--reserve` (checked: a finite,
+    /// non-negative size below the GPU's HBM).
+    pub(crate) fn memory_options(
+        &self,
+        cluster: &autoplan_cluster::Cluster,
+    ) -> anyhow::Result<autoplan_evaluate::MemoryOptions> {
+        const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+        let mut o = autoplan_evaluate::MemoryOptions::default();
+        if let Some(r) = self.reserve {
+            let hbm = cluster.gpu.hbm_bytes / GIB;
+            anyhow::ensure!(
+                r.is_finite() && (0.0..hbm).contains(&r),
+                "--reserve {r}: expected GiB in [0, {hbm}) (the GPU's HBM)"
+            );
+            o.reserve_bytes = r * GIB;
+        }
+        Ok(o)
+    }
 }
 
 /// Training precisions a model can declare.

@@ -72,7 +72,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(f) = &args.fix {
         space.fix(f)?;
     }
-    let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    let options = EvalOptions {
+        memory: args.workload.memory_options(&cluster)?,
+        ..EvalOptions::default()
+    };
+    let scorer = Scorer::new(&model, &cluster, options);
     // The search drops the recompute entries the model cannot take; none left is the user's
     // mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA): say which.
     if let Some(&(recompute, recompute_modules)) = space.recompute.first() {
