@@ -673,6 +673,50 @@ mod tests {
         assert!(s.fix("tq=2").unwrap_err().reason.contains("unknown key"));
         assert!(s.fix("recompute=most").unwrap_err().reason.contains("full"));
         assert!(s.fix("tp").is_err());
+        // Module sets, in the plan string's syntax.
+        s.fix("recompute=selective:moe_act+layernorm").unwrap();
+        assert_eq!(
+            s.recompute,
+            vec![(
+                Recompute::Selective,
+                RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT)
+            )]
+        );
+        let err = s.fix("recompute=selective:attention").unwrap_err().reason;
+        assert!(err.contains("mla_up_proj"), "{err}");
+    }
+
+    #[test]
+    fn space_files_take_module_sets_and_locate_bad_ones() {
+        let src = |recompute: &str| {
+            let quick = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../search_spaces/quick.toml"
+            );
+            let text = std::fs::read_to_string(quick).unwrap().replace(
+                "recompute = [\"selective\", \"full\"]",
+                &format!("recompute = {recompute}"),
+            );
+            Space::from_source(&Source::new("quick.toml", text))
+        };
+        let s = src("[\"selective:moe\", \"selective\", \"full\", \"selective:moe\"]").unwrap();
+        // Sorted, de-duplicated: the default set before `moe`.
+        assert_eq!(
+            s.recompute,
+            vec![
+                (Recompute::Selective, RecomputeModules::DEFAULT),
+                (
+                    Recompute::Selective,
+                    RecomputeModules(RecomputeModules::MOE)
+                ),
+                (Recompute::Full, RecomputeModules::DEFAULT),
+            ]
+        );
+        let err = src("[\"selective:norm\"]").unwrap_err().to_string();
+        assert!(
+            err.contains("memory.recompute") && err.contains("layernorm"),
+            "{err}"
+        );
     }
 
     #[test]
