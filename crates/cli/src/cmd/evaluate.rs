@@ -19,7 +19,9 @@ pub struct Args {
     #[arg(long)]
     pub cluster: String,
     /// The plan, e.g. "tp=8,sp=on,pp=8,vpp=3,mbs=1,recompute=selective,zero=1"; `dp` defaults to
-    /// the GPUs left over.
+    /// the GPUs left over. Selective recompute takes Megatron-Core's --recompute-modules as
+    /// `recompute=selective:layernorm+mla_up_proj+moe_act` (core_attn, layernorm, mla_up_proj,
+    /// moe_act, mlp, moe, shared_experts; default core_attn).
     #[arg(long)]
     pub plan: String,
     #[command(flatten)]
