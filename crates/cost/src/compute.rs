@@ -46,6 +46,18 @@ pub struct ArchEfficiency {
     pub hbm_bytes_half: f64,
 }
 
+/// The Hopper fit (H100 rows), shared by H800 and H200.
+const HOPPER: ArchEfficiency = ArchEfficiency {
+    arch: GpuArch::H100,
+    gemm_eff_max: 0.71,
+    sms: 132,
+    tile_m: 128,
+    tile_n: 256,
+    gemm_latency: 30e-6,
+    hbm_eff_max: 0.50,
+    hbm_bytes_half: 1.6e6,
+};
+
 /// The per-architecture table: ONE set per GPU type, no per-model or per-run constant.
 ///
 /// - `sms`, `tile_m × tile_n` are facts of the silicon and of cuBLAS's kernels (Ampere/Hopper
@@ -84,35 +96,17 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
     },
-    ArchEfficiency {
-        arch: GpuArch::H100,
-        gemm_eff_max: 0.71,
-        sms: 132,
-        tile_m: 128,
-        tile_n: 256,
-        gemm_latency: 30e-6,
-        hbm_eff_max: 0.50,
-        hbm_bytes_half: 1.6e6,
-    },
+    HOPPER,
+    // H800: the H100 SXM5 compute die and HBM3 (its NVLink is cut, not its SMs).
     ArchEfficiency {
         arch: GpuArch::H800,
-        gemm_eff_max: 0.71,
-        sms: 132,
-        tile_m: 128,
-        tile_n: 256,
-        gemm_latency: 30e-6,
-        hbm_eff_max: 0.50,
-        hbm_bytes_half: 1.6e6,
+        ..HOPPER
     },
+    // H200: the same die with HBM3e; `hbm_bytes_half` scaled with its bandwidth (4.8/3.35).
     ArchEfficiency {
         arch: GpuArch::H200,
-        gemm_eff_max: 0.71,
-        sms: 132,
-        tile_m: 128,
-        tile_n: 256,
-        gemm_latency: 30e-6,
-        hbm_eff_max: 0.50,
         hbm_bytes_half: 2.3e6,
+        ..HOPPER
     },
     ArchEfficiency {
         arch: GpuArch::L40s,

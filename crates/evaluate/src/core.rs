@@ -2313,13 +2313,33 @@ impl<S: Sink> Emitter<'_, S> {
         exposed: f64,
     ) {
         self.exposed[kind.index()] += exposed;
-        self.push(kind, what, pass, op, g, bytes, calls, c, exposed);
-        if pass == Pass::Forward && self.rc_kinds >> kind.index() & 1 == 1 {
+        let repeat = pass == Pass::Forward && self.rc_kinds >> kind.index() & 1 == 1;
+        if repeat {
             self.rc[kind.index()] += exposed;
-            let m = self.mult;
-            self.mult = self.rc_mult;
-            self.push(kind, what, Pass::Recompute, op, g, bytes, calls, c, exposed);
-            self.mult = m;
+        }
+        if S::ENABLED {
+            // The table row of `pass` done `mult` times per step.
+            let layer = Some(self.layer);
+            let row = |pass, mult: f64| CommRow {
+                layer,
+                what,
+                kind,
+                pass,
+                collective: op,
+                algorithm: c.algorithm,
+                group: g.into(),
+                bytes,
+                calls_per_step: calls * mult,
+                time_per_call: c.time,
+                time: calls * mult * c.time,
+                exposed: exposed * mult,
+            };
+            if self.mult > 0.0 {
+                self.sink.push(row(pass, self.mult));
+            }
+            if repeat && self.rc_mult > 0.0 {
+                self.sink.push(row(Pass::Recompute, self.rc_mult));
+            }
         }
     }
 
@@ -2373,38 +2393,6 @@ impl<S: Sink> Emitter<'_, S> {
     ) {
         let exposed = (c.time - window).max(0.0);
         self.book(kind, what, pass, op, g, bytes, 1.0, c, exposed);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        kind: CommKind,
-        what: &'static str,
-        pass: Pass,
-        op: Collective,
-        g: GroupPlacement,
-        bytes: f64,
-        calls: f64,
-        c: CollectiveCost,
-        exposed: f64,
-    ) {
-        if S::ENABLED && self.mult > 0.0 {
-            let n = calls * self.mult;
-            self.sink.push(CommRow {
-                layer: Some(self.layer),
-                what,
-                kind,
-                pass,
-                collective: op,
-                algorithm: c.algorithm,
-                group: g.into(),
-                bytes,
-                calls_per_step: n,
-                time_per_call: c.time,
-                time: n * c.time,
-                exposed: exposed * self.mult,
-            });
-        }
     }
 }
 

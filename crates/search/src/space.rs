@@ -187,11 +187,12 @@ pub fn resolve_space(name_or_path: &str) -> Result<Space, SpaceError> {
 /// A recompute value of a space file or `--fix`: `none`, `selective`, `full`, or
 /// `selective:layernorm+moe_act` (the plan string's syntax, `autoplan_plan::parse`).
 fn parse_recompute(s: &str) -> Result<(Recompute, RecomputeModules), String> {
-    autoplan_plan::parse::parse_recompute(s).map_err(|_| {
-        "unknown value; expected none, selective, full, or selective:M+M+... with Megatron's \
-         --recompute-modules (core_attn, layernorm, mla_up_proj, moe_act, mlp, moe, \
-         shared_experts)"
-            .to_string()
+    autoplan_plan::parse::parse_recompute(s).map_err(|e| match e {
+        // The plan string's list of what `recompute=` accepts.
+        autoplan_plan::ParseError::BadValue { expected, .. } => {
+            format!("unknown value; expected {expected}")
+        }
+        other => other.to_string(),
     })
 }
 

@@ -68,27 +68,19 @@ fn bnb_equals_exhaustive_on_bundled_models() {
 
 /// `plan` cut down to `depth`: every decision below it back at the space's first value.
 fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
-    let mut p = *plan;
-    if depth < Depth::Recompute {
-        (p.recompute, p.recompute_modules) = space.recompute[0];
-    }
-    if depth < Depth::Zero {
-        p.zero = space.zero[0];
-    }
-    if depth < Depth::Schedule {
-        p.schedule = space.schedule[0];
-        p.vpp = 1;
-    }
-    p.sp = space.sp[0];
-    p.cp_comm = space.cp_comm[0];
-    p.tp_sp_transition = space.tp_sp_transition[0];
-    p.moe_tp_scheme = space.moe_tp_scheme[0];
-    p.dispatcher = space.dispatcher[0];
-    p.algo = space.algo[0];
-    p.order = space.order[0];
-    p.tp_overlap = space.tp_overlap[0];
-    p.ep_overlap = space.ep_overlap[0];
-    p
+    let firsts = Plan {
+        sp: space.sp[0],
+        cp_comm: space.cp_comm[0],
+        tp_sp_transition: space.tp_sp_transition[0],
+        moe_tp_scheme: space.moe_tp_scheme[0],
+        dispatcher: space.dispatcher[0],
+        algo: space.algo[0],
+        order: space.order[0],
+        tp_overlap: space.tp_overlap[0],
+        ep_overlap: space.ep_overlap[0],
+        ..*plan
+    };
+    common::partial(plan, &firsts, space, depth)
 }
 
 proptest! {

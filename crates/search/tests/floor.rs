@@ -125,34 +125,6 @@ proptest! {
     }
 }
 
-/// `plan` cut down to `depth`: the decisions below it back at the space's first values, and
-/// the leaf knobs those of `leaves` (the engine's partial plans hold whatever leaf values were
-/// tried last: a bound must not read them).
-fn partial(plan: &Plan, leaves: &Plan, space: &Space, depth: Depth) -> Plan {
-    let mut p = *plan;
-    if depth < Depth::Recompute {
-        (p.recompute, p.recompute_modules) = space.recompute[0];
-    }
-    if depth < Depth::Zero {
-        p.zero = space.zero[0];
-    }
-    if depth < Depth::Schedule {
-        p.schedule = space.schedule[0];
-        p.vpp = 1;
-    }
-    p.sp = leaves.sp;
-    p.cp_comm = leaves.cp_comm;
-    p.tp_sp_transition = leaves.tp_sp_transition;
-    p.moe_tp_scheme = leaves.moe_tp_scheme;
-    p.dispatcher = leaves.dispatcher;
-    p.algo = leaves.algo;
-    p.order = leaves.order;
-    p.tp_overlap = leaves.tp_overlap;
-    p.ep_overlap = leaves.ep_overlap;
-    p.placement = leaves.placement;
-    p
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -198,7 +170,7 @@ proptest! {
             ..plan
         });
         for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Schedule, Depth::Zero] {
-            let p = Partial { plan: partial(&plan, &leaves, &space, depth), depth, space: &space, threshold: f64::INFINITY };
+            let p = Partial { plan: common::partial(&plan, &leaves, &space, depth), depth, space: &space, threshold: f64::INFINITY };
             let b = s.bound(&p);
             prop_assert!(b.step_time_s <= m.0, "{depth:?}: {} > {} for {plan}", b.step_time_s, m.0);
             prop_assert!(b.memory_bytes <= m.1, "{depth:?}: memory {} > {} for {plan}", b.memory_bytes, m.1);

@@ -2,7 +2,7 @@
 
 use autoplan_evaluate::Evaluator;
 use autoplan_plan::{PlacementPolicy, Plan, Recompute, RecomputeModules, Schedule};
-use autoplan_search::Space;
+use autoplan_search::{Depth, Space};
 use proptest::prelude::*;
 
 /// `v[i]`, the index scaled to the list.
@@ -76,4 +76,33 @@ pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) ->
     }
     plan.dp = gpus / rest;
     Some(plan)
+}
+
+/// `plan` cut down to `depth`: the decisions below it back at the space's first values, and
+/// the leaf knobs those of `leaves` (the engine's partial plans hold whatever leaf values were
+/// tried last: a bound must not read them).
+#[allow(dead_code)]
+pub fn partial(plan: &Plan, leaves: &Plan, space: &Space, depth: Depth) -> Plan {
+    let mut p = *plan;
+    if depth < Depth::Recompute {
+        (p.recompute, p.recompute_modules) = space.recompute[0];
+    }
+    if depth < Depth::Zero {
+        p.zero = space.zero[0];
+    }
+    if depth < Depth::Schedule {
+        p.schedule = space.schedule[0];
+        p.vpp = 1;
+    }
+    p.sp = leaves.sp;
+    p.cp_comm = leaves.cp_comm;
+    p.tp_sp_transition = leaves.tp_sp_transition;
+    p.moe_tp_scheme = leaves.moe_tp_scheme;
+    p.dispatcher = leaves.dispatcher;
+    p.algo = leaves.algo;
+    p.order = leaves.order;
+    p.tp_overlap = leaves.tp_overlap;
+    p.ep_overlap = leaves.ep_overlap;
+    p.placement = leaves.placement;
+    p
 }
