@@ -375,7 +375,7 @@ impl Evaluator {
             LayerKind::CrossEntropy,
             LayerKind::Mtp,
         ];
-        let classes: Vec<Class> = kinds
+        let mut classes: Vec<Class> = kinds
             .iter()
             .map(|&k| {
                 find(k).map_or(
@@ -387,6 +387,10 @@ impl Evaluator {
                 )
             })
             .collect();
+        // Sliding-window blocks share the attention class at the model's mean attention-core
+        // work: exact for a stage holding whole periods of the window pattern, within one
+        // block's difference otherwise.
+        classes[ATTN].attn_core = model.mean_attn_core_flops_per_token();
         let precision = model.training.precision;
         let (experts, top_k, k_eff, imbalance, capacity) = match &model.moe {
             Some(m) => (

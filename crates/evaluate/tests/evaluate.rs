@@ -26,6 +26,7 @@ fn tiny_gpt() -> ModelSpec {
             kv_heads: 8,
             head_dim: 64,
         },
+        window: None,
         ffn_hidden: 2048,
         mlp: Mlp::Gelu,
         norm: Norm::LayerNorm,
@@ -57,6 +58,7 @@ fn tiny_moe() -> ModelSpec {
             kv_heads: 4,
             head_dim: 64,
         },
+        window: None,
         ffn_hidden: 4096,
         mlp: Mlp::Swiglu,
         norm: Norm::RmsNorm,
@@ -379,6 +381,40 @@ fn deepseek_v3_fits_with_its_published_recompute_and_runs_near_its_reported_spee
 }
 
 #[test]
+fn gpt_oss_banded_layers_cost_less_attention_than_full_ones() {
+    // gpt-oss-120b: 18 of 36 blocks attend to a 128-token window at s = 4096, the other 18
+    // to the whole causal prefix. The window saves attention-core time and nothing else.
+    let m = autoplan_graph::resolve_model("gpt-oss-120b").unwrap();
+    let c = autoplan_cluster::resolve_cluster("dgx-h100")
+        .unwrap()
+        .with_gpus(64)
+        .unwrap();
+    let plan = Plan::parse_for_gpus("tp=1,pp=4,ep=8,mbs=4,zero=1,recompute=full", 64).unwrap();
+    let mut full = m.clone();
+    full.window = None;
+    let w = Evaluator::new(&m, &c, EvalOptions::default())
+        .report(&plan)
+        .unwrap();
+    let f = Evaluator::new(&full, &c, EvalOptions::default())
+        .report(&plan)
+        .unwrap();
+    assert!(w.metrics.step_time_s < f.metrics.step_time_s);
+    assert_eq!(w.metrics.memory_peak_bytes, f.metrics.memory_peak_bytes);
+    let b = (&w.breakdown, &f.breakdown);
+    assert_eq!(b.0.ep_exposed_s, b.1.ep_exposed_s);
+    assert!(b.0.compute_s < b.1.compute_s);
+    // Per token, the windowed model does 18 × 2·a·(d_qk + d_v)·(s/2 − (w − w²/2s)) fewer
+    // forward FLOPs.
+    let (a, d, s, win) = (64.0, 64.0, 4096.0, 128.0);
+    let saved = 18.0 * 2.0 * a * 2.0 * d * (s / 2.0 - (win - win * win / (2.0 * s)));
+    assert!(close(
+        full.flops_per_token() - m.flops_per_token(),
+        saved,
+        1e-12
+    ));
+}
+
+#[test]
 fn invalid_plans_are_reasons_not_panics() {
     let m = tiny_gpt();
     let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
@@ -472,6 +508,33 @@ proptest! {
         let fast = Evaluator::new(&m, &faster(&c, k), EvalOptions::default()).evaluate(&plan);
         if let (Ok(s), Ok(f)) = (slow, fast) {
             prop_assert!(f.step_time_s <= s.step_time_s * (1.0 + 1e-12), "{} > {}", f.step_time_s, s.step_time_s);
+        }
+    }
+
+    #[test]
+    fn a_sliding_window_never_slows_a_plan_nor_changes_its_memory(
+        plan in plans(),
+        moe in prop::bool::ANY,
+        tokens in 1u32..1024,
+        full_every in prop::sample::select(vec![0u32, 2]),
+    ) {
+        // Banded attention skips keys: less attention-core work, the same stored tensors
+        // (FlashAttention keeps no score matrix), the same communication.
+        let full = if moe { tiny_moe() } else { tiny_gpt() };
+        let mut win = full.clone();
+        win.window = Some(autoplan_graph::SlidingWindow { tokens, full_every });
+        let c = dgx_a100(2);
+        let f = Evaluator::new(&full, &c, EvalOptions::default()).evaluate(&plan);
+        let w = Evaluator::new(&win, &c, EvalOptions::default()).evaluate(&plan);
+        match (f, w) {
+            (Ok(f), Ok(w)) => {
+                prop_assert!(w.step_time_s <= f.step_time_s * (1.0 + 1e-12), "{} > {}", w.step_time_s, f.step_time_s);
+                prop_assert_eq!(w.memory_peak_bytes, f.memory_peak_bytes);
+                if tokens < full.training.seq_len {
+                    prop_assert!(win.flops_per_token() < full.flops_per_token());
+                }
+            }
+            (f, w) => prop_assert_eq!(f.is_ok(), w.is_ok()),
         }
     }
 

@@ -69,6 +69,36 @@ fn no_published_plan_is_predicted_out_of_memory_or_invalid() {
 }
 
 #[test]
+fn a_row_without_recompute_is_skipped_only_when_its_plan_cannot_fit_without_one() {
+    // The Megatron-Bridge tables give no recompute. gpt-oss-120b at tp 1 · pp 4 · ep 8 and
+    // micro-batch 4 stores ~2 GiB per block and micro-batch, 36 per GPU in flight on the
+    // first stage: it cannot have run without recompute, so it is skipped with that reason
+    // (and what full recompute would give); the Bridge Llama rows, which fit, stay scored.
+    let v = run();
+    let why: Vec<_> = v
+        .skipped
+        .iter()
+        .filter(|s| s.reason.starts_with("recompute not given"))
+        .collect();
+    assert_eq!(
+        why.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["bridge2511_h100_GPT-OSS-120B_64gpu_bf16"],
+        "{why:?}"
+    );
+    assert!(
+        why[0].reason.contains("out of memory") && why[0].reason.contains("full recompute"),
+        "{}",
+        why[0].reason
+    );
+    for id in [
+        "bridge2511_h100_LLAMA3_8B_8gpu_fp8",
+        "bridge2511_h100_LLAMA3_70B_64gpu_fp8",
+    ] {
+        assert!(v.rows.iter().any(|r| r.id == id), "{id} not scored");
+    }
+}
+
+#[test]
 fn the_two_published_qwen3_235b_plans_rank_as_measured() {
     // Megatron-MoE-ModelZoo's Qwen3-235B-A22B on 256 H100: cross-node EP 32 with DeepEP ran at
     // 1663 tokens/s/GPU, intra-node TP 4 × EP 8 × PP 8 at 1130. The model must order them the

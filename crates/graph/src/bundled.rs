@@ -28,6 +28,10 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt-530b", include_str!("../../../models/gpt-530b.toml")),
     ("gpt-7.5b", include_str!("../../../models/gpt-7.5b.toml")),
     ("gpt-76b", include_str!("../../../models/gpt-76b.toml")),
+    (
+        "gpt-oss-120b",
+        include_str!("../../../models/gpt-oss-120b.toml"),
+    ),
     ("gpt2-1b", include_str!("../../../models/gpt2-1b.toml")),
     ("gpt2-2b", include_str!("../../../models/gpt2-2b.toml")),
     ("gpt2-4b", include_str!("../../../models/gpt2-4b.toml")),

@@ -4,7 +4,7 @@
 //! ```toml
 //! [model]
 //! name = "llama3-8b"
-//! family = "llama"          # gpt | llama | mixtral | deepseek | qwen-moe
+//! family = "llama"          # gpt | llama | mixtral | deepseek | qwen-moe | gpt-oss
 //! layers = 32
 //! hidden = 4096
 //! heads = 32
@@ -21,6 +21,9 @@
 //! kind = "gqa"              # gqa: kv_heads [, head_dim = hidden/heads]
 //! kv_heads = 8              # mla: [q_lora_rank,] kv_lora_rank, qk_nope_head_dim,
 //!                           #      qk_rope_head_dim, v_head_dim
+//! # sliding_window = 128    # banded attention: a query sees the last 128 tokens (itself incl.)
+//! # full_attention_every = 2  # with it, blocks 1, 3, 5, ... attend to the whole sequence
+//!                           # (absent: every block windowed)
 //! [moe]                     # optional
 //! experts = 8               # routed experts
 //! top_k = 2
@@ -41,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     Attention, Family, Mlp, ModelSpec, Moe, Norm, Optimizer, Positions, Precision, Routing,
-    Training,
+    SlidingWindow, Training,
 };
 
 /// A model file as written, before validation.
@@ -94,6 +97,8 @@ pub struct RawAttention {
     pub qk_nope_head_dim: Option<u64>,
     pub qk_rope_head_dim: Option<u64>,
     pub v_head_dim: Option<u64>,
+    pub sliding_window: Option<u64>,
+    pub full_attention_every: Option<u64>,
 }
 
 /// `moe.routing`.
@@ -265,12 +270,13 @@ impl RawModelFile {
         };
 
         let attention = self.attention.validate(src, hidden, heads)?;
+        let window = self.attention.window(src, layers)?;
         let moe = match &self.moe {
             Some(raw) => Some(raw.validate(src, layers)?),
             None => {
                 if matches!(
                     m.family,
-                    Family::Mixtral | Family::Deepseek | Family::QwenMoe
+                    Family::Mixtral | Family::Deepseek | Family::QwenMoe | Family::GptOss
                 ) {
                     return Err(src.invalid(
                         &["model", "family"],
@@ -301,6 +307,7 @@ impl RawModelFile {
             hidden,
             heads,
             attention,
+            window,
             ffn_hidden,
             mlp: m.mlp,
             norm: m.norm,
@@ -317,6 +324,44 @@ impl RawModelFile {
 }
 
 impl RawAttention {
+    /// `sliding_window` and `full_attention_every` (see [`SlidingWindow`]).
+    fn window(&self, src: &Source, layers: u32) -> Result<Option<SlidingWindow>, InputError> {
+        let p = |k: &'static str| ["attention", k];
+        let Some(w) = self.sliding_window else {
+            absent(
+                src,
+                &p("full_attention_every"),
+                &self.full_attention_every,
+                "without attention.sliding_window",
+            )?;
+            return Ok(None);
+        };
+        let tokens = dim(src, &p("sliding_window"), w)?;
+        let full_every = match self.full_attention_every {
+            None => 0,
+            Some(n @ (0 | 1)) => {
+                return Err(src.invalid(
+                    &p("full_attention_every"),
+                    n,
+                    "must be at least 2 (1 would make every block full: drop \
+                     attention.sliding_window instead; absent = every block windowed)",
+                ))
+            }
+            Some(n) if n > layers as u64 => {
+                return Err(src.invalid(
+                    &p("full_attention_every"),
+                    n,
+                    format!(
+                        "exceeds model.layers = {layers}: no block would attend to the whole \
+                         sequence (omit it for every block windowed)"
+                    ),
+                ))
+            }
+            Some(n) => n as u32,
+        };
+        Ok(Some(SlidingWindow { tokens, full_every }))
+    }
+
     fn validate(&self, src: &Source, hidden: u32, heads: u32) -> Result<Attention, InputError> {
         let p = |k: &'static str| ["attention", k];
         match self.kind {

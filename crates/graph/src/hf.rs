@@ -1,9 +1,15 @@
 //! Import of a Hugging Face `config.json` (model types llama, mistral, mixtral, qwen2_moe,
-//! qwen3_moe, deepseek_v2, deepseek_v3) into a [`ModelSpec`], through the same validation as a
-//! model TOML. Errors name the config.json key (and its line when present).
+//! qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss) into a [`ModelSpec`], through the same
+//! validation as a model TOML. Errors name the config.json key (and its line when present).
+//!
+//! Sliding windows: Mistral's `sliding_window` windows every layer; gpt-oss's `layer_types`
+//! ("sliding_attention"/"full_attention") must repeat one full layer every N
+//! ([`crate::SlidingWindow::full_every`]); Qwen's `use_sliding_window = true` (windows above
+//! `max_window_layers`) is refused.
 //!
 //! Not modelled (each well under 0.01% of the parameters): Qwen2's q/k/v biases, Qwen3's per-head
-//! q/k RMSNorms, DeepSeek-V3's router score-correction bias, Qwen2-MoE's shared-expert gate.
+//! q/k RMSNorms, DeepSeek-V3's router score-correction bias, Qwen2-MoE's shared-expert gate,
+//! gpt-oss's router bias and per-head attention sinks (a learned softmax logit per head).
 
 use autoplan_input::{InputError, Location, Source};
 use serde_json::{Map, Value};
@@ -20,6 +26,7 @@ pub const HF_MODEL_TYPES: &[&str] = &[
     "qwen3_moe",
     "deepseek_v2",
     "deepseek_v3",
+    "gpt_oss",
 ];
 
 struct Config<'a> {
@@ -206,8 +213,10 @@ impl Config<'_> {
             "llama" | "mistral" => Family::Llama,
             "mixtral" => Family::Mixtral,
             "qwen2_moe" | "qwen3_moe" => Family::QwenMoe,
+            "gpt_oss" => Family::GptOss,
             _ => Family::Deepseek,
         };
+        let (sliding_window, full_attention_every) = self.window(&mt, layers)?;
 
         let attention = if deepseek {
             RawAttention {
@@ -219,6 +228,8 @@ impl Config<'_> {
                 qk_nope_head_dim: Some(self.u64("attention.qk_nope_head_dim", "qk_nope_head_dim")?),
                 qk_rope_head_dim: Some(self.u64("attention.qk_rope_head_dim", "qk_rope_head_dim")?),
                 v_head_dim: Some(self.u64("attention.v_head_dim", "v_head_dim")?),
+                sliding_window,
+                full_attention_every,
             }
         } else {
             // HF default: num_key_value_heads absent means MHA.
@@ -232,12 +243,14 @@ impl Config<'_> {
                 qk_nope_head_dim: None,
                 qk_rope_head_dim: None,
                 v_head_dim: None,
+                sliding_window,
+                full_attention_every,
             }
         };
 
         let moe = match mt.as_str() {
             "llama" | "mistral" => None,
-            "mixtral" => Some(RawMoe {
+            "mixtral" | "gpt_oss" => Some(RawMoe {
                 experts: self.u64("moe.experts", "num_local_experts")?,
                 top_k: self.u64("moe.top_k", "num_experts_per_tok")?,
                 expert_ffn_hidden: self.u64("moe.expert_ffn_hidden", "intermediate_size")?,
@@ -338,7 +351,8 @@ impl Config<'_> {
                 max_positions: None,
                 vocab,
                 tied_embeddings: tied,
-                bias: false,
+                // gpt-oss: q/k/v/o and expert biases (`attention_bias`); the others: none.
+                bias: mt == "gpt_oss",
                 mtp_modules: mtp,
             },
             attention,
@@ -350,6 +364,84 @@ impl Config<'_> {
                 optimizer: training.optimizer,
             },
         })
+    }
+}
+
+impl Config<'_> {
+    /// (`sliding_window`, `full_attention_every`) of the model file, from `sliding_window` and,
+    /// for gpt-oss, `layer_types` (module docs).
+    fn window(
+        &mut self,
+        model_type: &str,
+        layers: u64,
+    ) -> Result<(Option<u64>, Option<u64>), InputError> {
+        if model_type.starts_with("qwen") {
+            if self.opt_bool("use_sliding_window")? == Some(true) {
+                return Err(self.invalid(
+                    "use_sliding_window",
+                    true,
+                    "Qwen's windows above max_window_layers are not supported",
+                ));
+            }
+            return Ok((None, None));
+        }
+        if !matches!(model_type, "mistral" | "gpt_oss") {
+            return Ok((None, None));
+        }
+        let Some(w) = self.opt_u64("attention.sliding_window", "sliding_window")? else {
+            return Ok((None, None));
+        };
+        let Some(types) = self.obj.get("layer_types") else {
+            return Ok((Some(w), None));
+        };
+        let bad = |c: &Self, why: String| c.invalid("layer_types", "[…]", why);
+        let Some(types) = types.as_array() else {
+            return Err(bad(self, "must be a list".into()));
+        };
+        if types.len() as u64 != layers {
+            return Err(bad(
+                self,
+                format!(
+                    "has {} entries for num_hidden_layers = {layers}",
+                    types.len()
+                ),
+            ));
+        }
+        let mut full = Vec::with_capacity(types.len());
+        for (i, t) in types.iter().enumerate() {
+            full.push(match t.as_str() {
+                Some("full_attention") => true,
+                Some("sliding_attention") => false,
+                _ => {
+                    return Err(bad(
+                        self,
+                        format!(
+                            "entry {i} is {t}: expected \"sliding_attention\" or \
+                             \"full_attention\""
+                        ),
+                    ))
+                }
+            });
+        }
+        let Some(first) = full.iter().position(|&f| f) else {
+            return Ok((Some(w), None));
+        };
+        if full.iter().all(|&f| f) {
+            return Ok((None, None));
+        }
+        let every = first + 1;
+        if let Some(i) = (0..full.len()).find(|&i| full[i] != ((i + 1) % every == 0)) {
+            return Err(bad(
+                self,
+                format!(
+                    "entry {i} breaks the pattern of one full_attention layer every {every} \
+                     (the only pattern supported)"
+                ),
+            ));
+        }
+        self.used
+            .push(("attention.full_attention_every", "layer_types"));
+        Ok((Some(w), Some(every as u64)))
     }
 }
 

@@ -9,7 +9,10 @@
 //! - attention core (QKᵀ and AV) is counted at `training.seq_len` with causal masking: a query
 //!   attends on average to `s/2` keys, so QKᵀ costs `2·a·d_qk·s/2` and AV `2·a·d_v·s/2` FLOPs.
 //!   (Megatron's `24·B·s·l·h²(1 + s/6h)` counts the full `s×s` score matrix; we halve it because
-//!   causal kernels skip the masked half.)
+//!   causal kernels skip the masked half.) A sliding-window block (window `w < s`) attends on
+//!   average to `w − w²/2s` keys (the first `w` queries see `i`, the rest `w`; continuous form,
+//!   equal to `s/2` at `w = s`), so QKᵀ costs `2·a·d_qk·(w − w²/2s)`. The kernel's tile
+//!   granularity (a 128-query tile touches two 128-key tiles at `w` = 128) is not counted.
 //! - stored activations are bytes at 16-bit storage with 1-byte dropout masks, following
 //!   Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
 //!   §4.1: `34·s·b·h + 5·a·s²·b` bytes per GPT layer), split per node and generalised to GQA, MLA,
@@ -277,6 +280,54 @@ impl ModelSpec {
         block >= self.dense_blocks()
     }
 
+    /// Whether block `b` uses sliding-window attention ([`crate::SlidingWindow`]).
+    pub fn is_windowed_block(&self, b: u32) -> bool {
+        self.window
+            .is_some_and(|w| w.full_every == 0 || b % w.full_every != w.full_every - 1)
+    }
+
+    /// Blocks with sliding-window attention (0 without a window).
+    pub fn windowed_blocks(&self) -> u32 {
+        match self.window {
+            None => 0,
+            Some(w) if w.full_every == 0 => self.layers,
+            Some(w) => self.layers - self.layers / w.full_every,
+        }
+    }
+
+    /// Keys one query of block `b` attends to, on average over the sequence (module docs):
+    /// `s/2` under the causal mask, `w − w²/2s` under a window `w < s`.
+    fn mean_keys(&self, b: u32) -> f64 {
+        let s = self.training.seq_len as f64;
+        match self.window {
+            Some(w) if self.is_windowed_block(b) && (w.tokens as f64) < s => {
+                let w = w.tokens as f64;
+                w - w * w / (2.0 * s)
+            }
+            _ => s / 2.0,
+        }
+    }
+
+    /// Forward attention-core FLOPs per token averaged over the blocks (windowed and full):
+    /// what one attention node costs on a stage when the windowed ones are spread evenly.
+    pub fn mean_attn_core_flops_per_token(&self) -> f64 {
+        let n = self.layers as f64;
+        match self.window {
+            None => self.attention_layer(0).attn_core_flops_per_token,
+            Some(w) => {
+                let nw = self.windowed_blocks() as f64;
+                let win = self.attention_layer(0).attn_core_flops_per_token;
+                let full = if w.full_every == 0 {
+                    0.0
+                } else {
+                    self.attention_layer(w.full_every - 1)
+                        .attn_core_flops_per_token
+                };
+                (nw * win + (n - nw) * full) / n
+            }
+        }
+    }
+
     /// The attention node of one block (pre-norm included). GQA: q `h×a·d`, k and v
     /// `h×g·d`, o `a·d×h`. MLA (DeepSeek-V2 §2.1, eqs. 9–14 and the decoupled RoPE key of
     /// §2.1.3): `q_a h×r_q` + RMSNorm(r_q) + `q_b r_q×a·(d_nope+d_rope)` (or a direct `h×a·d_qk`
@@ -285,6 +336,7 @@ impl ModelSpec {
         let h = self.hidden as u64;
         let a = self.heads as u64;
         let s = self.training.seq_len as f64;
+        let keys = self.mean_keys(block);
         let (dqk, dv) = (self.head_dim() as u64, self.v_head_dim() as u64);
         let mut l = Layer::empty(LayerKind::Attention, Some(block), self.hidden);
         let mut extra_params = self.norm_params(self.hidden); // pre-attention norm
@@ -347,8 +399,9 @@ impl ModelSpec {
         l.params = weights + extra_params;
         l.active_params = l.params;
         l.finish_gemm_flops();
-        // Causal attention core: a·d_qk·s (QKᵀ) + a·d_v·s (AV), see the module docs.
-        l.attn_core_flops_per_token = (a * (dqk + dv)) as f64 * s;
+        // Attention core: 2·a·d_qk (QKᵀ) + 2·a·d_v (AV) per key attended, `keys` on average
+        // (s/2 causal: a·(d_qk + d_v)·s), see the module docs.
+        l.attn_core_flops_per_token = 2.0 * (a * (dqk + dv)) as f64 * keys;
         l.act_bytes_per_token = act;
         // Softmax output (2 bytes), and with dropout its mask (1) and output (2): 5·a·s.
         l.attn_score_bytes_per_token = a as f64 * s * if self.dropout() { 5.0 } else { 2.0 };
@@ -667,7 +720,18 @@ impl ModelSpec {
             + f(&self.final_norm_layer())
             + f(&self.lm_head_layer())
             + f(&self.cross_entropy_layer());
-        let attn = self.layers as f64 * f(&self.attention_layer(0));
+        let attn = match self.window {
+            None => self.layers as f64 * f(&self.attention_layer(0)),
+            Some(w) => {
+                // Block 0 is windowed (full_every ≥ 2), block full_every − 1 is not.
+                let nw = self.windowed_blocks();
+                let full = match (self.layers - nw, w.full_every) {
+                    (0, _) | (_, 0) => 0.0,
+                    (n, e) => n as f64 * f(&self.attention_layer(e - 1)),
+                };
+                nw as f64 * f(&self.attention_layer(0)) + full
+            }
+        };
         let dense = match self.dense_blocks() {
             0 => 0.0,
             n => n as f64 * f(&self.dense_mlp_layer(0)),
@@ -754,6 +818,47 @@ mod tests {
             "{}",
             m.flops_per_token()
         );
+    }
+
+    #[test]
+    fn sliding_window_attention_by_hand() {
+        // 6 blocks, every 3rd full (blocks 2 and 5), window 1024 at s = 8192, 32 heads of 128.
+        let mut m = llama(6, 4096, 32, 8, 14336, 128256);
+        let full = m.flops_per_token();
+        let full_core = 32.0 * 256.0 * 8192.0; // a·(d_qk + d_v)·s: s/2 keys per query
+        m.window = Some(crate::SlidingWindow {
+            tokens: 1024,
+            full_every: 3,
+        });
+        assert_eq!(m.windowed_blocks(), 4);
+        let windowed: Vec<u32> = (0..6).filter(|&b| m.is_windowed_block(b)).collect();
+        assert_eq!(windowed, [0, 1, 3, 4]);
+        // Mean keys under a window w < s: w − w²/2s = 1024 − 64 = 960.
+        let win_core = 2.0 * 32.0 * 256.0 * 960.0;
+        assert!(close(
+            m.attention_layer(0).attn_core_flops_per_token,
+            win_core
+        ));
+        assert!(close(
+            m.attention_layer(2).attn_core_flops_per_token,
+            full_core
+        ));
+        let mean = (4.0 * win_core + 2.0 * full_core) / 6.0;
+        assert!(close(m.mean_attn_core_flops_per_token(), mean));
+        // Only the attention core changes: parameters and GEMMs do not.
+        assert!(close(
+            full - m.flops_per_token(),
+            4.0 * (full_core - win_core)
+        ));
+        let summed: f64 = m.layers().iter().map(Layer::flops_per_token).sum();
+        assert!(close(summed, m.flops_per_token()));
+        // A window at least the sequence changes nothing; every block windowed with 0.
+        m.window = Some(crate::SlidingWindow {
+            tokens: 8192,
+            full_every: 0,
+        });
+        assert_eq!(m.windowed_blocks(), 6);
+        assert!(close(m.flops_per_token(), full));
     }
 
     #[test]

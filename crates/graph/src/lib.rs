@@ -39,6 +39,9 @@ pub enum Family {
     Deepseek,
     /// Qwen2/3-MoE.
     QwenMoe,
+    /// OpenAI gpt-oss: every layer MoE, banded (sliding-window) attention on alternate layers,
+    /// biases.
+    GptOss,
 }
 
 /// Position encoding.
@@ -131,6 +134,18 @@ impl Moe {
     }
 }
 
+/// Sliding-window attention (Mistral 7B; gpt-oss; Gemma 2/3): a query of a windowed block
+/// attends to the last `tokens` positions, itself included, instead of every earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindow {
+    /// Window length in tokens (≥ 1).
+    pub tokens: u32,
+    /// Every `full_every`-th block (0-based blocks `full_every − 1`, `2·full_every − 1`, …)
+    /// attends to the whole sequence, the rest are windowed (gpt-oss: 2, Gemma 3: 6;
+    /// Megatron-Core's `--window-attn-skip-freq`); 0 = every block windowed (Mistral 7B v0.1).
+    pub full_every: u32,
+}
+
 /// Optimizer of the workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -169,6 +184,8 @@ pub struct ModelSpec {
     /// Query heads.
     pub heads: u32,
     pub attention: Attention,
+    /// Sliding-window (banded) attention on some or all blocks; `None` = full causal everywhere.
+    pub window: Option<SlidingWindow>,
     /// Dense MLP hidden size (all blocks of a dense model; the first dense blocks of DeepSeek).
     pub ffn_hidden: u32,
     pub mlp: Mlp,
@@ -224,6 +241,7 @@ pub(crate) mod testing {
                 kv_heads: heads,
                 head_dim: hidden / heads,
             },
+            window: None,
             ffn_hidden: 4 * hidden,
             mlp: Mlp::Gelu,
             norm: Norm::LayerNorm,
@@ -257,6 +275,7 @@ pub(crate) mod testing {
                 kv_heads,
                 head_dim: hidden / heads,
             },
+            window: None,
             ffn_hidden: ffn,
             mlp: Mlp::Swiglu,
             norm: Norm::RmsNorm,

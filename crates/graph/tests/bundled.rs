@@ -126,6 +126,14 @@ const PUBLISHED: &[(&str, f64, f64, Active, &str)] = &[
         Some((22.0, 1.0)),
         "Qwen3 report Table 2: 235B / 22B",
     ),
+    // The gpt-oss card counts active parameters with the unembedding, without the embedding.
+    (
+        "gpt-oss-120b",
+        116.83,
+        0.01,
+        Some((5.13, 0.01)),
+        "gpt-oss model card (arXiv:2508.10925) Table 1: 116.83B / 5.13B",
+    ),
     // Qwen's card truncates: 3.353B activated is published as "3.3B" (see `meets`).
     (
         "qwen3-30b-a3b",
@@ -147,7 +155,7 @@ fn meets_truncated(ours: f64, published: f64, unit: f64) -> bool {
 }
 
 fn active(m: &ModelSpec) -> f64 {
-    if m.name.starts_with("deepseek") {
+    if m.name.starts_with("deepseek") || m.name.starts_with("gpt-oss") {
         m.active_params_excluding_embedding()
     } else {
         m.active_params()

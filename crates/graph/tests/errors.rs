@@ -364,3 +364,32 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn sliding_window_fields_are_checked() {
+    let m = "gpt-oss-120b";
+    let line = line_of(m, "full_attention_every = 2");
+    let e = err(m, "full_attention_every = 2", "full_attention_every = 1");
+    expect(
+        &e,
+        &[
+            &format!("gpt-oss-120b.toml:{line}:"),
+            "attention.full_attention_every = 1: must be at least 2",
+        ],
+    );
+    let e = err(m, "full_attention_every = 2", "full_attention_every = 37");
+    expect(
+        &e,
+        &["full_attention_every = 37: exceeds model.layers = 36"],
+    );
+    let e = err(m, "sliding_window = 128", "sliding_window = 0");
+    expect(&e, &["attention.sliding_window = 0: must be positive"]);
+    let e = err(m, "sliding_window = 128\n", "");
+    expect(
+        &e,
+        &["attention.full_attention_every = 2: not allowed without attention.sliding_window"],
+    );
+    let line = line_of(m, "sliding_window = 128");
+    let e = err(m, "sliding_window = 128", "sliding_window = -1");
+    expect(&e, &[&format!("gpt-oss-120b.toml:{line}:18:"), "-1"]);
+}

@@ -29,7 +29,7 @@ fn every_fixture_imports_to_its_bundled_model() {
         assert_eq!(imported, bundled, "{name}");
         n += 1;
     }
-    assert_eq!(n, 9, "one fixture per HF-importable bundled model");
+    assert_eq!(n, 10, "one fixture per HF-importable bundled model");
 }
 
 #[test]
@@ -106,5 +106,61 @@ fn qwen2_moe_with_a_shared_expert() {
         (m.active_params() / 1e9 - 2.7).abs() < 0.05,
         "{}",
         m.active_params()
+    );
+}
+
+#[test]
+fn sliding_windows_from_config_json() {
+    let base = std::fs::read_to_string(fixtures().join("gpt-oss-120b.json")).unwrap();
+    // A layer out of the one-full-in-N pattern.
+    let e = import(&base.replacen("\"full_attention\"", "\"sliding_attention\"", 1));
+    assert!(
+        e.contains("layer_types")
+            && e.contains("entry 5 breaks the pattern of one full_attention layer every 4"),
+        "{e}"
+    );
+    let e = import(&base.replacen("\"full_attention\"", "\"chunked_attention\"", 1));
+    assert!(e.contains("entry 1 is \"chunked_attention\""), "{e}");
+    let e = import(&base.replace("\"num_hidden_layers\": 36", "\"num_hidden_layers\": 35"));
+    assert!(
+        e.contains("has 36 entries for num_hidden_layers = 35"),
+        "{e}"
+    );
+    let e = import(&base.replace("\"sliding_window\": 128", "\"sliding_window\": 0"));
+    assert!(e.contains("sliding_window = 0: must be positive"), "{e}");
+    // No layer_types: every layer windowed (Mistral 7B v0.1 style).
+    let all = base.replace("\"layer_types\"", "\"unused_layer_types\"");
+    let m = ModelSpec::from_hf_config(&Source::new("config.json", all), Training::IMPORT_DEFAULT)
+        .unwrap();
+    assert_eq!(m.windowed_blocks(), 36);
+    // Mistral: sliding_window windows every layer; null means none.
+    let mistral = r#"{"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "vocab_size": 32000, "sliding_window": 4096}"#;
+    let m = ModelSpec::from_hf_config(
+        &Source::new("config.json", mistral),
+        Training::IMPORT_DEFAULT,
+    )
+    .unwrap();
+    assert_eq!(
+        m.window,
+        Some(autoplan_graph::SlidingWindow {
+            tokens: 4096,
+            full_every: 0
+        })
+    );
+    let none = mistral.replace("4096}", "null}");
+    let m = ModelSpec::from_hf_config(&Source::new("config.json", none), Training::IMPORT_DEFAULT)
+        .unwrap();
+    assert_eq!(m.window, None);
+    // Qwen's windows above max_window_layers are refused, not ignored.
+    let qwen = std::fs::read_to_string(fixtures().join("qwen3-30b-a3b.json")).unwrap();
+    let e = import(&qwen.replace(
+        "\"use_sliding_window\": false",
+        "\"use_sliding_window\": true",
+    ));
+    assert!(
+        e.contains("use_sliding_window = true: Qwen's windows"),
+        "{e}"
     );
 }

@@ -43,6 +43,12 @@ fn block_span(blocks: &[u32]) -> String {
         [first, .., last] if (*last - *first) as usize + 1 == blocks.len() => {
             format!("{first}-{last}")
         }
+        // A regular stride (the windowed or full blocks of a sliding-window pattern).
+        [first, second, .., last]
+            if blocks.len() > 3 && blocks.windows(2).all(|w| w[1] - w[0] == second - first) =>
+        {
+            format!("{first},{second},…,{last}")
+        }
         _ => blocks
             .iter()
             .map(u32::to_string)
@@ -76,7 +82,15 @@ fn si(x: f64) -> String {
 }
 
 fn attention_desc(m: &ModelSpec) -> String {
-    match m.attention {
+    let window = match m.window {
+        None => String::new(),
+        Some(w) if w.full_every == 0 => format!(", sliding window {} on every block", w.tokens),
+        Some(w) => format!(
+            ", sliding window {} (1 block in {} full)",
+            w.tokens, w.full_every
+        ),
+    };
+    let kind = match m.attention {
         Attention::Gqa { kv_heads, head_dim } if kv_heads == m.heads => {
             format!("MHA {} heads of {head_dim}", m.heads)
         }
@@ -94,7 +108,8 @@ fn attention_desc(m: &ModelSpec) -> String {
             m.heads,
             q_lora_rank.map_or("none".to_string(), |r| r.to_string()),
         ),
-    }
+    };
+    kind + &window
 }
 
 pub fn run(name: &str, format: Format) -> anyhow::Result<ExitCode> {
@@ -239,6 +254,11 @@ fn json(m: &ModelSpec) -> serde_json::Value {
         "hidden": m.hidden,
         "heads": m.heads,
         "kv_heads": m.kv_heads(),
+        "sliding_window": m.window.map(|w| serde_json::json!({
+            "tokens": w.tokens,
+            "full_attention_every": w.full_every,
+            "windowed_blocks": m.windowed_blocks(),
+        })),
         "vocab": m.vocab,
         "total_params": m.total_params(),
         "active_params": m.active_params(),
