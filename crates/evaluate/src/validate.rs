@@ -99,6 +99,8 @@ pub struct Case {
     pub options: EvalOptions,
     pub figure: Figure,
     pub measured: f64,
+    /// The row names its recompute (blank: evaluated without, see [`recompute_not_given`]).
+    pub recompute_stated: bool,
 }
 
 /// The outcome of one row.
@@ -485,6 +487,7 @@ pub fn case_of(
         options,
         figure,
         measured,
+        recompute_stated: !rc.trim().is_empty() || era == Era::Megatron2021,
     })
 }
 
@@ -564,8 +567,16 @@ fn recompute_modules(rc: &str) -> RecomputeModules {
 /// The skip reason of a row that gives no recompute and whose plan does not fit without one:
 /// the run must have recomputed something, but the row does not say what (the Megatron-Bridge
 /// tables have no recompute column), so it is not scored. The reason says what full recompute
-/// would predict, for the reader, not for the MAPE.
-fn recompute_not_given(c: &Case, oom: &Infeasible) -> String {
+/// would predict, for the reader, not for the MAPE. `None` for any other row (memory does not
+/// depend on the efficiency constants, so `fit` drops the same rows).
+pub fn recompute_not_given(c: &Case) -> Option<String> {
+    if c.recompute_stated || c.plan.recompute != Recompute::None {
+        return None;
+    }
+    let oom = match Evaluator::new(&c.model, &c.cluster, c.options).evaluate(&c.plan) {
+        Err(e @ Infeasible::OutOfMemory { .. }) => e,
+        _ => return None,
+    };
     let full = Case {
         plan: Plan {
             recompute: Recompute::Full,
@@ -582,7 +593,9 @@ fn recompute_not_given(c: &Case, oom: &Infeasible) -> String {
         ),
         Err(e) => format!("; full recompute does not run either ({e})"),
     };
-    format!("recompute not given, and without recompute the published plan is {oom}{with_full}")
+    Some(format!(
+        "recompute not given, and without recompute the published plan is {oom}{with_full}"
+    ))
 }
 
 /// Validate every row: score what can be expressed, skip the rest with the reason.
@@ -602,13 +615,10 @@ pub fn validate(
                     Some((_, why)) => outliers.push(Outlier { row, reason: why }),
                     None => rows.push(row),
                 },
-                Err(e @ Infeasible::OutOfMemory { .. })
-                    if r.recompute.as_deref().is_none_or(|s| s.trim().is_empty())
-                        && c.plan.recompute == Recompute::None =>
-                {
-                    skipped.push(skip(&r.id, recompute_not_given(&c, &e)))
-                }
-                Err(e) => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),
+                Err(e) => match recompute_not_given(&c) {
+                    Some(why) => skipped.push(skip(&r.id, why)),
+                    None => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),
+                },
             },
         }
     }
@@ -645,7 +655,7 @@ pub struct FitPoint {
 }
 
 /// The calibration procedure of ARCHITECTURE.md ("Calibration"): with every link and collective
-/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`]) for every point of the
+/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows [`recompute_not_given`] skips) for every point of the
 /// grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
 /// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst
 /// error, then the grid order). A point under which a published plan does not run scores as
@@ -660,7 +670,11 @@ pub fn fit(
     let base = *autoplan_cost::compute::arch_efficiency(arch);
     let mine: Vec<&Case> = cases
         .iter()
-        .filter(|c| c.cluster.gpu.arch == arch && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id))
+        .filter(|c| {
+            c.cluster.gpu.arch == arch
+                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
+                && recompute_not_given(c).is_none()
+        })
         .collect();
     let mut out = Vec::new();
     for &e in eff_max {

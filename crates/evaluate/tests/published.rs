@@ -125,3 +125,32 @@ fn rows_set_aside_are_few_and_named() {
         assert!(!o.reason.is_empty());
     }
 }
+
+#[test]
+fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
+    // `validate --fit` must leave out what `validate` leaves out (set-aside rows, rows without
+    // a recompute that cannot fit without one), or one unrunnable row makes every grid point
+    // infinitely wrong. At the ARCH_TABLE point it reproduces validate's rows and their MAPE.
+    use autoplan_cluster::GpuArch;
+    use autoplan_evaluate::validate::{case_of, fit};
+    let runs = runs();
+    let cases: Vec<_> = runs
+        .iter()
+        .filter_map(|r| case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).ok())
+        .collect();
+    let v = run();
+    let mut total = 0;
+    for arch in [GpuArch::V100, GpuArch::A100, GpuArch::H100] {
+        let e = *autoplan_cost::compute::arch_efficiency(arch);
+        let p = &fit(
+            &cases,
+            arch,
+            &[e.gemm_eff_max],
+            &[e.gemm_latency],
+            &[e.hbm_eff_max],
+        )[0];
+        assert!(p.mape.is_finite(), "{arch:?}: {p:?}");
+        total += p.rows;
+    }
+    assert_eq!(total, v.rows.len());
+}
