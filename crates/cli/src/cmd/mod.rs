@@ -55,7 +55,7 @@ impl Workload {
             let hbm = cluster.gpu.hbm_bytes / GIB;
             anyhow::ensure!(
                 r.is_finite() && (0.0..hbm).contains(&r),
-                "--reserve {r}: expected GiB in [0, {hbm}) (the GPU's HBM)"
+                "--reserve {r:?}: expected GiB in [0, {hbm}) (the GPU's HBM)"
             );
             o.reserve_bytes = r * GIB;
         }
