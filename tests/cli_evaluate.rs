@@ -276,3 +276,38 @@ fn reserve_moves_the_memory_peak_and_is_checked() {
         assert!(err.contains("--reserve"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn an_uncalibrated_gpu_is_said_to_be_one() {
+    // L40S has no published run to fit its efficiency constants on: evaluate and search say so
+    // on stderr, evaluate's JSON has `calibrated: false`; a fitted GPU (A100) has no note.
+    let run = |cluster: &str, cmd: &str, json: bool| {
+        let mut args = vec![cmd, "--model", "llama3-8b", "--cluster", cluster];
+        if cmd == "evaluate" {
+            args.extend(["--plan", "tp=1,pp=4,mbs=1,recompute=full,zero=3"]);
+        } else {
+            args.extend(["--top", "1"]);
+        }
+        if json {
+            args.extend(["--format", "json"]);
+        }
+        let (code, out, err) = autoplan(&args);
+        assert_eq!(code, Some(0), "{cluster} {cmd}: {err}");
+        (out, err)
+    };
+    for cmd in ["evaluate", "search"] {
+        let (_, err) = run("l40sx64", cmd, false);
+        assert!(
+            err.contains("note: no published run on L40S-48GB calibrates"),
+            "{cmd}: {err}"
+        );
+        let (_, err) = run("a100x64", cmd, false);
+        assert!(!err.contains("note:"), "{cmd}: {err}");
+    }
+    for (cluster, calibrated) in [("l40sx64", false), ("a100x64", true)] {
+        let (out, err) = run(cluster, "evaluate", true);
+        assert!(!err.contains("note:"), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(v["calibrated"], calibrated, "{cluster}");
+    }
+}

@@ -44,6 +44,9 @@ pub struct ArchEfficiency {
     pub hbm_eff_max: f64,
     /// Bytes at which a streaming kernel reaches 63% of `hbm_eff_max`.
     pub hbm_bytes_half: f64,
+    /// The architecture whose published runs these constants were fitted on (itself, or H100
+    /// for H800 and H200, the same silicon); `None`: not fitted, no measured run to fit on.
+    pub fitted_on: Option<GpuArch>,
 }
 
 /// The Hopper fit (H100 rows), shared by H800 and H200.
@@ -56,6 +59,7 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
     gemm_latency: 30e-6,
     hbm_eff_max: 0.50,
     hbm_bytes_half: 1.6e6,
+    fitted_on: Some(GpuArch::H100),
 };
 
 /// The per-architecture table: ONE set per GPU type, no per-model or per-run constant.
@@ -73,8 +77,8 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 ///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
 ///   sit on that edge, where their MAPE is flat (A100 3.86%, H100 5.07% at 27.5 µs); V100's
 ///   `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90 grid too.
-/// - L40S, Other: not fitted (no usable measured row); `eff_max` as for large cuBLAS GEMMs,
-///   latency as fitted.
+/// - L40S, Other: not fitted (no usable measured row; `fitted_on: None`, which `evaluate` and
+///   `search` print as a caveat); `eff_max` as for large cuBLAS GEMMs, latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [
     ArchEfficiency {
         arch: GpuArch::V100,
@@ -85,6 +89,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         gemm_latency: 30e-6,
         hbm_eff_max: 0.90,
         hbm_bytes_half: 1.0e6,
+        fitted_on: Some(GpuArch::V100),
     },
     ArchEfficiency {
         arch: GpuArch::A100,
@@ -95,6 +100,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         gemm_latency: 30e-6,
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
+        fitted_on: Some(GpuArch::A100),
     },
     HOPPER,
     // H800: the H100 SXM5 compute die and HBM3 (its NVLink is cut, not its SMs).
@@ -117,6 +123,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
+        fitted_on: None,
     },
     ArchEfficiency {
         arch: GpuArch::Other,
@@ -127,6 +134,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
+        fitted_on: None,
     },
 ];
 

@@ -87,11 +87,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let ev = Evaluator::new(&model, &cluster, opts);
+    let note = super::calibration_note(&cluster);
+    if let (Some(n), false) = (&note, args.format == Format::Json) {
+        eprintln!("{n}");
+    }
     match ev.report(&plan) {
         Ok(r) => {
             match args.format {
                 Format::Json => {
-                    serde_json::to_writer_pretty(&mut out, &json(&r))?;
+                    let mut v = json(&r);
+                    v["calibrated"] = note.is_none().into();
+                    serde_json::to_writer_pretty(&mut out, &v)?;
                     writeln!(out)?;
                 }
                 Format::Table | Format::Csv => table(&mut out, &args.plan, &ev, &plan, &r)?,

@@ -77,6 +77,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let scorer = Scorer::new(&model, &cluster, options);
+    if let Some(n) = super::calibration_note(&cluster) {
+        eprintln!("{n}");
+    }
     // The search drops the recompute entries the model cannot take; none left is the user's
     // mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA): say which.
     if let Some(&(recompute, recompute_modules)) = space.recompute.first() {
