@@ -160,6 +160,14 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "tt_70b_2d"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("sequence length not given"), "{err}");
+    // A row skipped for its unstated recompute says so, with the memory that rules out none.
+    let id = "bridge2511_h100_GPT-OSS-120B_64gpu_bf16";
+    let (code, out, _) = autoplan(&["validate", "--runs", runs, "--explain", id]);
+    assert_eq!(code, Some(2));
+    assert!(
+        out.contains("skipped: recompute not given") && out.contains("memory per GPU"),
+        "{out}"
+    );
     let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "nope"]);
     assert_eq!(code, Some(2));
     assert!(

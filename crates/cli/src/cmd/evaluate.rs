@@ -338,7 +338,7 @@ pub(crate) fn table(
 }
 
 /// The memory breakdown of the most loaded GPU.
-fn memory_table(
+pub(crate) fn memory_table(
     out: &mut impl Write,
     mm: &autoplan_evaluate::MemoryBreakdown,
 ) -> anyhow::Result<()> {

@@ -199,7 +199,13 @@ fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            writeln!(out, "the published plan is rejected: {e}")?;
+            match autoplan_evaluate::validate::recompute_not_given(&case) {
+                Some(why) => writeln!(out, "skipped: {why}")?,
+                None => writeln!(out, "the published plan is rejected: {e}")?,
+            }
+            if let Ok(mm) = ev.memory_breakdown(&case.plan) {
+                super::evaluate::memory_table(&mut out, &mm)?;
+            }
             Ok(ExitCode::from(2))
         }
     }
