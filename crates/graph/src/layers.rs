@@ -308,23 +308,35 @@ impl ModelSpec {
         }
     }
 
+    /// The distinct attention nodes as (blocks, a representative block): every block alike
+    /// without a window; with one, the windowed blocks (block 0 is one: `full_every` is 0 or
+    /// ≥ 2) and the full ones (block `full_every − 1`).
+    fn attention_classes(&self) -> [(u32, u32); 2] {
+        match self.window {
+            None => [(self.layers, 0), (0, 0)],
+            Some(w) => {
+                let nw = self.windowed_blocks();
+                [(nw, 0), (self.layers - nw, w.full_every.saturating_sub(1))]
+            }
+        }
+    }
+
+    /// Σ over the blocks' attention nodes of `f`, one node built per distinct kind.
+    fn sum_attention(&self, f: impl Fn(&Layer) -> f64) -> f64 {
+        self.attention_classes()
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|&(n, b)| n as f64 * f(&self.attention_layer(b)))
+            .sum()
+    }
+
     /// Forward attention-core FLOPs per token averaged over the blocks (windowed and full):
     /// what one attention node costs on a stage when the windowed ones are spread evenly.
     pub fn mean_attn_core_flops_per_token(&self) -> f64 {
-        let n = self.layers as f64;
         match self.window {
+            // Exactly the one node's value (n·x/n may round).
             None => self.attention_layer(0).attn_core_flops_per_token,
-            Some(w) => {
-                let nw = self.windowed_blocks() as f64;
-                let win = self.attention_layer(0).attn_core_flops_per_token;
-                let full = if w.full_every == 0 {
-                    0.0
-                } else {
-                    self.attention_layer(w.full_every - 1)
-                        .attn_core_flops_per_token
-                };
-                (nw * win + (n - nw) * full) / n
-            }
+            Some(_) => self.sum_attention(|l| l.attn_core_flops_per_token) / self.layers as f64,
         }
     }
 
@@ -720,18 +732,7 @@ impl ModelSpec {
             + f(&self.final_norm_layer())
             + f(&self.lm_head_layer())
             + f(&self.cross_entropy_layer());
-        let attn = match self.window {
-            None => self.layers as f64 * f(&self.attention_layer(0)),
-            Some(w) => {
-                // Block 0 is windowed (full_every ≥ 2), block full_every − 1 is not.
-                let nw = self.windowed_blocks();
-                let full = match (self.layers - nw, w.full_every) {
-                    (0, _) | (_, 0) => 0.0,
-                    (n, e) => n as f64 * f(&self.attention_layer(e - 1)),
-                };
-                nw as f64 * f(&self.attention_layer(0)) + full
-            }
-        };
+        let attn = self.sum_attention(&f);
         let dense = match self.dense_blocks() {
             0 => 0.0,
             n => n as f64 * f(&self.dense_mlp_layer(0)),
