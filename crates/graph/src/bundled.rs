@@ -37,6 +37,8 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt2-4b", include_str!("../../../models/gpt2-4b.toml")),
     ("gpt2-8b", include_str!("../../../models/gpt2-8b.toml")),
     ("gpt3-175b", include_str!("../../../models/gpt3-175b.toml")),
+    ("gpt3-20b", include_str!("../../../models/gpt3-20b.toml")),
+    ("gpt3-5b", include_str!("../../../models/gpt3-5b.toml")),
     (
         "llama2-13b",
         include_str!("../../../models/llama2-13b.toml"),
@@ -62,6 +64,18 @@ static BUNDLED: &[(&str, &str)] = &[
     (
         "mixtral-8x7b",
         include_str!("../../../models/mixtral-8x7b.toml"),
+    ),
+    (
+        "nemotron-22b",
+        include_str!("../../../models/nemotron-22b.toml"),
+    ),
+    (
+        "nemotron-340b",
+        include_str!("../../../models/nemotron-340b.toml"),
+    ),
+    (
+        "nemotron-8b",
+        include_str!("../../../models/nemotron-8b.toml"),
     ),
     (
         "qwen3-235b-a22b",

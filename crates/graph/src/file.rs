@@ -4,12 +4,12 @@
 //! ```toml
 //! [model]
 //! name = "llama3-8b"
-//! family = "llama"          # gpt | llama | mixtral | deepseek | qwen-moe | gpt-oss
+//! family = "llama"          # gpt | llama | nemotron | mixtral | deepseek | qwen-moe | gpt-oss
 //! layers = 32
 //! hidden = 4096
 //! heads = 32
 //! ffn_hidden = 14336        # dense MLP width (may be omitted when every block is MoE)
-//! mlp = "swiglu"            # gelu | swiglu
+//! mlp = "swiglu"            # gelu | swiglu | squared-relu
 //! norm = "rmsnorm"          # layernorm | rmsnorm
 //! positions = "rope"        # rope | learned (then max_positions = ...)
 //! vocab = 128256

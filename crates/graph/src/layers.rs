@@ -428,7 +428,7 @@ impl ModelSpec {
         let h = self.hidden as u64;
         match self.mlp {
             Mlp::Swiglu => 3 * h * f,
-            Mlp::Gelu => 2 * h * f,
+            Mlp::Gelu | Mlp::SquaredRelu => 2 * h * f,
         }
     }
 
@@ -439,7 +439,7 @@ impl ModelSpec {
         let h = self.hidden as u64;
         (match self.mlp {
             Mlp::Swiglu => 2 * f + h,
-            Mlp::Gelu => f + h,
+            Mlp::Gelu | Mlp::SquaredRelu => f + h,
         }) as f64
     }
 
@@ -449,7 +449,7 @@ impl ModelSpec {
     fn mlp_inner_act(&self, f: u64) -> f64 {
         B16 * f as f64
             * match self.mlp {
-                Mlp::Gelu => 2.0,
+                Mlp::Gelu | Mlp::SquaredRelu => 2.0,
                 Mlp::Swiglu => 3.0,
             }
     }
@@ -458,11 +458,11 @@ impl ModelSpec {
         let h = self.hidden as u64;
         let first: &[&'static str] = match self.mlp {
             Mlp::Swiglu => &["gate", "up"],
-            Mlp::Gelu => &["fc1"],
+            Mlp::Gelu | Mlp::SquaredRelu => &["fc1"],
         };
         let down = match self.mlp {
             Mlp::Swiglu => "down",
-            Mlp::Gelu => "fc2",
+            Mlp::Gelu | Mlp::SquaredRelu => "fc2",
         };
         for &name in first {
             l.gemms.push(Gemm {

@@ -39,6 +39,8 @@ pub enum Family {
     Deepseek,
     /// Qwen2/3-MoE.
     QwenMoe,
+    /// NVIDIA Nemotron (NeMo): RoPE, squared-ReLU MLP, LayerNorm, no biases, untied.
+    Nemotron,
     /// OpenAI gpt-oss: every layer MoE, banded (sliding-window) attention on alternate layers,
     /// biases.
     GptOss,
@@ -53,12 +55,16 @@ pub enum Positions {
     Rope,
 }
 
-/// MLP non-linearity: ungated (GELU: two matrices) or gated (SwiGLU: three matrices).
+/// MLP non-linearity: ungated (GELU, squared ReLU: two matrices) or gated (SwiGLU: three).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mlp {
     Gelu,
     Swiglu,
+    /// `relu(x)²` (Nemotron-4, So et al. 2021 "Primer"): ungated, priced and stored as GELU
+    /// (two matrices; the activation keeps its input and output).
+    #[serde(rename = "squared-relu")]
+    SquaredRelu,
 }
 
 /// Normalisation layer.

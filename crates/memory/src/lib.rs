@@ -276,7 +276,7 @@ fn mlp_params(m: &ModelSpec, f: f64) -> (f64, f64, f64) {
     let h = m.hidden as f64;
     let (mats, col_bias) = match m.mlp {
         Mlp::Swiglu => (3.0 * h * f, 2.0 * f),
-        Mlp::Gelu => (2.0 * h * f, f),
+        Mlp::Gelu | Mlp::SquaredRelu => (2.0 * h * f, f),
     };
     if m.bias {
         (mats, col_bias, h)
@@ -290,7 +290,7 @@ fn mlp_params(m: &ModelSpec, f: f64) -> (f64, f64, f64) {
 fn mlp_inner(m: &ModelSpec, f: f64) -> f64 {
     B16 * f
         * match m.mlp {
-            Mlp::Gelu => 2.0,
+            Mlp::Gelu | Mlp::SquaredRelu => 2.0,
             Mlp::Swiglu => 3.0,
         }
 }
