@@ -115,6 +115,16 @@ pub struct RowResult {
     pub plan: String,
     pub memory_peak_gib: f64,
     pub step_time_s: f64,
+    /// The GPU architecture of the row's cluster (whose efficiency constants price it).
+    pub gpu_arch: autoplan_cluster::GpuArch,
+}
+
+/// MAPE of the rows of one GPU architecture (the unit `validate --fit` calibrates).
+#[derive(Debug, Clone, Serialize)]
+pub struct ArchSummary {
+    pub arch: autoplan_cluster::GpuArch,
+    pub rows: usize,
+    pub mape: f64,
 }
 
 /// A scored row outside the calibrated domain, and why.
@@ -159,6 +169,8 @@ pub struct Validation {
     /// The row with the largest |error|.
     pub worst: Option<String>,
     pub worst_error: f64,
+    /// MAPE per GPU architecture, in the order the architectures first appear.
+    pub by_gpu: Vec<ArchSummary>,
 }
 
 /// Source families whose software defaults fill blank cells.
@@ -510,6 +522,7 @@ pub fn score(case: &Case) -> Result<RowResult, Infeasible> {
         plan: plan_summary(&case.plan),
         memory_peak_gib: m.memory_peak_bytes / crate::GIB,
         step_time_s: m.step_time_s,
+        gpu_arch: case.cluster.gpu.arch,
     })
 }
 
@@ -635,6 +648,23 @@ pub fn validate(
     let worst = rows
         .iter()
         .max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
+    let mut by_gpu: Vec<ArchSummary> = Vec::new();
+    for r in &rows {
+        match by_gpu.iter_mut().find(|a| a.arch == r.gpu_arch) {
+            Some(a) => {
+                a.rows += 1;
+                a.mape += r.error.abs();
+            }
+            None => by_gpu.push(ArchSummary {
+                arch: r.gpu_arch,
+                rows: 1,
+                mape: r.error.abs(),
+            }),
+        }
+    }
+    for a in &mut by_gpu {
+        a.mape /= a.rows as f64;
+    }
     Validation {
         worst: worst.map(|w| w.id.clone()),
         worst_error: worst.map_or(0.0, |w| w.error),
@@ -642,6 +672,7 @@ pub fn validate(
         rows,
         outliers,
         skipped,
+        by_gpu,
     }
 }
 

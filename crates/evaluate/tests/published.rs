@@ -157,9 +157,19 @@ fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
             &[e.hbm_eff_max],
         )[0];
         assert!(p.mape.is_finite(), "{arch:?}: {p:?}");
+        // `validate`'s per-GPU summary is the same scoring.
+        let by = v.by_gpu.iter().find(|a| a.arch == arch).unwrap();
+        assert_eq!(by.rows, p.rows, "{arch:?}");
+        assert!(
+            (by.mape - p.mape).abs() <= 1e-12,
+            "{arch:?}: {} vs {}",
+            by.mape,
+            p.mape
+        );
         total += p.rows;
     }
     assert_eq!(total, v.rows.len());
+    assert_eq!(v.by_gpu.len(), 3);
 }
 
 #[test]

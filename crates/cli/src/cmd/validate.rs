@@ -263,5 +263,11 @@ fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
         v.worst.as_deref().unwrap_or("-"),
         100.0 * v.worst_error
     )?;
+    let by: Vec<String> = v
+        .by_gpu
+        .iter()
+        .map(|a| format!("{:?} {} rows {:.1}%", a.arch, a.rows, 100.0 * a.mape))
+        .collect();
+    writeln!(out, "by GPU: {}", by.join(", "))?;
     Ok(())
 }
