@@ -583,8 +583,8 @@ fn recompute_modules(rc: &str) -> RecomputeModules {
 }
 
 /// The skip reason of a row that gives no recompute and whose plan does not fit without one:
-/// the run must have recomputed something, but the row does not say what (the Megatron-Bridge
-/// tables have no recompute column), so it is not scored. The reason says what full recompute
+/// the run must have recomputed something, but the row does not say what (the NeMo and
+/// Megatron-Bridge tables have no recompute column), so it is not scored. The reason says what full recompute
 /// would predict, for the reader, not for the MAPE. `None` for any other row (memory does not
 /// depend on the efficiency constants, so `fit` drops the same rows).
 pub fn recompute_not_given(c: &Case) -> Option<String> {
