@@ -50,6 +50,8 @@ fn bnb_equals_exhaustive_on_bundled_models() {
     for (model, nodes, hopper, space) in [
         ("gpt2-1b", 2, false, "dense"),
         ("mixtral-8x7b", 2, true, "quick"),
+        // Sliding-window attention on every other block.
+        ("gpt-oss-120b", 8, true, "quick"),
     ] {
         let s = scorer(model, nodes, hopper);
         let space = resolve_space(space).unwrap();
@@ -89,8 +91,8 @@ proptest! {
     /// bound(partial) ≤ evaluate(plan) in time and memory, at every depth above the plan, for
     /// random plans of the default space (with SP and TP overlap both ways).
     #[test]
-    fn bounds_are_admissible(case in 0usize..3, ix in prop::collection::vec(any::<prop::sample::Index>(), 19)) {
-        let (model, nodes, hopper) = [("gpt2-1b", 2, false), ("llama3-8b", 2, true), ("mixtral-8x7b", 2, true)][case];
+    fn bounds_are_admissible(case in 0usize..4, ix in prop::collection::vec(any::<prop::sample::Index>(), 19)) {
+        let (model, nodes, hopper) = [("gpt2-1b", 2, false), ("llama3-8b", 2, true), ("mixtral-8x7b", 2, true), ("gpt-oss-120b", 8, true)][case];
         let s = scorer(model, nodes, hopper);
         let mut space = common::with_module_sets(resolve_space("default").unwrap());
         space.sp = vec![false, true];
