@@ -71,23 +71,29 @@ pub enum TrainPrecision {
     Fp8,
 }
 
-/// The model and cluster of `evaluate` and `search`: bundled names or paths, with the
-/// workload overrides checked as a model file's `[training]` section is (a sequence longer
-/// than a learned position table is an error, not a wider table) and `--gpus` resizing the
-/// cluster.
 /// The caveat for a GPU whose GEMM and HBM efficiency constants were fitted to no measured run
 /// (`ARCH_TABLE`'s `fitted_on`), printed by `evaluate` and `search` on stderr.
 pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> {
-    let e = autoplan_cost::compute::arch_efficiency(c.gpu.arch);
-    e.fitted_on.is_none().then(|| {
+    use autoplan_cost::compute::{arch_efficiency, ARCH_TABLE};
+    arch_efficiency(c.gpu.arch).fitted_on.is_none().then(|| {
+        let fitted: Vec<String> = ARCH_TABLE
+            .iter()
+            .filter(|e| e.fitted_on == Some(e.arch))
+            .map(|e| format!("{:?}", e.arch))
+            .collect();
         format!(
             "note: no published run on {} calibrates its GEMM and HBM efficiency; its compute \
-             times use uncalibrated defaults (V100, A100 and Hopper are fitted)",
-            c.gpu.name
+             times use uncalibrated defaults (fitted: {})",
+            c.gpu.name,
+            fitted.join(", ")
         )
     })
 }
 
+/// The model and cluster of `evaluate` and `search`: bundled names or paths, with the
+/// workload overrides checked as a model file's `[training]` section is (a sequence longer
+/// than a learned position table is an error, not a wider table) and `--gpus` resizing the
+/// cluster.
 pub(crate) fn load_inputs(
     model: &str,
     cluster: &str,
