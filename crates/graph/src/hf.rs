@@ -217,6 +217,9 @@ impl Config<'_> {
             _ => Family::Deepseek,
         };
         let (sliding_window, full_attention_every) = self.window(&mt, layers)?;
+        // gpt-oss: q/k/v/o and expert biases, per `attention_bias` (true in its config); the
+        // other types' biases are not modelled (module docs).
+        let bias = mt == "gpt_oss" && self.opt_bool("attention_bias")? != Some(false);
 
         let attention = if deepseek {
             RawAttention {
@@ -351,8 +354,7 @@ impl Config<'_> {
                 max_positions: None,
                 vocab,
                 tied_embeddings: tied,
-                // gpt-oss: q/k/v/o and expert biases (`attention_bias`); the others: none.
-                bias: mt == "gpt_oss",
+                bias,
                 mtp_modules: mtp,
             },
             attention,
@@ -365,9 +367,7 @@ impl Config<'_> {
             },
         })
     }
-}
 
-impl Config<'_> {
     /// (`sliding_window`, `full_attention_every`) of the model file, from `sliding_window` and,
     /// for gpt-oss, `layer_types` (module docs).
     fn window(
