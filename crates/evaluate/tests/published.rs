@@ -192,14 +192,7 @@ fn nemo_model_flops_per_token_match_the_rows() {
         ) else {
             panic!("{}: no case", r.id)
         };
-        let m = &case.model;
-        let attn: f64 = m
-            .layers()
-            .iter()
-            .filter(|l| l.kind == autoplan_graph::LayerKind::Attention)
-            .map(|l| l.attn_core_flops_per_token)
-            .sum();
-        let ours = 3.0 * (m.flops_per_token() + attn);
+        let ours = autoplan_evaluate::ModelFlops::of(&case.model).model_per_token();
         let theirs = tf * 1e12 / tok;
         let err = ours / theirs - 1.0;
         checked.push(format!(

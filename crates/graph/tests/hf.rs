@@ -40,10 +40,14 @@ fn resolve_model_reads_a_config_json_path_with_the_import_workload() {
     assert_eq!(m.training, Training::IMPORT_DEFAULT);
 }
 
+/// `json` imported as `file`, with the import workload.
+fn imported(file: &str, json: &str) -> Result<ModelSpec, String> {
+    ModelSpec::from_hf_config(&Source::new(file, json), Training::IMPORT_DEFAULT)
+        .map_err(|e| e.to_string())
+}
+
 fn import(json: &str) -> String {
-    ModelSpec::from_hf_config(&Source::new("config.json", json), Training::IMPORT_DEFAULT)
-        .unwrap_err()
-        .to_string()
+    imported("config.json", json).unwrap_err()
 }
 
 #[test]
@@ -88,11 +92,7 @@ fn qwen2_moe_with_a_shared_expert() {
       "decoder_sparse_step": 1, "vocab_size": 151936, "tie_word_embeddings": false,
       "max_position_embeddings": 8192, "rope_theta": 1000000.0, "norm_topk_prob": false
     }"#;
-    let m = ModelSpec::from_hf_config(
-        &Source::new("Qwen1.5-MoE-A2.7B/config.json", json),
-        Training::IMPORT_DEFAULT,
-    )
-    .unwrap();
+    let m = imported("Qwen1.5-MoE-A2.7B/config.json", json).unwrap();
     assert_eq!(m.name, "Qwen1.5-MoE-A2.7B");
     let moe = m.moe.as_ref().unwrap();
     assert_eq!((moe.shared_experts, moe.shared_ffn_hidden), (1, 5632));
@@ -130,18 +130,13 @@ fn sliding_windows_from_config_json() {
     assert!(e.contains("sliding_window = 0: must be positive"), "{e}");
     // No layer_types: every layer windowed (Mistral 7B v0.1 style).
     let all = base.replace("\"layer_types\"", "\"unused_layer_types\"");
-    let m = ModelSpec::from_hf_config(&Source::new("config.json", all), Training::IMPORT_DEFAULT)
-        .unwrap();
+    let m = imported("config.json", &all).unwrap();
     assert_eq!(m.windowed_blocks(), 36);
     // Mistral: sliding_window windows every layer; null means none.
     let mistral = r#"{"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
       "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
       "vocab_size": 32000, "sliding_window": 4096}"#;
-    let m = ModelSpec::from_hf_config(
-        &Source::new("config.json", mistral),
-        Training::IMPORT_DEFAULT,
-    )
-    .unwrap();
+    let m = imported("config.json", mistral).unwrap();
     assert_eq!(
         m.window,
         Some(autoplan_graph::SlidingWindow {
@@ -150,8 +145,7 @@ fn sliding_windows_from_config_json() {
         })
     );
     let none = mistral.replace("4096}", "null}");
-    let m = ModelSpec::from_hf_config(&Source::new("config.json", none), Training::IMPORT_DEFAULT)
-        .unwrap();
+    let m = imported("config.json", &none).unwrap();
     assert_eq!(m.window, None);
     // Qwen's windows above max_window_layers are refused, not ignored.
     let qwen = std::fs::read_to_string(fixtures().join("qwen3-30b-a3b.json")).unwrap();

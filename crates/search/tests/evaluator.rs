@@ -70,19 +70,7 @@ fn bnb_equals_exhaustive_on_bundled_models() {
 
 /// `plan` cut down to `depth`: every decision below it back at the space's first value.
 fn partial(plan: &Plan, space: &Space, depth: Depth) -> Plan {
-    let firsts = Plan {
-        sp: space.sp[0],
-        cp_comm: space.cp_comm[0],
-        tp_sp_transition: space.tp_sp_transition[0],
-        moe_tp_scheme: space.moe_tp_scheme[0],
-        dispatcher: space.dispatcher[0],
-        algo: space.algo[0],
-        order: space.order[0],
-        tp_overlap: space.tp_overlap[0],
-        ep_overlap: space.ep_overlap[0],
-        ..*plan
-    };
-    common::partial(plan, &firsts, space, depth)
+    common::partial(plan, &common::first_leaves(plan, space), space, depth)
 }
 
 proptest! {

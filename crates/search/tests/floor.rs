@@ -156,19 +156,7 @@ proptest! {
         // Leaf knobs of another random plan (the degrees do not matter: only the knobs are
         // taken), or the space's first values.
         let other = random_plan(&s.exact, &space, &jx);
-        let leaves = other.unwrap_or(Plan {
-            sp: space.sp[0],
-            cp_comm: space.cp_comm[0],
-            tp_sp_transition: space.tp_sp_transition[0],
-            moe_tp_scheme: space.moe_tp_scheme[0],
-            dispatcher: space.dispatcher[0],
-            algo: space.algo[0],
-            order: space.order[0],
-            tp_overlap: space.tp_overlap[0],
-            ep_overlap: space.ep_overlap[0],
-            placement: space.placement[0],
-            ..plan
-        });
+        let leaves = other.unwrap_or_else(|| common::first_leaves(&plan, &space));
         for depth in [Depth::MicroBatch, Depth::Recompute, Depth::Schedule, Depth::Zero] {
             let p = Partial { plan: common::partial(&plan, &leaves, &space, depth), depth, space: &space, threshold: f64::INFINITY };
             let b = s.bound(&p);

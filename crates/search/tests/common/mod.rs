@@ -82,6 +82,23 @@ pub fn random_plan(ev: &Evaluator, space: &Space, ix: &[prop::sample::Index]) ->
 /// the leaf knobs those of `leaves` (the engine's partial plans hold whatever leaf values were
 /// tried last: a bound must not read them).
 #[allow(dead_code)]
+/// `plan` with every leaf knob at the space's first value.
+pub fn first_leaves(plan: &Plan, space: &Space) -> Plan {
+    Plan {
+        sp: space.sp[0],
+        cp_comm: space.cp_comm[0],
+        tp_sp_transition: space.tp_sp_transition[0],
+        moe_tp_scheme: space.moe_tp_scheme[0],
+        dispatcher: space.dispatcher[0],
+        algo: space.algo[0],
+        order: space.order[0],
+        tp_overlap: space.tp_overlap[0],
+        ep_overlap: space.ep_overlap[0],
+        placement: space.placement[0],
+        ..*plan
+    }
+}
+
 pub fn partial(plan: &Plan, leaves: &Plan, space: &Space, depth: Depth) -> Plan {
     let mut p = *plan;
     if depth < Depth::Recompute {
