@@ -5,7 +5,8 @@
 //! ```text
 //! tiles    = ⌈m / tile_m⌉ · ⌈n / tile_n⌉                  output tiles, one per SM at a time
 //! u        = m·n / (⌈tiles / sms⌉ · sms · tile_m · tile_n)  useful share of the waves run
-//! t_math   = F / (peak(precision) · eff_max · u) + latency  F = FLOPs of the GEMM (2·m·n·k)
+//!            (1 where the architecture's library splits work over every SM: Hopper, below)
+//! t_math   = F / (peak(precision) · r · eff_max · u) + latency  F = FLOPs of the GEMM (2·m·n·k)
 //! t_memory = (m·k + k·n + m·n) · bytes(precision) / (hbm_bw · hbm_eff(bytes))
 //! t        = max(t_math, t_memory)
 //! ```
@@ -14,9 +15,23 @@
 //! cluster) and run the tiles in waves of `sms`; a GEMM with fewer tiles than SMs, or a partial
 //! last wave, leaves SMs idle for the wave's whole duration (NVIDIA, "Matrix Multiplication
 //! Background User's Guide", §"Wave quantization"). That is what makes per-GPU GEMMs slow after
-//! TP/EP sharding: e.g. one expert's 512 tokens × 3072 features on H100 fill 48 tiles of 132
-//! SMs (u = 0.36). `latency` is a kernel's launch, prologue and epilogue; skinny GEMMs (few
-//! rows, e.g. few tokens per expert) become HBM-bound through the roofline.
+//! TP/EP sharding on V100 and A100 in this model: e.g. one expert's 512 tokens × 3072 features
+//! on A100 fill 24 tiles of 108 SMs. On Hopper it is not what cuBLAS does: measured on an H100
+//! (`tools/gpu/probe.py`, `results/h100/gemm.csv`), its `nvjet` kernels pick among many tiles
+//! and split the reduction (stream-K) so that every SM stays busy — 144 tiles of 128×256, two
+//! waves in the form above (u = 0.55), ran at the rate of 132 tiles, one wave; 512 × 4096 ×
+//! 4096 (u = 0.48) at the rate of 8192³ — so Hopper prices u = 1 (`wave_quantization: false`).
+//! [`GemmPricer::time_grouped`], one expert's GEMM in a grouped MLP, keeps the tile waves on
+//! every architecture. On Hopper that is not a kernel fact: the probe's 16 experts × 512 rows ×
+//! 3072 × 4096 ran at 677 TF/s as 16 cuBLAS calls and 729 as one grouped kernel
+//! (`results/h100/grouped.csv`), like a large GEMM. It stands for per-expert costs that the
+//! published MoE runs show and the kernels do not (without it the ModelZoo Qwen3-235B tp 4 /
+//! ep 8 row, 512 tokens per expert, is predicted 26% fast); ARCHITECTURE.md, "Calibration".
+//! `r` is the FP8 rate: FP8 GEMMs reach a smaller share of their peak than BF16 GEMMs of theirs
+//! (measured on the H100: 0.86–0.91 of the 2× the peaks promise, `results/h100/ratio.csv`).
+//! `latency` is a kernel's launch, prologue and epilogue plus the framework's gap per GEMM
+//! (an isolated kernel's floor is 3–4 µs on the H100); skinny GEMMs (few rows, e.g. few tokens
+//! per expert) become HBM-bound through the roofline.
 //!
 //! Memory-bound kernels (norms, activations, softmax, dropout, optimizer update):
 //! `t = bytes / (hbm_bw · hbm_eff(bytes))`, `hbm_eff(b) = hbm_eff_max · (1 − exp(−b / hbm_half))`.
@@ -38,6 +53,12 @@ pub struct ArchEfficiency {
     /// Output tile of one SM in cuBLAS's large-GEMM kernels (rows × columns).
     pub tile_m: u32,
     pub tile_n: u32,
+    /// Whether a GEMM pays for its partial waves of `tile_m × tile_n` tiles (module docs):
+    /// false where the library keeps every SM busy whatever the shape (measured on Hopper).
+    pub wave_quantization: bool,
+    /// FP8 GEMM rate as a fraction of BF16's times the FP8 : BF16 peak ratio (1: FP8 reaches
+    /// the same share of its peak as BF16 of its own). Only where the GPU has an FP8 peak.
+    pub fp8_rate: f64,
     /// Seconds a GEMM kernel costs beyond its math: launch, prologue, epilogue.
     pub gemm_latency: f64,
     /// Asymptotic fraction of HBM bandwidth a streaming kernel reaches.
@@ -52,11 +73,13 @@ pub struct ArchEfficiency {
 /// The Hopper fit (H100 rows), shared by H800 and H200.
 const HOPPER: ArchEfficiency = ArchEfficiency {
     arch: GpuArch::H100,
-    gemm_eff_max: 0.66,
+    gemm_eff_max: 0.68,
     sms: 132,
     tile_m: 128,
     tile_n: 256,
-    gemm_latency: 25e-6,
+    wave_quantization: false,
+    fp8_rate: 0.89,
+    gemm_latency: 30e-6,
     hbm_eff_max: 0.50,
     hbm_bytes_half: 1.6e6,
     fitted_on: Some(GpuArch::H100),
@@ -65,21 +88,26 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 /// The per-architecture table: ONE set per GPU type, no per-model or per-run constant.
 ///
 /// - `sms`, `tile_m × tile_n` are facts of the silicon and of cuBLAS's kernels (Ampere/Hopper
-///   128×256, Volta 128×128).
+///   128×256, Volta 128×128). `wave_quantization` and `fp8_rate` of Hopper were measured on an
+///   H100 (`tools/gpu/probe.py`; `results/h100/`, whose README says how): cuBLAS's GEMMs lose
+///   nothing to partial waves there, and its FP8 GEMMs run at 0.89 (median of five large
+///   shapes, 0.86–0.91) of twice its BF16 rate. V100, A100 and L40S were not measured (no such
+///   GPU lent): they keep the tile-wave form and `fp8_rate` 1.
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
 ///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
 ///   `autoplan validate --fit v100|a100|h100` over `../shared/data/published_runs.csv`
-///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant fixed
-///   beforehand by the cost crate's own calibration. `eff_max` is an end-to-end efficiency: it
-///   absorbs what the analytical step does not itemise (fused epilogues, framework overhead),
-///   hence at or below cuBLAS's isolated ~0.8–0.9 of peak.
-///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 25 rows 5.1%
-///   (refitted when the four NeMo 24.07 GPT3-5B/20B, Nemotron-8B/22B rows joined: from
-///   0.71, 30 µs on 21 rows). The latency grid stops at 30 µs (a launch plus the framework's
-///   gap per GEMM); V100 and A100 sit on that edge, where their MAPE is flat (A100 3.86% at
-///   27.5 µs), and H100's MAPE is flat along a ridge of `eff_max` against latency (5.08% at
-///   0.66, 25 µs; 5.20% at 0.71, 30 µs); V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on
-///   the edges of the 0.50–0.90 grid too.
+///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant and the
+///   measured `wave_quantization`/`fp8_rate` fixed beforehand. `eff_max` is an end-to-end
+///   efficiency: it absorbs what the analytical step does not itemise (fused epilogues,
+///   framework overhead), hence at or below cuBLAS's isolated rate (H100: 0.71 of the BF16
+///   peak on large GEMMs, `results/h100/ratio.csv`).
+///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 25 rows 4.5%
+///   (refitted when the H100 measurements replaced Hopper's tile waves for dense GEMMs and
+///   added `fp8_rate`: from 0.66, 25 µs, MAPE 5.1%; with `fp8_rate` 1 the best point is 4.8%).
+///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
+///   sit on that edge, where MAPE is flat (A100 3.86% at 27.5 µs; H100 4.64% at 0.68,
+///   27.5 µs); V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90
+///   grid too.
 /// - L40S, Other: not fitted (no usable measured row; `fitted_on: None`, which `evaluate` and
 ///   `search` print as a caveat); `eff_max` as for large cuBLAS GEMMs, latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [
@@ -89,6 +117,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 80,
         tile_m: 128,
         tile_n: 128,
+        wave_quantization: true,
+        fp8_rate: 1.0,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.90,
         hbm_bytes_half: 1.0e6,
@@ -100,6 +130,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 108,
         tile_m: 128,
         tile_n: 256,
+        wave_quantization: true,
+        fp8_rate: 1.0,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
@@ -123,6 +155,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 142,
         tile_m: 128,
         tile_n: 256,
+        wave_quantization: true,
+        fp8_rate: 1.0,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
@@ -134,6 +168,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         sms: 108,
         tile_m: 128,
         tile_n: 256,
+        wave_quantization: true,
+        fp8_rate: 1.0,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
@@ -182,11 +218,25 @@ pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
     order.iter().find_map(|&q| gpu.peak(q)).unwrap_or(0.0)
 }
 
+/// The rate a GEMM's math is priced from before `gemm_eff_max`: the dense peak at `p`
+/// ([`peak_flops`]), times `fp8_rate` for an FP8 GEMM on a GPU with an FP8 peak.
+pub fn gemm_peak(gpu: &Gpu, e: &ArchEfficiency, p: Precision) -> f64 {
+    let peak = peak_flops(gpu, p);
+    if p == Precision::Fp8 && gpu.peak(Precision::Fp8).is_some() {
+        peak * e.fp8_rate
+    } else {
+        peak
+    }
+}
+
 /// Useful share of the tile-waves an `m × n` output runs (module docs): `m·n` over the
 /// `waves · sms · tile_m · tile_n` outputs the SMs compute, padded tiles and idle SMs included.
 /// 1 for whole tiles in whole waves; the GEMM's time `F / (peak · eff_max · u)` is then
 /// `waves` times one tile's work, so it never falls as `m`, `n` or `k` grow.
 pub fn wave_utilisation(e: &ArchEfficiency, m: f64, n: f64) -> f64 {
+    if !e.wave_quantization {
+        return 1.0;
+    }
     let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
     let (m, n) = (m.max(1.0), n.max(1.0));
     let tiles = ceil_pos(m / tm) * ceil_pos(n / tn);
@@ -212,7 +262,7 @@ fn ceil_pos(x: f64) -> f64 {
 #[derive(Debug, Clone, Copy)]
 pub struct GemmPricer {
     e: ArchEfficiency,
-    /// `peak(precision) · gemm_eff_max`.
+    /// `gemm_peak(precision) · gemm_eff_max`.
     peak_eff: f64,
     bytes_per_element: f64,
     hbm_bw: f64,
@@ -222,7 +272,7 @@ impl GemmPricer {
     pub fn new(gpu: &Gpu, e: &ArchEfficiency, precision: Precision) -> GemmPricer {
         GemmPricer {
             e: *e,
-            peak_eff: peak_flops(gpu, precision) * e.gemm_eff_max,
+            peak_eff: gemm_peak(gpu, e, precision) * e.gemm_eff_max,
             bytes_per_element: bytes_per_element(precision),
             hbm_bw: gpu.hbm_bw,
         }
@@ -231,11 +281,24 @@ impl GemmPricer {
     /// Seconds of one GEMM (see [`gemm_time`]).
     #[inline]
     pub fn time(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
+        self.time_waves(flops, m, n, k, self.e.wave_quantization)
+    }
+
+    /// [`GemmPricer::time`] of one expert's GEMM in a grouped MLP.
+    #[inline]
+    pub fn time_grouped(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
+        self.time_waves(flops, m, n, k, true)
+    }
+
+    #[inline]
+    fn time_waves(&self, flops: f64, m: f64, n: f64, k: f64, waves: bool) -> f64 {
         if flops <= 0.0 {
             return 0.0;
         }
         let e = &self.e;
-        let t_math = if self.peak_eff > 0.0 {
+        let t_math = if self.peak_eff > 0.0 && !waves {
+            flops / self.peak_eff + e.gemm_latency
+        } else if self.peak_eff > 0.0 {
             let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
             let (mm, nn) = (m.max(1.0), n.max(1.0));
             let tiles = ceil_pos(mm / tm) * ceil_pos(nn / tn);
@@ -334,18 +397,21 @@ mod tests {
 
     #[test]
     fn wave_utilisation_hand_computed() {
-        let h = arch_efficiency(GpuArch::H100);
-        // One expert's 512 tokens × 3072 features: 4 × 12 = 48 tiles, one wave of 132 SMs.
-        let u = wave_utilisation(h, 512.0, 3072.0);
-        assert!((u - 512.0 * 3072.0 / (132.0 * 128.0 * 256.0)).abs() < 1e-12);
-        assert!((u - 48.0 / 132.0).abs() < 1e-12);
-        // 8192² on A100: 64 × 32 = 2048 tiles in ⌈2048/108⌉ = 19 waves.
         let a = arch_efficiency(GpuArch::A100);
+        // One expert's 512 tokens × 3072 features on A100: 4 × 12 = 48 tiles, one wave of 108.
+        let u = wave_utilisation(a, 512.0, 3072.0);
+        assert!((u - 512.0 * 3072.0 / (108.0 * 128.0 * 256.0)).abs() < 1e-12);
+        assert!((u - 48.0 / 108.0).abs() < 1e-12);
+        // 8192² on A100: 64 × 32 = 2048 tiles in ⌈2048/108⌉ = 19 waves.
         let u = wave_utilisation(a, 8192.0, 8192.0);
         assert!((u - 2048.0 / (19.0 * 108.0)).abs() < 1e-12);
         // A padded tile row costs a whole tile: 129 rows run like 256.
-        let padded = 129.0 * 256.0 / (132.0 * 128.0 * 256.0);
-        assert!((wave_utilisation(h, 129.0, 256.0) - padded).abs() < 1e-12);
+        let padded = 129.0 * 256.0 / (108.0 * 128.0 * 256.0);
+        assert!((wave_utilisation(a, 129.0, 256.0) - padded).abs() < 1e-12);
+        // Hopper: no wave loss (measured, module docs).
+        let h = arch_efficiency(GpuArch::H100);
+        assert_eq!(wave_utilisation(h, 512.0, 3072.0), 1.0);
+        assert_eq!(wave_utilisation(h, 129.0, 256.0), 1.0);
     }
 
     #[test]
@@ -383,7 +449,11 @@ mod tests {
         let f = 2.0 * d * d * d;
         let p8 = gemm_time(&h, f, d, d, d, Precision::Fp8) - lat;
         let p16 = gemm_time(&h, f, d, d, d, Precision::Bf16) - lat;
-        assert!((p16 / p8 - 1979.0 / 989.0).abs() < 1e-9);
+        let r = arch_efficiency(GpuArch::H100).fp8_rate;
+        assert!((p16 / p8 - r * 1979.0 / 989.0).abs() < 1e-9);
+        // A100 has no FP8 peak: its FP8 GEMMs run as BF16 ones, `fp8_rate` does not apply.
+        let t = |p| gemm_time(&a, f, d, d, d, p);
+        assert_eq!(t(Precision::Fp8), t(Precision::Bf16));
     }
 
     #[test]
@@ -402,6 +472,13 @@ mod tests {
                     let bytes = (m * k + k * n + m * n) * 2.0;
                     let full = t_math.max(memory_bound_time(&g, bytes));
                     assert_eq!(p.time(f, m, n, k), full, "{m}×{n}×{k}");
+                    // An expert's GEMM keeps the tile waves: Hopper's own form with them on.
+                    let waves = ArchEfficiency {
+                        wave_quantization: true,
+                        ..*e
+                    };
+                    let q = GemmPricer::new(&g, &waves, Precision::Bf16);
+                    assert_eq!(p.time_grouped(f, m, n, k), q.time(f, m, n, k));
                 }
             }
         }

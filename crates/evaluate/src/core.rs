@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use autoplan_cluster::{Cluster, Gpu, GroupPlacement, Precision};
 use autoplan_cost::compute::{
-    arch_efficiency, attention_core_time_with, memory_bound_time_with, peak_flops, ArchEfficiency,
-    GemmPricer,
+    arch_efficiency, attention_core_time_with, gemm_peak, memory_bound_time_with, peak_flops,
+    ArchEfficiency, GemmPricer,
 };
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost, CostModel};
 use autoplan_graph::{LayerKind, ModelSpec, Optimizer, TpSplit};
@@ -232,7 +232,10 @@ pub struct Evaluator {
     precision: Precision,
     /// The attention core runs in 16 bits even in FP8 training (FP8 covers the linear layers).
     attn_precision: Precision,
+    /// Datasheet dense peak at the training precision (MFU's and HFU's denominator).
     peak: f64,
+    /// The rate GEMMs are priced from (`autoplan_cost::compute::gemm_peak`: FP8 derated).
+    gemm_peak: f64,
     classes: Vec<Class>,
     flops: ModelFlops,
     seq: f64,
@@ -429,6 +432,7 @@ impl Evaluator {
             precision,
             attn_precision,
             peak: peak_flops(&gpu, precision),
+            gemm_peak: gemm_peak(&gpu, &eff, precision),
             gpu,
             classes,
             flops: ModelFlops::of(model),
@@ -574,7 +578,7 @@ impl Evaluator {
         let gemm = self.flops.gemm_fwd - self.expert_gemm_fwd * (1.0 - capped);
         let per_token = 3.0 * (gemm + self.flops.attn_fwd_causal);
         let gpus = self.cluster.gpus().max(1) as f64;
-        tokens * per_token / (gpus * self.peak * self.eff_max)
+        tokens * per_token / (gpus * self.gemm_peak * self.eff_max)
     }
 
     /// Max/mean tokens reaching one GPU of the plan's EP group, which the dropless all-to-all
@@ -733,15 +737,21 @@ impl Evaluator {
                 continue;
             }
             // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
-            // `TEGroupedMLP`) issues one cuBLAS GEMM per local expert, so each runs at the
-            // efficiency of its own shape (`rows` tokens of one expert), not of their sum;
-            // their concurrency over TE's side streams is not credited.
+            // `TEGroupedMLP`) issues one cuBLAS GEMM per local expert, so each is priced at its
+            // own shape (`rows` tokens of one expert), not their sum, with the tile waves of
+            // `time_grouped` (a stand-in on Hopper, see autoplan-cost's compute module); their
+            // concurrency over TE's side streams is not credited.
             let e = &self.eff;
             // FP8 training keeps the LM head in 16 bits: Megatron-Core's `output_layer` is a
             // plain `ColumnParallelLinear`, outside Transformer Engine's `fp8_autocast`.
             let head16 = kind == LayerKind::LmHead && self.precision == Precision::Fp8;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
-            let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
+            let mut tg = count
+                * if g.expert {
+                    pricer.time_grouped(2.0 * rows * n * k, rows, n, k)
+                } else {
+                    pricer.time(2.0 * rows * n * k, rows, n, k)
+                };
             if self.precision == Precision::Fp8 && !head16 {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast + amax), a memory-bound pass per GEMM.

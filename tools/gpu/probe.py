@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""Measure on one GPU what autoplan's compute model prices (needs PyTorch and a CUDA GPU).
+
+Four parts, each written to CSV files under $OUT (default: the current directory); what they
+hold and what the model takes from them: results/h100/README.md.
+
+- `gemm`: isolated GEMMs `m×k · k×n` (m = tokens, n = output features, k = input features,
+  autoplan's convention), BF16 and FP8 (e4m3 operands through `torch._scaled_mm`, per-tensor
+  scales, BF16 output), at the per-GPU shapes of published runs autoplan validates against,
+  squares, skinny and odd shapes. CUDA-graph-timed (the GPU's time) and eager, over rotating
+  input sets (so that repeats do not run out of L2). → gemm.csv
+- `ratio`: FP8 and BF16 rates on five large shapes, alternated over rounds. → ratio.csv
+- `grouped`: one EP rank's local experts, one GEMM per expert and one grouped kernel.
+  → grouped.csv
+- `block`: one Qwen3-30B-A3B block at the per-GPU shapes of published_runs.csv's
+  `bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8` (tp 1, ep 8, micro-batch 2 × 4096 tokens):
+  attention (RMSNorm, QKV, q/k-norm, RoPE, causal FlashAttention through SDPA with 4 KV heads,
+  output projection) and the MoE layer as one EP rank runs it with forced-balanced routing
+  (router, top-8, permute, the 16 local experts' SwiGLU GEMMs on 8 · 8192 · 8 / 128 = 4096
+  tokens each, unpermute; the all-to-alls are not run: one GPU). Forward + backward in BF16:
+  event- and graph-timed, the profiler's kernel count and busy time, the host's issue time;
+  the experts' forward alone in BF16 and in emulated FP8 current scaling. → block.csv,
+  block_kernels.csv
+
+Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [block]` (all
+four when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
+reads the files against the model.
+"""
+import csv
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+OUT = os.environ.get("OUT", ".")
+DEV = "cuda"
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True
+
+
+def median_time(fn, iters, warm=5):
+    """Median seconds of `fn()` over `iters` CUDA-event timed calls after `warm` warm-ups."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for s, e in ev:
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in ev) * 1e-3
+
+
+# (label, m, n, k): m tokens, n outputs, k inputs (autoplan's GemmPricer::time(2mnk, m, n, k)).
+SHAPES = [
+    ("square-8192", 8192, 8192, 8192),
+    ("square-4096", 4096, 4096, 4096),
+    ("square-2048", 2048, 2048, 2048),
+    ("square-1024", 1024, 1024, 1024),
+    ("square-512", 512, 512, 512),
+    ("skinny-128x4096x4096", 128, 4096, 4096),
+    ("skinny-512x4096x4096", 512, 4096, 4096),
+    # Qwen3-30B-A3B, tp 1, micro-batch 2 × 4096 (bridge2511 row); experts: 4096 tokens each.
+    ("qwen3-30b qkv", 8192, 5120, 2048),
+    ("qwen3-30b out", 8192, 2048, 4096),
+    ("qwen3-30b router", 8192, 128, 2048),
+    ("qwen3-30b expert fc1", 4096, 1536, 2048),
+    ("qwen3-30b expert fc2", 4096, 2048, 768),
+    ("qwen3-30b lm-head", 8192, 151936, 2048),
+    # Llama3-8B, tp 1, 1 × 8192 (bridge2511 row).
+    ("llama3-8b qkv", 8192, 6144, 4096),
+    ("llama3-8b out", 8192, 4096, 4096),
+    ("llama3-8b fc1", 8192, 28672, 4096),
+    ("llama3-8b fc2", 8192, 4096, 14336),
+    # Llama3-70B, tp 4, 1 × 8192 (bridge2511 row).
+    ("llama3-70b tp4 qkv", 8192, 2560, 8192),
+    ("llama3-70b tp4 out", 8192, 8192, 2048),
+    ("llama3-70b tp4 fc1", 8192, 14336, 8192),
+    ("llama3-70b tp4 fc2", 8192, 8192, 7168),
+    # GPT-3 175B, tp 8, 1 × 2048 (Megatron 2021 rows).
+    ("gpt3-175b tp8 qkv", 2048, 4608, 12288),
+    ("gpt3-175b tp8 out", 2048, 12288, 1536),
+    ("gpt3-175b tp8 fc1", 2048, 6144, 12288),
+    ("gpt3-175b tp8 fc2", 2048, 12288, 6144),
+    # DeepSeek-V3 routed expert (hidden 7168, expert 2048), 1024 and 4096 tokens.
+    ("deepseek-v3 expert fc1 1k", 1024, 4096, 7168),
+    ("deepseek-v3 expert fc2 1k", 1024, 7168, 2048),
+    ("deepseek-v3 expert fc1 4k", 4096, 4096, 7168),
+    ("deepseek-v3 expert fc2 4k", 4096, 7168, 2048),
+    # Wave quantisation on 132 SMs with 128×256 tiles: 132 tiles (one full wave) and 144.
+    ("waves-132 tiles", 128 * 12, 256 * 11, 4096),
+    ("waves-144 tiles", 128 * 12, 256 * 12, 4096),
+    # Sharded and odd shapes (tp 8 of a 5120-wide layer, few tokens, sizes off the tiles).
+    ("odd 4096x640x5120", 4096, 640, 5120),
+    ("odd 768x4096x4096", 768, 4096, 4096),
+    ("odd 256x7168x2048", 256, 7168, 2048),
+    ("odd 3008x3008x3008", 3008, 3008, 3008),
+    ("odd 1024x1408x2048", 1024, 1408, 2048),
+    ("odd 16384x512x4096", 16384, 512, 4096),
+]
+
+# Large shapes on which the FP8 : BF16 rate is taken (alternating, several rounds).
+RATIO_SHAPES = [
+    ("square-8192", 8192, 8192, 8192),
+    ("llama3-8b fc1", 8192, 28672, 4096),
+    ("llama3-70b tp4 fc1", 8192, 14336, 8192),
+    ("gpt3-175b tp8 fc1", 2048, 6144, 12288),
+    ("deepseek-v3 expert fc1 4k", 4096, 4096, 7168),
+]
+
+
+def ratio_part(rounds=5):
+    """FP8 and BF16 rates on large GEMMs, alternating dtype each round so that clock and
+    temperature drift hits both alike; `ratio.csv` has every timing."""
+    rows = []
+    for label, m, n, k in RATIO_SHAPES:
+        flops = 2.0 * m * n * k
+        a = [torch.randn(m, k, device=DEV, dtype=torch.bfloat16) for _ in range(2)]
+        w = [torch.randn(n, k, device=DEV, dtype=torch.bfloat16) for _ in range(2)]
+        a8 = [x.to(torch.float8_e4m3fn) for x in a]
+        w8 = [x.to(torch.float8_e4m3fn) for x in w]
+        one = torch.tensor(1.0, device=DEV)
+        i = [0]
+
+        def bf16():
+            j = i[0] % 2
+            i[0] += 1
+            return a[j] @ w[j].t()
+
+        def fp8():
+            j = i[0] % 2
+            i[0] += 1
+            return torch._scaled_mm(a8[j], w8[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        reps = max(2, min(20, int(2e13 / flops)))
+        for r in range(rounds):
+            for dt, f in (("bf16", bf16), ("fp8", fp8)):
+                t = graph_time(f, reps)
+                rows.append((label, m, n, k, dt, r, t, flops / t / 1e12))
+        b = statistics.median(x[7] for x in rows if x[0] == label and x[4] == "bf16")
+        e = statistics.median(x[7] for x in rows if x[0] == label and x[4] == "fp8")
+        print(f"{label:26s} bf16 {b:7.1f} TF/s ({b/989:.3f} of 989)  fp8 {e:7.1f} TF/s ({e/1979:.3f} of 1979)"
+              f"  fp8/(2 bf16) {e/(2*b):.3f}", flush=True)
+        del a, w, a8, w8
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "ratio.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "m", "n", "k", "dtype", "round", "time_s", "tflops"])
+        for r in rows:
+            wr.writerow([*r[:6], f"{r[6]:.9g}", f"{r[7]:.4g}"])
+
+
+def graph_time(fn, reps, replays=15):
+    """Median seconds of one `fn()` when `reps` calls are captured in one CUDA graph and the
+    graph is replayed: the GPU's time, without the host's launch gaps (cf. `median_time`)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    t = median_time(g.replay, replays, warm=3)
+    del g
+    return t / reps
+
+
+def gemm_part():
+    rows = []
+    sets = 3
+    for label, m, n, k in SHAPES:
+        flops = 2.0 * m * n * k
+        iters = max(10, min(200, int(2e13 / flops)))
+        # BF16: C[m,n] = A[m,k] · W[n,k]ᵀ (a Linear's layout).
+        a = [torch.randn(m, k, device=DEV, dtype=torch.bfloat16) for _ in range(sets)]
+        w = [torch.randn(n, k, device=DEV, dtype=torch.bfloat16) for _ in range(sets)]
+        i = [0]
+
+        def bf16():
+            j = i[0] % sets
+            i[0] += 1
+            return a[j] @ w[j].t()
+
+        reps = max(1, min(30, int(3e13 / flops)))
+        t = graph_time(bf16, reps)
+        te = median_time(bf16, iters)
+        rows.append((label, m, n, k, "bf16", t, flops / t / 1e12, te))
+        # FP8 e4m3, per-tensor scales: `_scaled_mm` wants A row-major, B column-major.
+        try:
+            a8 = [x.to(torch.float8_e4m3fn) for x in a]
+            w8 = [x.to(torch.float8_e4m3fn) for x in w]
+            one = torch.tensor(1.0, device=DEV)
+
+            def fp8():
+                j = i[0] % sets
+                i[0] += 1
+                return torch._scaled_mm(a8[j], w8[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+            t8 = graph_time(fp8, reps)
+            te8 = median_time(fp8, iters)
+            rows.append((label, m, n, k, "fp8", t8, flops / t8 / 1e12, te8))
+        except Exception as e:  # a shape _scaled_mm refuses (dims must be multiples of 16)
+            print(f"fp8 {label}: {e}", file=sys.stderr)
+        del a, w
+        torch.cuda.empty_cache()
+        r = rows[-1]
+        print(f"{label:26s} {m:6d} {n:6d} {k:6d}  bf16 {t*1e6:8.1f} us {flops/t/1e12:6.1f} TF/s (eager {te*1e6:7.1f})"
+              + (f"  fp8 {r[5]*1e6:8.1f} us {r[6]:6.1f} TF/s (eager {r[7]*1e6:7.1f})" if r[4] == "fp8" else ""), flush=True)
+    with open(os.path.join(OUT, "gemm.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "m", "n", "k", "dtype", "time_s", "tflops", "eager_time_s"])
+        for r in rows:
+            wr.writerow([r[0], r[1], r[2], r[3], r[4], f"{r[5]:.9g}", f"{r[6]:.4g}", f"{r[7]:.9g}"])
+
+
+# (label, experts, rows per expert, n, k): the local experts of one EP rank.
+GROUPED = [
+    ("qwen3-235b fc1 tp4/ep8", 16, 512, 3072, 4096),
+    ("qwen3-235b fc2 tp4/ep8", 16, 512, 4096, 1536),
+    ("qwen3-235b fc1 ep32", 4, 2048, 3072, 4096),
+    ("qwen3-30b fc1 ep8", 16, 4096, 1536, 2048),
+    ("qwen3-30b fc2 ep8", 16, 4096, 2048, 768),
+    ("mixtral fc1 ep8", 1, 8192, 28672, 4096),
+    ("deepseek-v3 fc1", 8, 1024, 4096, 7168),
+]
+
+
+def grouped_part():
+    """The local experts' GEMMs three ways: one cuBLAS GEMM per expert (graph-timed: the GPU's
+    time; eager: with the host's launches), and one grouped kernel (`torch._grouped_mm`)."""
+    rows = []
+    for label, E, m, n, k in GROUPED:
+        x = torch.randn(E * m, k, device=DEV, dtype=torch.bfloat16)
+        w = torch.randn(E, n, k, device=DEV, dtype=torch.bfloat16)
+        xs = x.split(m, dim=0)
+        flops = 2.0 * E * m * n * k
+
+        def loop():
+            return [xs[e] @ w[e].t() for e in range(E)]
+
+        t_loop = graph_time(loop, 1)
+        t_eager = median_time(loop, 20)
+        t_grp = float("nan")
+        try:
+            offs = torch.arange(m, E * m + 1, m, device=DEV, dtype=torch.int32)
+            wt = w.transpose(-2, -1)
+
+            def grp():
+                return torch._grouped_mm(x, wt, offs=offs, out_dtype=torch.bfloat16)
+
+            ref = torch.cat(loop())
+            out = grp()
+            err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+            if not err < 1e-2:
+                raise RuntimeError(f"grouped_mm differs from the loop: {err:.3g}")
+            t_grp = graph_time(grp, 1)
+        except Exception as e:
+            print(f"grouped {label}: {e}", file=sys.stderr)
+        rows.append((label, E, m, n, k, t_loop, t_eager, t_grp))
+        print(f"{label:24s} E={E:3d} m={m:5d} n={n:6d} k={k:5d}  loop {t_loop*1e6:8.1f} us"
+              f" ({flops/t_loop/1e12:6.1f} TF/s)  eager {t_eager*1e6:8.1f} us  grouped {t_grp*1e6:8.1f} us"
+              f" ({flops/t_grp/1e12:6.1f} TF/s)", flush=True)
+        del x, w, xs
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "grouped.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "experts", "rows", "n", "k", "loop_graph_s", "loop_eager_s", "grouped_graph_s"])
+        for r in rows:
+            wr.writerow([*r[:5], f"{r[5]:.9g}", f"{r[6]:.9g}", f"{r[7]:.9g}"])
+
+
+def rmsnorm(x, w, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+
+
+def rope(x, cos, sin):
+    # x [b, heads, s, d]; rotate halves (Llama/Qwen convention).
+    d = x.shape[-1] // 2
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class Qwen3Block:
+    """One Qwen3-30B-A3B block on one EP rank of the bridge2511 plan (module docstring)."""
+
+    def __init__(self, b=2, s=4096, h=2048, heads=32, kv=4, d=128, experts=128, top_k=8, ffn=768, ep=8):
+        dt = torch.bfloat16
+        self.b, self.s, self.h, self.heads, self.kv, self.d = b, s, h, heads, kv, d
+        self.E, self.k, self.ffn, self.ep = experts, top_k, ffn, ep
+        p = lambda *shape: (torch.randn(*shape, device=DEV, dtype=dt) * 0.02).requires_grad_()
+        self.n1 = torch.ones(h, device=DEV, dtype=dt, requires_grad=True)
+        self.n2 = torch.ones(h, device=DEV, dtype=dt, requires_grad=True)
+        self.qn = torch.ones(d, device=DEV, dtype=dt, requires_grad=True)
+        self.kn = torch.ones(d, device=DEV, dtype=dt, requires_grad=True)
+        self.wqkv = p((heads + 2 * kv) * d, h)
+        self.wo = p(h, heads * d)
+        self.wr = p(experts, h)
+        local = experts // ep
+        self.local = local
+        self.w1 = [p(2 * ffn, h) for _ in range(local)]
+        self.w2 = [p(h, ffn) for _ in range(local)]
+        pos = torch.arange(s, device=DEV, dtype=torch.float32)
+        inv = 1.0 / (1e6 ** (torch.arange(0, d // 2, device=DEV, dtype=torch.float32) / (d // 2)))
+        ang = torch.outer(pos, inv)
+        self.cos, self.sin = ang.cos().to(dt), ang.sin().to(dt)
+        t = b * s
+        # Forced-balanced routing: token i's j-th choice is expert (i·k + j) mod E, so every
+        # expert gets t·k/E tokens of this rank; after the (unrun) all-to-all, each of the
+        # `local` experts holds ep · t·k/E tokens.
+        choice = (torch.arange(t * top_k, device=DEV) % experts).view(t, top_k)
+        self.order = torch.argsort(choice.flatten(), stable=True)  # (token, choice) of each row
+        self.src = self.order // top_k  # token of each permuted row
+        self.rows_local = ep * t * top_k // experts  # 4096 rows per local expert
+
+    def attention(self, x):
+        b, s, h, H, kv, d = self.b, self.s, self.h, self.heads, self.kv, self.d
+        y = rmsnorm(x, self.n1)
+        qkv = y @ self.wqkv.t()
+        q, k, v = qkv.split([H * d, kv * d, kv * d], dim=-1)
+        q = rmsnorm(q.view(b, s, H, d), self.qn).transpose(1, 2)
+        k = rmsnorm(k.view(b, s, kv, d), self.kn).transpose(1, 2)
+        v = v.view(b, s, kv, d).transpose(1, 2)
+        q, k = rope(q, self.cos, self.sin), rope(k, self.cos, self.sin)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        o = o.transpose(1, 2).reshape(b * s, H * d)
+        return x + (o @ self.wo.t()).view(b, s, h)
+
+    def moe(self, x):
+        b, s, h = self.b, self.s, self.h
+        t = b * s
+        y = rmsnorm(x, self.n2).view(t, h)
+        logits = (y @ self.wr.t()).float()
+        probs = torch.softmax(logits, dim=-1)
+        topv, _topi = torch.topk(probs, self.k, dim=-1)  # computed, then routing is forced
+        gate = (topv / topv.sum(-1, keepdim=True)).to(y.dtype).flatten()
+        # Local permute, then what the all-to-all would deliver: ep ranks' worth of rows for
+        # the local experts (here this rank's rows stand in for the other ranks').
+        local_in = y.index_select(0, self.src)  # [t·k, h] = the local experts' ep·t·k/E rows each
+        outs = []
+        for e, chunk in enumerate(local_in.split(self.rows_local, dim=0)):
+            a = chunk @ self.w1[e].t()
+            g, u = a.chunk(2, dim=-1)
+            outs.append((F.silu(g) * u) @ self.w2[e].t())
+        z = torch.cat(outs, dim=0) * gate[self.order].unsqueeze(-1)
+        out = torch.zeros(t, h, device=DEV, dtype=z.dtype).index_add_(0, self.src, z)
+        return x + out.view(b, s, h)
+
+    def block(self, x):
+        return self.moe(self.attention(x))
+
+
+def fp8_linear(x, w):
+    """`x · wᵀ` as Transformer Engine's FP8 current scaling runs it: per-tensor amax of each
+    operand, cast to e4m3 with that scale, FP8 GEMM, BF16 out (forward only)."""
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    sx = (x.abs().amax().float() / fmax).clamp(min=1e-12)
+    sw = (w.abs().amax().float() / fmax).clamp(min=1e-12)
+    x8 = (x / sx).to(torch.float8_e4m3fn)
+    w8 = (w / sw).to(torch.float8_e4m3fn)
+    return torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16)
+
+
+def block_part():
+    blk = Qwen3Block()
+    x = torch.randn(blk.b, blk.s, blk.h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    gy = torch.randn_like(x)
+    params = [blk.n1, blk.n2, blk.qn, blk.kn, blk.wqkv, blk.wo, blk.wr, *blk.w1, *blk.w2]
+    res = []
+    kern = []
+
+    def experts(fp8):
+        # The 16 local experts' forward alone, on the rows the all-to-all would deliver.
+        y = torch.randn(blk.local * blk.rows_local, blk.h, device=DEV, dtype=torch.bfloat16)
+        lin = fp8_linear if fp8 else (lambda a, w: a @ w.t())
+
+        def f():
+            with torch.no_grad():
+                outs = []
+                for e, chunk in enumerate(y.split(blk.rows_local, dim=0)):
+                    g, u = lin(chunk, blk.w1[e]).chunk(2, dim=-1)
+                    outs.append(lin((F.silu(g) * u).contiguous(), blk.w2[e]))
+                return torch.cat(outs)
+
+        return f
+
+    for name, f in (("attention", blk.attention), ("moe", blk.moe), ("block", blk.block)):
+        def step():
+            y = f(x)
+            y.backward(gy)
+
+        t_f = median_time(lambda: f(x), 20)
+        t_fb = median_time(step, 20)
+        # Host time to issue one forward + backward (no synchronisation inside).
+        hs = []
+        for _ in range(10):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step()
+            hs.append(time.perf_counter() - t0)
+        torch.cuda.synchronize()
+        host = statistics.median(hs)
+        # The GPU's own time: forward + backward captured in a CUDA graph and replayed.
+        for p_ in params + [x]:
+            p_.grad = None
+        try:
+            t_graph = graph_time(step, 1)
+        except Exception as e:
+            print(f"graph capture of {name}: {e}", file=sys.stderr)
+            t_graph = float("nan")
+        # GPU busy time, kernel count and the kernels' shares, from the profiler.
+        busy, kernels = float("nan"), -1
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
+            evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            kernels = len(evs)
+            busy = sum(e.device_time for e in evs) * 1e-6  # µs → s
+            agg = {}
+            for e in evs:
+                c, t = agg.get(e.name, (0, 0.0))
+                agg[e.name] = (c + 1, t + e.device_time * 1e-6)
+            for kname, (c, t) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+                kern.append((name, kname[:120], c, t))
+        except Exception as e:
+            print(f"profiler: {e}", file=sys.stderr)
+        res.append((name, t_f, t_fb, t_graph, busy, kernels, host))
+        print(f"{name:10s} fwd {t_f*1e3:7.3f} ms  fwd+bwd {t_fb*1e3:7.3f} ms (graph {t_graph*1e3:7.3f})"
+              f"  kernels {kernels:4d} busy {busy*1e3:7.3f} ms  host issue {host*1e3:7.3f} ms", flush=True)
+    for name, fp8 in (("experts fwd bf16", False), ("experts fwd fp8", True)):
+        f = experts(fp8)
+        t_e = median_time(f, 20)
+        try:
+            t_g = graph_time(f, 1)
+        except Exception as e:
+            print(f"graph capture of {name}: {e}", file=sys.stderr)
+            t_g = float("nan")
+        res.append((name, t_e, float("nan"), t_g, float("nan"), -1, float("nan")))
+        print(f"{name:18s} eager {t_e*1e3:7.3f} ms  graph {t_g*1e3:7.3f} ms", flush=True)
+    with open(os.path.join(OUT, "block.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["part", "fwd_s", "fwd_bwd_s", "graph_s", "gpu_busy_s", "kernels", "host_issue_s"])
+        for r in res:
+            wr.writerow([r[0], f"{r[1]:.9g}", f"{r[2]:.9g}", f"{r[3]:.9g}", f"{r[4]:.9g}", r[5], f"{r[6]:.9g}"])
+    with open(os.path.join(OUT, "block_kernels.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["part", "kernel", "count", "total_s"])
+        for r in kern:
+            wr.writerow([r[0], r[1], r[2], f"{r[3]:.9g}"])
+    for part in ("attention", "moe"):
+        print(f"-- {part}: top kernels")
+        for r in [r for r in kern if r[0] == part][:12]:
+            print(f"   {r[3]*1e3:7.3f} ms  x{r[2]:3d}  {r[1][:90]}")
+
+
+if __name__ == "__main__":
+    print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
+    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "block"]
+    if "grouped" in parts:
+        grouped_part()
+    if "ratio" in parts:
+        ratio_part()
+    if "block" in parts:
+        block_part()
+    if "gemm" in parts:
+        gemm_part()
