@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure on one GPU what autoplan's compute model prices (needs PyTorch and a CUDA GPU).
 
-Four parts, each written to CSV files under $OUT (default: the current directory); what they
+Five parts, each written to CSV files under $OUT (default: the current directory); what they
 hold and what the model takes from them: results/h100/README.md.
 
 - `gemm`: isolated GEMMs `m×k · k×n` (m = tokens, n = output features, k = input features,
@@ -12,6 +12,8 @@ hold and what the model takes from them: results/h100/README.md.
 - `ratio`: FP8 and BF16 rates on five large shapes, alternated over rounds. → ratio.csv
 - `grouped`: one EP rank's local experts, one GEMM per expert and one grouped kernel.
   → grouped.csv
+- `attention`: causal FlashAttention (SDPA) forward and backward at training shapes.
+  → attention.csv
 - `block`: one Qwen3-30B-A3B block at the per-GPU shapes of published_runs.csv's
   `bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8` (tp 1, ep 8, micro-batch 2 × 4096 tokens):
   attention (RMSNorm, QKV, q/k-norm, RoPE, causal FlashAttention through SDPA with 4 KV heads,
@@ -22,8 +24,8 @@ hold and what the model takes from them: results/h100/README.md.
   the experts' forward alone in BF16 and in emulated FP8 current scaling. → block.csv,
   block_kernels.csv
 
-Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [block]` (all
-four when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
+Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [attention]
+[block]` (all five when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
 reads the files against the model.
 """
 import csv
@@ -278,6 +280,54 @@ def grouped_part():
             wr.writerow([*r[:5], f"{r[5]:.9g}", f"{r[6]:.9g}", f"{r[7]:.9g}"])
 
 
+# (label, batch, seq, query heads, kv heads, head dim): causal self-attention cores.
+ATTENTION = [
+    ("llama3-8b 8k", 1, 8192, 32, 8, 128),
+    ("qwen3-30b mb2 4k", 2, 4096, 32, 4, 128),
+    ("gpt3-175b tp8 2k", 1, 2048, 12, 12, 128),
+    ("llama3-70b tp4 8k", 1, 8192, 16, 2, 128),
+    ("long 32k", 1, 32768, 8, 1, 128),
+    ("mha 4k d64", 4, 4096, 32, 32, 64),
+]
+
+
+def attention_part():
+    """FlashAttention (PyTorch SDPA; cuDNN's or FlashAttention's kernel, whichever it picks)
+    forward and forward + backward, causal, BF16, graph-timed. FLOPs of the forward: 4·b·h·d·s²/2
+    (QKᵀ and PV over the causal half)."""
+    rows = []
+    for label, b, s, h, kv, d in ATTENTION:
+        q = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        go = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16)
+        flops = 4.0 * b * h * d * s * s / 2
+
+        def fwd():
+            with torch.no_grad():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
+
+        def fwd_bwd():
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
+            o.backward(go)
+
+        t_f = graph_time(fwd, 3)
+        for t in (q, k, v):
+            t.grad = None
+        t_fb = graph_time(fwd_bwd, 1)
+        t_b = t_fb - t_f
+        rows.append((label, b, s, h, kv, d, t_f, t_b))
+        print(f"{label:20s} b={b} s={s:6d} h={h:3d} kv={kv:3d} d={d:3d}  fwd {t_f*1e3:7.3f} ms"
+              f" ({flops/t_f/1e12:6.1f} TF/s)  bwd {t_b*1e3:7.3f} ms (x{t_b/t_f:4.2f} fwd)", flush=True)
+        del q, k, v, go
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "attention.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "batch", "seq", "heads", "kv_heads", "head_dim", "fwd_s", "bwd_s"])
+        for r in rows:
+            wr.writerow([*r[:6], f"{r[6]:.9g}", f"{r[7]:.9g}"])
+
+
 def rmsnorm(x, w, eps=1e-6):
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
@@ -470,7 +520,9 @@ def block_part():
 
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
-    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "block"]
+    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "block"]
+    if "attention" in parts:
+        attention_part()
     if "grouped" in parts:
         grouped_part()
     if "ratio" in parts:

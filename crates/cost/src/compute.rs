@@ -33,6 +33,12 @@
 //! (an isolated kernel's floor is 3–4 µs on the H100); skinny GEMMs (few rows, e.g. few tokens
 //! per expert) become HBM-bound through the roofline.
 //!
+//! The attention core (FlashAttention-class fused kernel, [`attention_core_time`]) runs at
+//! `attn_rate` of the GEMM rate, its backward `attn_bwd` times its forward: on the H100, cuDNN's
+//! kernels through PyTorch's SDPA reached 0.83 of a large BF16 GEMM's rate forward and took
+//! 3.0× as long backward at head dim 128 and 4K–32K tokens (`results/h100/attention.csv`),
+//! against FlashAttention-2's FLOP ratio of 2.5 (Dao 2023, §3.1.2), kept where not measured.
+//!
 //! Memory-bound kernels (norms, activations, softmax, dropout, optimizer update):
 //! `t = bytes / (hbm_bw · hbm_eff(bytes))`, `hbm_eff(b) = hbm_eff_max · (1 − exp(−b / hbm_half))`.
 //!
@@ -59,6 +65,12 @@ pub struct ArchEfficiency {
     /// FP8 GEMM rate as a fraction of BF16's times the FP8 : BF16 peak ratio (1: FP8 reaches
     /// the same share of its peak as BF16 of its own). Only where the GPU has an FP8 peak.
     pub fp8_rate: f64,
+    /// The attention core's forward rate as a fraction of a large GEMM's on the same GPU
+    /// (FlashAttention-class kernels, causal, BF16): 1 where not measured.
+    pub attn_rate: f64,
+    /// The attention core's backward time over its forward time: FlashAttention-2's 5
+    /// matmuls of the forward's 2 give 2.5 (Dao 2023, §3.1.2) where not measured.
+    pub attn_bwd: f64,
     /// Seconds a GEMM kernel costs beyond its math: launch, prologue, epilogue.
     pub gemm_latency: f64,
     /// Asymptotic fraction of HBM bandwidth a streaming kernel reaches.
@@ -73,13 +85,15 @@ pub struct ArchEfficiency {
 /// The Hopper fit (H100 rows), shared by H800 and H200.
 const HOPPER: ArchEfficiency = ArchEfficiency {
     arch: GpuArch::H100,
-    gemm_eff_max: 0.68,
+    gemm_eff_max: 0.69,
     sms: 132,
     tile_m: 128,
     tile_n: 256,
     wave_quantization: false,
     fp8_rate: 0.89,
-    gemm_latency: 30e-6,
+    attn_rate: 0.83,
+    attn_bwd: 3.0,
+    gemm_latency: 27.5e-6,
     hbm_eff_max: 0.50,
     hbm_bytes_half: 1.6e6,
     fitted_on: Some(GpuArch::H100),
@@ -91,23 +105,24 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 ///   128×256, Volta 128×128). `wave_quantization` and `fp8_rate` of Hopper were measured on an
 ///   H100 (`tools/gpu/probe.py`; `results/h100/`, whose README says how): cuBLAS's GEMMs lose
 ///   nothing to partial waves there, and its FP8 GEMMs run at 0.89 (median of five large
-///   shapes, 0.86–0.91) of twice its BF16 rate. V100, A100 and L40S were not measured (no such
-///   GPU lent): they keep the tile-wave form and `fp8_rate` 1.
+///   shapes, 0.86–0.91) of twice its BF16 rate; so are `attn_rate` and `attn_bwd` (module
+///   docs). V100, A100 and L40S were not measured (no such GPU lent): they keep the tile-wave
+///   form, `fp8_rate` and `attn_rate` 1, `attn_bwd` 2.5.
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
 ///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
 ///   `autoplan validate --fit v100|a100|h100` over `../shared/data/published_runs.csv`
 ///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant and the
-///   measured `wave_quantization`/`fp8_rate` fixed beforehand. `eff_max` is an end-to-end
+///   measured Hopper constants fixed beforehand. `eff_max` is an end-to-end
 ///   efficiency: it absorbs what the analytical step does not itemise (fused epilogues,
-///   framework overhead), hence at or below cuBLAS's isolated rate (H100: 0.71 of the BF16
-///   peak on large GEMMs, `results/h100/ratio.csv`).
-///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 25 rows 4.5%
-///   (refitted when the H100 measurements replaced Hopper's tile waves for dense GEMMs and
-///   added `fp8_rate`: from 0.66, 25 µs, MAPE 5.1%; with `fp8_rate` 1 the best point is 4.8%).
-///   The latency grid stops at 30 µs (a launch plus the framework's gap per GEMM); all three
-///   sit on that edge, where MAPE is flat (A100 3.86% at 27.5 µs; H100 4.64% at 0.68,
-///   27.5 µs); V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90
-///   grid too.
+///   framework overhead), hence at or below cuBLAS's isolated rate (H100: 0.69 against 0.71 of
+///   the BF16 peak on large GEMMs, `results/h100/ratio.csv`).
+///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 25 rows 4.4%
+///   (refitted when the H100 measurements replaced Hopper's tile waves for dense GEMMs: from
+///   0.66, 25 µs, MAPE 5.1%, to 0.68, 30 µs, 4.5% with `fp8_rate` (4.8% without), then 0.69,
+///   27.5 µs, 4.43% with the attention constants). The latency grid stops at 30 µs (a launch
+///   plus the framework's gap per GEMM); V100 and A100 sit on that edge, where MAPE is flat
+///   (A100 3.86% at 27.5 µs), and H100's MAPE is flat across it (4.44% at 0.69, 30 µs);
+///   V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90 grid too.
 /// - L40S, Other: not fitted (no usable measured row; `fitted_on: None`, which `evaluate` and
 ///   `search` print as a caveat); `eff_max` as for large cuBLAS GEMMs, latency as fitted.
 pub const ARCH_TABLE: [ArchEfficiency; 7] = [
@@ -119,6 +134,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         tile_n: 128,
         wave_quantization: true,
         fp8_rate: 1.0,
+        attn_rate: 1.0,
+        attn_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.90,
         hbm_bytes_half: 1.0e6,
@@ -132,6 +149,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        attn_rate: 1.0,
+        attn_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
@@ -157,6 +176,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        attn_rate: 1.0,
+        attn_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
@@ -170,6 +191,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        attn_rate: 1.0,
+        attn_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
@@ -365,7 +388,8 @@ pub fn memory_bound_time_with(gpu: &Gpu, e: &ArchEfficiency, bytes: f64) -> f64 
 /// the FLOPs actually executed (callers apply the causal factor, ≈½ for causal masks with a
 /// fused kernel), `bytes` its HBM traffic (Q, K, V, O). FlashAttention parallelises over
 /// batch × heads × query blocks, which fill every SM at training shapes: the GEMM efficiency
-/// of full waves plus one kernel's latency.
+/// of full waves times `attn_rate`, plus one kernel's latency. The backward is the caller's
+/// (`attn_bwd` × this).
 pub fn attention_core_time(gpu: &Gpu, flops: f64, bytes: f64, precision: Precision) -> f64 {
     attention_core_time_with(gpu, arch_efficiency(gpu.arch), flops, bytes, precision)
 }
@@ -381,7 +405,7 @@ pub fn attention_core_time_with(
     if flops <= 0.0 {
         return memory_bound_time_with(gpu, e, bytes);
     }
-    let peak = peak_flops(gpu, precision) * e.gemm_eff_max;
+    let peak = peak_flops(gpu, precision) * e.gemm_eff_max * e.attn_rate;
     let t_math = if peak > 0.0 {
         flops / peak + e.gemm_latency
     } else {

@@ -1,7 +1,7 @@
 //! Hopper's GEMM constants against what they were measured from: `results/h100/` (made by
 //! `tools/gpu/probe.py` on one H100; its README says how). The measurements are data, not a
-//! fit: `fp8_rate` must be their median, and the GEMM form with u = 1 (no wave loss) must
-//! reproduce the isolated timings, which the tile-wave form does not.
+//! fit: `fp8_rate`, `attn_rate` and `attn_bwd` must be their medians, and the GEMM form with
+//! u = 1 (no wave loss) must reproduce the isolated timings, which the tile-wave form does not.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -148,4 +148,39 @@ fn hopper_gemm_form_reproduces_isolated_cublas_timings() {
         worst_w * 100.0
     );
     assert!(mean_w > 0.2, "tile waves fit too: {mean_w}");
+}
+
+#[test]
+fn hopper_attention_constants_are_the_measured_medians() {
+    // FlashAttention (PyTorch SDPA, causal, BF16) at training shapes: head dim 128, 4K tokens
+    // or more (`attention.csv`); its forward rate over the large BF16 GEMMs' (`ratio.csv`).
+    let gemm = median(rates().iter().map(|(_, b, _)| *b).collect());
+    let (mut rate, mut bwd) = (Vec::new(), Vec::new());
+    for r in read("attention.csv") {
+        let (b, s, h, d) = (
+            f(&r, "batch"),
+            f(&r, "seq"),
+            f(&r, "heads"),
+            f(&r, "head_dim"),
+        );
+        if d != 128.0 || s < 4096.0 {
+            continue;
+        }
+        let fwd = f(&r, "fwd_s");
+        rate.push(4.0 * b * h * d * s * s / 2.0 / fwd / 1e12 / gemm);
+        bwd.push(f(&r, "bwd_s") / fwd);
+    }
+    assert_eq!(rate.len(), 4);
+    let (rate, bwd) = (median(rate), median(bwd));
+    let e = arch_efficiency(GpuArch::H100);
+    assert!(
+        (e.attn_rate - rate).abs() <= 0.01,
+        "ARCH_TABLE {} vs {rate:.3}",
+        e.attn_rate
+    );
+    assert!(
+        (e.attn_bwd - bwd).abs() <= 0.05,
+        "ARCH_TABLE {} vs {bwd:.3}",
+        e.attn_bwd
+    );
 }

@@ -28,9 +28,6 @@ use crate::{
 const ACT: f64 = 2.0;
 /// Bytes of a 16-bit parameter (ZeRO parameter all-gathers).
 const PARAM: f64 = 2.0;
-/// FlashAttention-2's backward runs 5 matmuls of the forward's 2 (it recomputes `QKᵀ`):
-/// 2.5× the forward time (Dao 2023, §3.1.2).
-const FLASH_BWD: f64 = 2.5;
 /// Without sequence parallelism, the LayerNorm/dropout/residual tensors are replicated on every
 /// TP rank: Korthikanti 2022 eq. 2, `sbh(10 + 24/t + ...)` of `34·sbh` → 10/34 of the
 /// elementwise traffic is not divided by `tp`.
@@ -936,7 +933,7 @@ impl Evaluator {
                         io,
                         self.attn_precision,
                     );
-                    core_b = FLASH_BWD * core_f;
+                    core_b = self.eff.attn_bwd * core_f;
                 }
                 AttentionKernel::Unfused => {
                     // The full s×s scores are computed, masked, soft-maxed and stored.
