@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure on one GPU what autoplan's compute model prices (needs PyTorch and a CUDA GPU).
 
-Five parts, each written to CSV files under $OUT (default: the current directory); what they
+Six parts, each written to CSV files under $OUT (default: the current directory); what they
 hold and what the model takes from them: results/h100/README.md.
 
 - `gemm`: isolated GEMMs `m×k · k×n` (m = tokens, n = output features, k = input features,
@@ -14,6 +14,8 @@ hold and what the model takes from them: results/h100/README.md.
   → grouped.csv
 - `attention`: causal FlashAttention (SDPA) forward and backward at training shapes.
   → attention.csv
+- `fp8cast`: expert GEMMs in BF16 against FP8 with TE-style current scaling (amax + cast).
+  → fp8cast.csv
 - `block`: one Qwen3-30B-A3B block at the per-GPU shapes of published_runs.csv's
   `bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8` (tp 1, ep 8, micro-batch 2 × 4096 tokens):
   attention (RMSNorm, QKV, q/k-norm, RoPE, causal FlashAttention through SDPA with 4 KV heads,
@@ -25,7 +27,7 @@ hold and what the model takes from them: results/h100/README.md.
   block_kernels.csv
 
 Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [attention]
-[block]` (all five when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
+[fp8cast] [block]` (all six when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
 reads the files against the model.
 """
 import csv
@@ -280,6 +282,82 @@ def grouped_part():
             wr.writerow([*r[:5], f"{r[5]:.9g}", f"{r[6]:.9g}", f"{r[7]:.9g}"])
 
 
+# (label, experts, rows per expert, n, k) for the FP8 current-scaling comparison.
+FP8CAST = [
+    ("qwen3-30b fc1 ep8", 16, 4096, 1536, 2048),
+    ("qwen3-30b fc2 ep8", 16, 4096, 2048, 768),
+    ("qwen3-235b fc1 tp4/ep8", 16, 512, 3072, 4096),
+    ("deepseek-v3 fc1", 8, 1024, 4096, 7168),
+    ("llama3-8b fc1", 1, 8192, 28672, 4096),
+]
+
+
+def fp8cast_part():
+    """A Linear's forward GEMMs in BF16 against FP8 with per-tensor current scaling as
+    Transformer Engine runs it: an amax reduction and a scaled cast of the input (and of the
+    weight unless its FP8 copy is cached), then the FP8 GEMM. The quantisation is compiled
+    (`torch.compile`: one reduction and one cast kernel per tensor, as TE's). Graph-timed."""
+    fmax = torch.finfo(torch.float8_e4m3fn).max
+    # Each expert's view has its own storage offset: let Dynamo compile per view.
+    torch._dynamo.config.recompile_limit = 1 << 20
+    torch._dynamo.config.accumulated_recompile_limit = 1 << 20
+
+    @torch.compile(fullgraph=True, dynamic=False)
+    def quant(x):
+        scale = (x.abs().amax().float() / fmax).clamp(min=1e-12)
+        return (x.float() / scale).to(torch.float8_e4m3fn), scale
+
+    rows = []
+    for label, E, m, n, k in FP8CAST:
+        x = torch.randn(E * m, k, device=DEV, dtype=torch.bfloat16)
+        w = torch.randn(E, n, k, device=DEV, dtype=torch.bfloat16)
+        xs = x.split(m, dim=0)
+        wq = [quant(w[e]) for e in range(E)]
+
+        def bf16():
+            return [xs[e] @ w[e].t() for e in range(E)]
+
+        def fp8_cached():
+            out = []
+            for e in range(E):
+                x8, sx = quant(xs[e])
+                out.append(torch._scaled_mm(x8, wq[e][0].t(), scale_a=sx, scale_b=wq[e][1], out_dtype=torch.bfloat16))
+            return out
+
+        def fp8_full():
+            out = []
+            for e in range(E):
+                x8, sx = quant(xs[e])
+                w8, sw = quant(w[e])
+                out.append(torch._scaled_mm(x8, w8.t(), scale_a=sx, scale_b=sw, out_dtype=torch.bfloat16))
+            return out
+
+        def gemm_only():
+            return [
+                torch._scaled_mm(quant_x[e][0], wq[e][0].t(), scale_a=quant_x[e][1], scale_b=wq[e][1], out_dtype=torch.bfloat16)
+                for e in range(E)
+            ]
+
+        quant_x = [quant(xs[e]) for e in range(E)]
+        res = {}
+        for name, f in (("bf16", bf16), ("fp8_gemm_only", gemm_only), ("fp8_cached_weight", fp8_cached), ("fp8_full", fp8_full)):
+            try:
+                res[name] = graph_time(f, 1)
+            except Exception as e:
+                print(f"fp8cast {label} {name}: {e}", file=sys.stderr)
+                res[name] = float("nan")
+        rows.append((label, E, m, n, k, res["bf16"], res["fp8_gemm_only"], res["fp8_cached_weight"], res["fp8_full"]))
+        print(f"{label:24s} bf16 {res['bf16']*1e6:8.1f} us  fp8 GEMMs only {res['fp8_gemm_only']*1e6:8.1f}"
+              f"  + input casts {res['fp8_cached_weight']*1e6:8.1f}  + weight casts {res['fp8_full']*1e6:8.1f}", flush=True)
+        del x, w, xs, wq, quant_x
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "fp8cast.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "experts", "rows", "n", "k", "bf16_s", "fp8_gemm_s", "fp8_input_cast_s", "fp8_all_casts_s"])
+        for r in rows:
+            wr.writerow([*r[:5], *(f"{t:.9g}" for t in r[5:])])
+
+
 # (label, batch, seq, query heads, kv heads, head dim): causal self-attention cores.
 ATTENTION = [
     ("llama3-8b 8k", 1, 8192, 32, 8, 128),
@@ -520,7 +598,9 @@ def block_part():
 
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
-    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "block"]
+    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
+    if "fp8cast" in parts:
+        fp8cast_part()
     if "attention" in parts:
         attention_part()
     if "grouped" in parts:
