@@ -253,8 +253,8 @@ pub fn gemm_peak(gpu: &Gpu, e: &ArchEfficiency, p: Precision) -> f64 {
 }
 
 /// Useful share of the tile-waves an `m × n` output runs (module docs): `m·n` over the
-/// `waves · sms · tile_m · tile_n` outputs the SMs compute, padded tiles and idle SMs included.
-/// 1 for whole tiles in whole waves; the GEMM's time `F / (peak · eff_max · u)` is then
+/// `waves · sms · tile_m · tile_n` outputs the SMs compute, padded tiles and idle SMs included;
+/// 1 where the architecture has no `wave_quantization`. 1 for whole tiles in whole waves; the GEMM's time `F / (peak · eff_max · u)` is then
 /// `waves` times one tile's work, so it never falls as `m`, `n` or `k` grow.
 pub fn wave_utilisation(e: &ArchEfficiency, m: f64, n: f64) -> f64 {
     if !e.wave_quantization {
