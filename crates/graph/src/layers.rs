@@ -19,7 +19,7 @@
 //!   SwiGLU and MoE below. Dropout masks exist only for the GPT family (Llama-era models train
 //!   without dropout).
 
-use crate::{Attention, Family, Mlp, ModelSpec, Norm, Positions};
+use crate::{Attention, Family, ModelSpec, Norm, Positions};
 
 /// What a node of the layer graph is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -426,10 +426,7 @@ impl ModelSpec {
     /// `f×h`) or ungated (GELU: fc1 `h×f`, fc2 `f×h`).
     fn mlp_matrices(&self, f: u64) -> u64 {
         let h = self.hidden as u64;
-        match self.mlp {
-            Mlp::Swiglu => 3 * h * f,
-            Mlp::Gelu | Mlp::SquaredRelu => 2 * h * f,
-        }
+        (self.mlp.input_matrices() + 1) * h * f
     }
 
     fn mlp_bias(&self, f: u64) -> f64 {
@@ -437,32 +434,21 @@ impl ModelSpec {
             return 0.0;
         }
         let h = self.hidden as u64;
-        (match self.mlp {
-            Mlp::Swiglu => 2 * f + h,
-            Mlp::Gelu | Mlp::SquaredRelu => f + h,
-        }) as f64
+        (self.mlp.input_matrices() * f + h) as f64
     }
 
     /// Bytes stored for backward per token passing through one MLP of width `f`, input
     /// excluded: GELU stores its input and output (Korthikanti: 8sbh + 8sbh at f = 4h);
     /// SwiGLU stores gate and up outputs and the product (down input).
     fn mlp_inner_act(&self, f: u64) -> f64 {
-        B16 * f as f64
-            * match self.mlp {
-                Mlp::Gelu | Mlp::SquaredRelu => 2.0,
-                Mlp::Swiglu => 3.0,
-            }
+        B16 * f as f64 * (self.mlp.input_matrices() + 1) as f64
     }
 
     fn push_mlp_gemms(&self, l: &mut Layer, f: u64, count: u32, rows_per_token: f64) {
         let h = self.hidden as u64;
-        let first: &[&'static str] = match self.mlp {
-            Mlp::Swiglu => &["gate", "up"],
-            Mlp::Gelu | Mlp::SquaredRelu => &["fc1"],
-        };
-        let down = match self.mlp {
-            Mlp::Swiglu => "down",
-            Mlp::Gelu | Mlp::SquaredRelu => "fc2",
+        let (first, down): (&[&'static str], _) = match self.mlp.input_matrices() {
+            2 => (&["gate", "up"], "down"),
+            _ => (&["fc1"], "fc2"),
         };
         for &name in first {
             l.gemms.push(Gemm {

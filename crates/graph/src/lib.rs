@@ -67,6 +67,18 @@ pub enum Mlp {
     SquaredRelu,
 }
 
+impl Mlp {
+    /// Input-side (column) matrices of one MLP: 2 gated (SwiGLU's gate and up), 1 ungated
+    /// (fc1). One output matrix follows either way, and the activation stores `inputs + 1`
+    /// tensors of the MLP's width (its inputs and their product or output).
+    pub fn input_matrices(self) -> u64 {
+        match self {
+            Mlp::Swiglu => 2,
+            Mlp::Gelu | Mlp::SquaredRelu => 1,
+        }
+    }
+}
+
 /// Normalisation layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -86,7 +86,7 @@
 //!   the all-gathered tokens of the EP group) and the ZeRO-3 gather of one block.
 //! - **Reserve**: CUDA context, NCCL buffers, allocator fragmentation ([`MemoryOptions`]).
 
-use autoplan_graph::{Attention, Mlp, ModelSpec, Norm, Optimizer, Positions, Precision};
+use autoplan_graph::{Attention, ModelSpec, Norm, Optimizer, Positions, Precision};
 use autoplan_plan::{
     Dispatcher, PlacementPolicy, Plan, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
@@ -274,10 +274,8 @@ pub struct ModelMemory {
 /// Weights of one MLP of width `f`: (matrices, column biases, row bias).
 fn mlp_params(m: &ModelSpec, f: f64) -> (f64, f64, f64) {
     let h = m.hidden as f64;
-    let (mats, col_bias) = match m.mlp {
-        Mlp::Swiglu => (3.0 * h * f, 2.0 * f),
-        Mlp::Gelu | Mlp::SquaredRelu => (2.0 * h * f, f),
-    };
+    let k = m.mlp.input_matrices() as f64;
+    let (mats, col_bias) = ((k + 1.0) * h * f, k * f);
     if m.bias {
         (mats, col_bias, h)
     } else {
@@ -288,11 +286,7 @@ fn mlp_params(m: &ModelSpec, f: f64) -> (f64, f64, f64) {
 /// Inner activation bytes per token of one MLP of width `f` (graph crate's convention: GELU
 /// stores its input and output, SwiGLU gate, up and their product).
 fn mlp_inner(m: &ModelSpec, f: f64) -> f64 {
-    B16 * f
-        * match m.mlp {
-            Mlp::Gelu | Mlp::SquaredRelu => 2.0,
-            Mlp::Swiglu => 3.0,
-        }
+    B16 * f * (m.mlp.input_matrices() + 1) as f64
 }
 
 fn norm(m: &ModelSpec, w: f64) -> f64 {
