@@ -6,7 +6,7 @@
 //! tiles    = ⌈m / tile_m⌉ · ⌈n / tile_n⌉                  output tiles, one per SM at a time
 //! u        = m·n / (⌈tiles / sms⌉ · sms · tile_m · tile_n)  useful share of the waves run
 //!            (1 where the architecture's library splits work over every SM: Hopper, below)
-//! t_math   = F / (peak(precision) · r · eff_max · u) + latency  F = FLOPs of the GEMM (2·m·n·k)
+//! t_math   = F / (peak(precision) · r · eff_max · u) + latency   F = 2·m·n·k FLOPs
 //! t_memory = (m·k + k·n + m·n) · bytes(precision) / (hbm_bw · hbm_eff(bytes))
 //! t        = max(t_math, t_memory)
 //! ```
@@ -26,7 +26,8 @@
 //! 3072 × 4096 ran at 677 TF/s as 16 cuBLAS calls and 729 as one grouped kernel
 //! (`results/h100/grouped.csv`), like a large GEMM. It stands for per-expert costs that the
 //! published MoE runs show and the kernels do not (without it the ModelZoo Qwen3-235B tp 4 /
-//! ep 8 row, 512 tokens per expert, is predicted 26% fast); ARCHITECTURE.md, "Calibration".
+//! ep 8 row, 512 tokens per expert, is predicted 26% fast at the best refit); ARCHITECTURE.md,
+//! "Calibration", says how that was measured.
 //! `r` is the FP8 rate: FP8 GEMMs reach a smaller share of their peak than BF16 GEMMs of theirs
 //! (measured on the H100: 0.86–0.91 of the 2× the peaks promise, `results/h100/ratio.csv`).
 //! `latency` is a kernel's launch, prologue and epilogue plus the framework's gap per GEMM
@@ -118,8 +119,9 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 ///   the BF16 peak on large GEMMs, `results/h100/ratio.csv`).
 ///   Fits (`--fit`, 2026-11): V100 4 rows MAPE 2.3%, A100 26 rows 3.9%, H100 25 rows 4.4%
 ///   (refitted when the H100 measurements replaced Hopper's tile waves for dense GEMMs: from
-///   0.66, 25 µs, MAPE 5.1%, to 0.68, 30 µs, 4.5% with `fp8_rate` (4.8% without), then 0.69,
-///   27.5 µs, 4.43% with the attention constants). The latency grid stops at 30 µs (a launch
+///   0.66, 25 µs, MAPE 5.1%, to 0.68, 30 µs, 4.5% with `fp8_rate` (4.8% with it set to 1;
+///   both `--fit h100` at commit 659b048), then 0.69, 27.5 µs, 4.43% with the attention
+///   constants). The latency grid stops at 30 µs (a launch
 ///   plus the framework's gap per GEMM); V100 and A100 sit on that edge, where MAPE is flat
 ///   (A100 3.86% at 27.5 µs), and H100's MAPE is flat across it (4.44% at 0.69, 30 µs);
 ///   V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90 grid too.

@@ -753,7 +753,8 @@ impl Evaluator {
                 // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
                 // Transformer Engine's cast), a memory-bound pass per GEMM. Current scaling's
                 // amax is a second pass (2 B read) not itemised here: on the H100 the pair took
-                // 20 µs per 4096 × 2048 input where this term gives 15 (results/h100/fp8cast.csv).
+                // 20 µs per 4096 × 2048 input where this term gives 15
+                // (results/h100/fp8cast.csv).
                 tg += memory_bound_time_with(&self.gpu, e, 3.0 * rows * count * k);
             }
             last = (rows, n, k, count, tg);

@@ -148,19 +148,19 @@ pub struct Skipped {
 pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[(
     "bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8",
     "fine-grained MoE (128 experts of 768, top-8, h 2048) in FP8 with one layer per virtual \
-     stage (vpp 24): the measured step is 2x the modelled step, which the GPU's BF16 work does \
-     not explain. Measured on an H100 (results/h100/block.csv), one block of this plan in \
-     BF16, unfused, takes 16.5 ms of GPU time forward and backward (its MoE part 8.8 ms, as \
-     modelled), 19 ms with the all-to-alls modelled, against 32.4 ms measured per block and \
-     micro-batch. Not \
-     the MoE regime as such: Qwen3-235B's ModelZoo rows (128 experts, top-8, bf16) are within \
-     5%, and GPT-OSS-120B of the same Bridge release (bf16, 128 experts of 2880, top-4) is \
-     within 5% under full recompute (its recompute is not given, so it is not scored). \
-     What the model misses is FP8 at this granularity and the host: with Transformer \
-     Engine's current scaling (an amax and a cast kernel per input) the 16 experts' forward \
-     GEMMs took 1.30x their BF16 time on the H100 (results/h100/fp8cast.csv), where the \
-     model prices the layer's GEMMs 7% faster in FP8; and host-side costs (launches of 16 local experts' GEMMs and \
-     casts, the host sync for the dropless split sizes) at one layer per virtual stage",
+     stage (vpp 24): the measured step is 2x the modelled step, which the GPU's BF16 work \
+     does not explain. Measured on an H100 (results/h100/block.csv), one block of this plan \
+     in BF16, unfused, takes 16.5 ms of GPU time forward and backward (its MoE part 8.8 ms, \
+     as modelled), 19 ms with the all-to-alls modelled, against 32.4 ms measured per block \
+     and micro-batch. Not the MoE regime as such: Qwen3-235B's ModelZoo rows (128 experts, \
+     top-8, bf16) are within 5%, and GPT-OSS-120B of the same Bridge release (bf16, 128 \
+     experts of 2880, top-4) is within 5% under full recompute (its recompute is not given, \
+     so it is not scored). What the model misses is FP8 at this granularity and the host: \
+     with Transformer Engine's current scaling (an amax and a cast kernel per input) the 16 \
+     experts' forward GEMMs took 1.30x their BF16 time on the H100 \
+     (results/h100/fp8cast.csv), where the model prices the layer's GEMMs 7% faster in FP8; \
+     and host-side costs (launches of 16 local experts' GEMMs and casts, the host sync for \
+     the dropless split sizes) at one layer per virtual stage",
 )];
 
 /// Everything `autoplan validate` prints.
@@ -591,8 +591,8 @@ fn recompute_modules(rc: &str) -> RecomputeModules {
 
 /// The skip reason of a row that gives no recompute and whose plan does not fit without one:
 /// the run must have recomputed something, but the row does not say what (the NeMo and
-/// Megatron-Bridge tables have no recompute column), so it is not scored. The reason says what full recompute
-/// would predict, for the reader, not for the MAPE. `None` for any other row (memory does not
+/// Megatron-Bridge tables have no recompute column), so it is not scored. The reason says what
+/// full recompute would predict, for the reader, not for the MAPE. `None` for any other row (memory does not
 /// depend on the efficiency constants, so `fit` drops the same rows).
 pub fn recompute_not_given(c: &Case) -> Option<String> {
     if c.recompute_stated || c.plan.recompute != Recompute::None {
@@ -698,8 +698,8 @@ pub struct FitPoint {
 }
 
 /// The calibration procedure of ARCHITECTURE.md ("Calibration"): with every link and collective
-/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows [`recompute_not_given`] skips) for every point of the
-/// grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
+/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows
+/// [`recompute_not_given`] skips) for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
 /// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst
 /// error, then the grid order). A point under which a published plan does not run scores as
 /// infinitely wrong. Deterministic.
