@@ -42,6 +42,7 @@ pub mod baseline;
 pub mod bound;
 pub mod eval;
 pub mod exact;
+pub mod formulation;
 pub mod heuristic;
 pub mod instance;
 pub mod loads;
