@@ -40,6 +40,7 @@
 pub mod balance;
 pub mod baseline;
 pub mod bound;
+mod csvrows;
 pub mod eval;
 pub mod exact;
 pub mod formulation;
