@@ -5,10 +5,7 @@ use autoplan_cluster::Cluster;
 use autoplan_evaluate::validate::{cluster_name_for, validate, PublishedRun, Validation};
 
 fn runs() -> Vec<PublishedRun> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../data/published_runs.csv"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/published_runs.csv");
     let mut rdr = csv::Reader::from_path(path).expect("published_runs.csv");
     rdr.deserialize().map(|r| r.expect("row")).collect()
 }
