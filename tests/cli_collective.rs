@@ -132,10 +132,7 @@ fn table_marks_the_chosen_algorithm() {
 
 #[test]
 fn validate_expresses_every_row_within_tolerance() {
-    let csv = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/collectives_measured.csv"
-    );
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/collectives_measured.csv");
     let (code, out, err) = autoplan(&["collective", "--validate", csv]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(

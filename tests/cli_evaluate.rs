@@ -118,10 +118,7 @@ fn invalid_and_oversized_plans_exit_2_with_the_reason() {
 
 #[test]
 fn validate_json_reports_mape_and_rows() {
-    let runs = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/published_runs.csv"
-    );
+    let runs = concat!(env!("CARGO_MANIFEST_DIR"), "/data/published_runs.csv");
     let (code, out, err) = autoplan(&["validate", "--runs", runs, "--format", "json"]);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
@@ -137,10 +134,7 @@ fn validate_json_reports_mape_and_rows() {
 
 #[test]
 fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
-    let runs = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/published_runs.csv"
-    );
+    let runs = concat!(env!("CARGO_MANIFEST_DIR"), "/data/published_runs.csv");
     let id = "mzoo_h100_Qwen3_235B_a22B_xnode_ep32";
     let (code, out, err) = autoplan(&["validate", "--runs", runs, "--explain", id]);
     assert_eq!(code, Some(0), "{err}");

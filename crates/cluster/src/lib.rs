@@ -3,7 +3,7 @@
 //!
 //! Boundary: this crate describes hardware and placement; it computes no collective time
 //! (that is `autoplan-cost`). All quantities are SI: bytes, bytes/s, seconds, FLOP/s. Config
-//! files use GB/s, µs, GiB and TFLOP/s and are converted once, when parsed ([`file`]).
+//! files use GB/s, µs, GiB and TFLOP/s and are converted once, when parsed ([`mod@file`]).
 //!
 //! The principal types are [`Cluster`] and [`GroupPlacement`]. Clusters come from TOML files
 //! ([`Cluster::from_toml`]) or the bundled library ([`resolve_cluster`], [`bundled_clusters`]).

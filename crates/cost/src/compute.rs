@@ -111,7 +111,7 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 ///   form, `fp8_rate` and `attn_rate` 1, `attn_bwd` 2.5.
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
 ///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
-///   `autoplan validate --fit v100|a100|h100` over `../shared/data/published_runs.csv`
+///   `autoplan validate --fit v100|a100|h100` over `data/published_runs.csv`
 ///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant and the
 ///   measured Hopper constants fixed beforehand. `eff_max` is an end-to-end
 ///   efficiency: it absorbs what the analytical step does not itemise (fused epilogues,

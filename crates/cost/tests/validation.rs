@@ -1,4 +1,4 @@
-//! The model against every row of `../shared/data/collectives_measured.csv`: busbw within 20%,
+//! The model against every row of `data/collectives_measured.csv`: busbw within 20%,
 //! small-message time (rows with only `time_us`) within 30%; rows it cannot express are listed
 //! with the reason.
 
@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use autoplan_cost::validation::{predict, MeasuredRow};
 
 fn data_file() -> PathBuf {
-    // crates/cost → workspace root → its sibling `shared/`.
+    // crates/cost → workspace root → its vendored `data/`.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.join("../shared/data/collectives_measured.csv")
+    root.join("data/collectives_measured.csv")
 }
 
 fn rows() -> Vec<MeasuredRow> {

@@ -1,4 +1,4 @@
-//! Published measured runs (`../shared/data/published_runs.csv`) turned into (model, cluster,
+//! Published measured runs (`data/published_runs.csv`) turned into (model, cluster,
 //! plan, options) cases, evaluated, and compared with what was measured.
 //!
 //! Boundary: no file IO here; the CLI reads the CSV into [`PublishedRun`]s. Every assumption

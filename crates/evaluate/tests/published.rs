@@ -1,14 +1,11 @@
-//! Validation against `../shared/data/published_runs.csv`: the bounds of issue 4 pinned, so a
+//! Validation against `data/published_runs.csv`: the bounds of issue 4 pinned, so a
 //! regression of the model (or of the calibration) fails CI.
 
 use autoplan_cluster::Cluster;
 use autoplan_evaluate::validate::{cluster_name_for, validate, PublishedRun, Validation};
 
 fn runs() -> Vec<PublishedRun> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/published_runs.csv"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/published_runs.csv");
     let mut rdr = csv::Reader::from_path(path).expect("published_runs.csv");
     rdr.deserialize().map(|r| r.expect("row")).collect()
 }

@@ -10,8 +10,7 @@
 //! The principal type is [`ModelSpec`], built by [`ModelSpec::from_toml`] (a model file),
 //! [`ModelSpec::from_hf_config`] (a Hugging Face `config.json`) or [`resolve_model`] (either, or
 //! a bundled name). A `ModelSpec` that exists is internally consistent (heads divide hidden,
-//! top-k ≤ experts...). [`ModelSpec::layers`] (and [`ModelSpec::graph`], the same nodes as a
-//! petgraph chain) give one [`Layer`] per node.
+//! top-k ≤ experts...). [`ModelSpec::layers`] gives one [`Layer`] per node, in execution order.
 //!
 //! ```
 //! use autoplan_graph::{resolve_model, LayerKind};

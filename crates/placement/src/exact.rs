@@ -1,34 +1,14 @@
-//! The exact solver: seed 004 §4.2.1 as a mixed-integer linear program, solved by microlp
-//! (pure Rust, through good_lp) to proven optimality; its LP relaxation as a lower bound; and
-//! the optimal routing of a fixed placement (an LP).
-//!
-//! The thesis's formulation multiplies the placement R by the routing W inside V_ij, which is
-//! not linear. It is linearised here without loss by routing fractions w_ije of GPU i's
-//! tokens for expert e to GPU j, bounded by the placement: `w_ije ≤ R_je`. So
-//!
-//! * `Σ_e R_je ≤ L` (slots), `Σ_j R_je ≥ 1` (every expert exists), `R_je ∈ {0,1}`;
-//! * `Σ_j w_ije = 1` for every (i, e) with `C_ie > 0`, `0 ≤ w_ije ≤ R_je`. The thesis writes
-//!   this constraint as `Σ_k W_ijk = 1` (summing over experts), which would force every pair
-//!   to carry traffic; its prose ("the fraction of GPU i's data for expert k sent to GPU j")
-//!   means the sum over destinations j, used here;
-//! * `V_ij = bytes_per_token · Σ_e C_ie · w_ije` for i ≠ j (tokens kept on their GPU are free,
-//!   the thesis's `(1 − R_ik)` factor);
-//! * α is paid on a pair only when it carries traffic: a binary `y_ij ≥ w_ije` (only where
-//!   α > 0). The thesis sums α over all pairs, a constant that would not change the optimum.
-//!
-//! Objective [`Objective::Thesis`]: `Σ_{i≠j} (α_ij + α_ji) y_ij + V_ij (1/β_ij + 1/β_ji)`
-//! (dispatch plus the combine that sends V_ij back). Objective [`Objective::Synchronous`]:
-//! `T_d + T_c` with `T_d ≥` every rank's dispatch send and receive time and `T_c` the same for
-//! combine. Both add `M ≥ compute_s_per_token · load_j` for every GPU j.
+//! The exact solver: the MILP of seed 004 §4.2.1 (formulated in [`crate::formulation`]) solved
+//! by microlp (pure Rust, through good_lp) to proven optimality, warm-started from the
+//! heuristic; and its LP relaxation as a lower bound.
 
-use good_lp::{
-    microlp, variable, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus,
-    SolverModel, Variable, WithTimeLimit,
-};
+use good_lp::{microlp, Solution, SolutionStatus, SolverModel, WithTimeLimit};
 
-use crate::baseline;
-use crate::eval::{evaluate_nearest, Placement, Routing};
-use crate::instance::{Instance, Objective};
+use crate::eval::Placement;
+use crate::eval::Routing;
+pub use crate::formulation::ExactError;
+use crate::formulation::{build, routing_of, Mode};
+use crate::instance::Instance;
 
 /// How the exact solve ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,21 +18,6 @@ pub enum ExactStatus {
     Optimal,
     /// The time limit stopped branch and bound; the placement is the best found.
     TimeLimit,
-}
-
-/// Why the exact solver gave no answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ExactError {
-    #[error("instance too large for the exact solver: {binaries} binary variables (limit {limit}); use the heuristic")]
-    TooLarge { binaries: usize, limit: usize },
-    #[error("MILP solver (microlp) failed: {0}")]
-    Solver(String),
-}
-
-impl From<ResolutionError> for ExactError {
-    fn from(e: ResolutionError) -> Self {
-        ExactError::Solver(e.to_string())
-    }
 }
 
 /// Knobs of [`solve_exact`].
@@ -86,26 +51,6 @@ pub struct ExactResult {
     pub continuous: usize,
 }
 
-enum Mode<'a> {
-    /// The MILP, optionally warm-started from a known placement and routing (microlp
-    /// completes the continuous variables by LP and starts with that incumbent).
-    Binary(Option<(&'a Placement, &'a Routing)>),
-    Relaxed,
-    Fixed(&'a Placement),
-}
-
-struct Model {
-    vars: ProblemVariables,
-    objective: Expression,
-    constraints: Vec<good_lp::Constraint>,
-    r: Vec<Option<Variable>>,
-    /// (i, e, j, var)
-    w: Vec<(usize, usize, usize, Variable)>,
-    binaries: usize,
-    continuous: usize,
-    scale: f64,
-}
-
 /// Binaries the MILP of `inst` would have (R plus the α indicators).
 pub fn binaries(inst: &Instance) -> usize {
     let p = inst.gpus();
@@ -115,217 +60,6 @@ pub fn binaries(inst: &Instance) -> usize {
         .filter(|&(i, j)| i != j && t.alpha(i, j) + t.alpha(j, i) > 0.0)
         .count();
     p * inst.experts() + y
-}
-
-fn build(inst: &Instance, mode: Mode) -> Model {
-    let (p, e_n) = (inst.gpus(), inst.experts());
-    let t = inst.topology();
-    let bpt = inst.bytes_per_token();
-    // Coefficients are in units of the contiguous placement's objective, so the LP sees
-    // numbers near 1 rather than microseconds.
-    let reference = evaluate_nearest(inst, &baseline::contiguous(inst)).objective_s;
-    let scale = if reference > 0.0 {
-        1.0 / reference
-    } else {
-        1.0
-    };
-    let mut vars = ProblemVariables::new();
-    let mut constraints = Vec::new();
-    let (mut binaries, mut continuous) = (0, 0);
-    let integral = matches!(mode, Mode::Binary(_));
-    let hint = match mode {
-        Mode::Binary(h) => h,
-        _ => None,
-    };
-    let mut used_pairs = vec![false; p * p];
-    if let Some((_, routing)) = hint {
-        for (k, flows) in routing.flows.iter().enumerate() {
-            let i = k / e_n;
-            for &(j, f) in flows {
-                if f > 0.0 && i != j {
-                    used_pairs[i * p + j] = true;
-                }
-            }
-        }
-    }
-    let mut r = vec![None; p * e_n];
-    if !matches!(mode, Mode::Fixed(_)) {
-        for (k, slot) in r.iter_mut().enumerate() {
-            let v = if integral {
-                binaries += 1;
-                let def = variable().binary();
-                vars.add(match hint {
-                    Some((pl, _)) => {
-                        def.initial(f64::from(u8::from(pl.gpus[k / e_n].contains(&(k % e_n)))))
-                    }
-                    None => def,
-                })
-            } else {
-                continuous += 1;
-                vars.add(variable().clamp(0.0, 1.0))
-            };
-            *slot = Some(v);
-        }
-    }
-    let hosts = |j: usize, e: usize| match mode {
-        Mode::Fixed(pl) => pl.gpus[j].contains(&e),
-        _ => true,
-    };
-    let mut y = vec![None; p * p];
-    for i in 0..p {
-        for j in 0..p {
-            if i != j && t.alpha(i, j) + t.alpha(j, i) > 0.0 {
-                y[i * p + j] = Some(if integral {
-                    binaries += 1;
-                    let def = variable().binary();
-                    vars.add(match hint {
-                        Some(_) => def.initial(f64::from(u8::from(used_pairs[i * p + j]))),
-                        None => def,
-                    })
-                } else {
-                    continuous += 1;
-                    vars.add(variable().clamp(0.0, 1.0))
-                });
-            }
-        }
-    }
-    let mut w = Vec::new();
-    for i in 0..p {
-        for e in 0..e_n {
-            if inst.demand(i, e) == 0.0 {
-                continue;
-            }
-            let mut sum = Expression::with_capacity(p);
-            for j in 0..p {
-                if !hosts(j, e) {
-                    continue;
-                }
-                let v = vars.add(variable().clamp(0.0, 1.0));
-                continuous += 1;
-                sum.add_mul(1.0, v);
-                if let Some(rv) = r[j * e_n + e] {
-                    constraints.push(Expression::from(v).leq(rv));
-                }
-                if let Some(yv) = y[i * p + j] {
-                    constraints.push(Expression::from(v).leq(yv));
-                }
-                w.push((i, e, j, v));
-            }
-            constraints.push(sum.eq(1.0));
-        }
-    }
-    for j in 0..p {
-        if r[j * e_n].is_some() {
-            let mut s = Expression::with_capacity(e_n);
-            for e in 0..e_n {
-                s.add_mul(1.0, r[j * e_n + e].expect("R exists"));
-            }
-            constraints.push(s.leq(inst.slots() as f64));
-        }
-    }
-    if r[0].is_some() {
-        for e in 0..e_n {
-            let mut s = Expression::with_capacity(p);
-            for j in 0..p {
-                s.add_mul(1.0, r[j * e_n + e].expect("R exists"));
-            }
-            constraints.push(s.geq(1.0));
-        }
-    }
-    // Per-rank dispatch/combine send/receive time expressions, and the thesis sum.
-    let mut dsend: Vec<Expression> = (0..p).map(|_| Expression::default()).collect();
-    let mut drecv = dsend.clone();
-    let mut csend = dsend.clone();
-    let mut crecv = dsend.clone();
-    let mut load = dsend.clone();
-    let mut thesis = Expression::default();
-    for i in 0..p {
-        for j in 0..p {
-            if let Some(yv) = y[i * p + j] {
-                let (ad, ac) = (t.alpha(i, j) * scale, t.alpha(j, i) * scale);
-                dsend[i].add_mul(ad, yv);
-                drecv[j].add_mul(ad, yv);
-                csend[j].add_mul(ac, yv);
-                crecv[i].add_mul(ac, yv);
-                thesis.add_mul(ad + ac, yv);
-            }
-        }
-    }
-    for &(i, e, j, v) in &w {
-        let c = inst.demand(i, e);
-        load[j].add_mul(c * inst.compute_s_per_token() * scale, v);
-        if i == j {
-            continue;
-        }
-        let d = c * bpt * t.inv_beta(i, j) * scale;
-        let cb = c * bpt * t.inv_beta(j, i) * scale;
-        dsend[i].add_mul(d, v);
-        drecv[j].add_mul(d, v);
-        csend[j].add_mul(cb, v);
-        crecv[i].add_mul(cb, v);
-        thesis.add_mul(d + cb, v);
-    }
-    let mut objective = Expression::default();
-    if inst.compute_s_per_token() > 0.0 {
-        let m = vars.add(variable().min(0.0));
-        continuous += 1;
-        for l in load {
-            constraints.push(l.leq(m));
-        }
-        objective.add_mul(1.0, m);
-    }
-    match inst.objective() {
-        Objective::Thesis => objective += thesis,
-        Objective::Synchronous => {
-            let td = vars.add(variable().min(0.0));
-            let tc = vars.add(variable().min(0.0));
-            continuous += 2;
-            for g in 0..p {
-                constraints.push(dsend[g].clone().leq(td));
-                constraints.push(drecv[g].clone().leq(td));
-                constraints.push(csend[g].clone().leq(tc));
-                constraints.push(crecv[g].clone().leq(tc));
-            }
-            objective.add_mul(1.0, td);
-            objective.add_mul(1.0, tc);
-        }
-    }
-    Model {
-        vars,
-        objective,
-        constraints,
-        r,
-        w,
-        binaries,
-        continuous,
-        scale,
-    }
-}
-
-/// Read the routing fractions of a solved model (dropping noise below 1e-9, renormalised).
-fn routing_of(
-    inst: &Instance,
-    w: &[(usize, usize, usize, Variable)],
-    sol: &impl Solution,
-) -> Routing {
-    let e_n = inst.experts();
-    let mut flows = vec![Vec::new(); inst.gpus() * e_n];
-    for &(i, e, j, v) in w {
-        let f = sol.value(v);
-        if f > 1e-9 {
-            flows[i * e_n + e].push((j, f));
-        }
-    }
-    for f in &mut flows {
-        let s: f64 = f.iter().map(|x| x.1).sum();
-        if s > 0.0 {
-            f.iter_mut().for_each(|x| x.1 /= s);
-        }
-    }
-    Routing {
-        experts: e_n,
-        flows,
-    }
 }
 
 /// Solve the placement MILP of `inst` exactly (microlp branch and bound).
@@ -386,16 +120,4 @@ pub fn lp_lower_bound(inst: &Instance) -> Result<f64, ExactError> {
     }
     let sol = problem.solve()?;
     Ok(m.objective.eval_with(&sol) / m.scale)
-}
-
-/// The routing W minimising the objective for a fixed placement (an LP; the α indicators
-/// are relaxed, so the result is re-evaluated by the caller).
-pub fn optimal_routing(inst: &Instance, placement: &Placement) -> Result<Routing, ExactError> {
-    let m = build(inst, Mode::Fixed(placement));
-    let mut problem = m.vars.minimise(m.objective.clone()).using(microlp);
-    for c in m.constraints {
-        problem.add_constraint(c);
-    }
-    let sol = problem.solve()?;
-    Ok(routing_of(inst, &m.w, &sol))
 }

@@ -40,8 +40,10 @@
 pub mod balance;
 pub mod baseline;
 pub mod bound;
+mod csvrows;
 pub mod eval;
 pub mod exact;
+pub mod formulation;
 pub mod heuristic;
 pub mod instance;
 pub mod loads;

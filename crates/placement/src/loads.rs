@@ -5,7 +5,8 @@
 //!
 //! * CSV with a header, either `expert,tokens` (per-expert totals, spread evenly over the
 //!   source GPUs) or `source,expert,tokens` (tokens each source GPU routes to each expert;
-//!   missing pairs are 0). Blank lines and lines starting with `#` are skipped.
+//!   missing pairs are 0). Blank lines and lines starting with `#` are skipped; fields may be
+//!   quoted (read by the csv crate).
 //! * JSON, either `{"experts": [t0, t1, ...]}` (totals) or `{"tokens": [[...], ...]}`
 //!   (one row of E numbers per source GPU).
 
@@ -144,19 +145,22 @@ fn index(file: &str, line: usize, field: &str, text: &str) -> Result<usize, Load
 
 /// Parse a CSV trace (see the module docs). `file` names it in errors.
 pub fn parse_csv(file: &str, text: &str) -> Result<Loads, LoadsError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(k, l)| (k + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-    let Some((hline, header)) = lines.next() else {
+    let rows = crate::csvrows::rows(text).map_err(|(line, reason)| LoadsError::Field {
+        file: file.to_string(),
+        line,
+        field: "row".to_string(),
+        value: String::new(),
+        reason,
+    })?;
+    let mut rows = rows.into_iter();
+    let Some((hline, header)) = rows.next() else {
         return Err(LoadsError::Shape {
             file: file.to_string(),
             reason: "empty file: expected a header `expert,tokens` or `source,expert,tokens`"
                 .to_string(),
         });
     };
-    let cols: Vec<&str> = header.split(',').map(str::trim).collect();
+    let cols: Vec<&str> = header.iter().collect();
     let matrix = match cols.as_slice() {
         ["expert", "tokens"] => false,
         ["source", "expert", "tokens"] => true,
@@ -165,34 +169,33 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Loads, LoadsError> {
                 file: file.to_string(),
                 line: hline,
                 field: "header".to_string(),
-                value: header.to_string(),
+                value: crate::csvrows::joined(&header),
                 reason: "expected `expert,tokens` or `source,expert,tokens`".to_string(),
             })
         }
     };
     let mut entries: Vec<(usize, usize, f64, usize)> = Vec::new();
-    for (ln, l) in lines {
-        let f: Vec<&str> = l.split(',').collect();
+    for (ln, f) in rows {
         if f.len() != cols.len() {
             return Err(LoadsError::Field {
                 file: file.to_string(),
                 line: ln,
                 field: "row".to_string(),
-                value: l.to_string(),
+                value: crate::csvrows::joined(&f),
                 reason: format!("expected {} fields, found {}", cols.len(), f.len()),
             });
         }
         let (src, e, tok) = if matrix {
             (
-                index(file, ln, "source", f[0])?,
-                index(file, ln, "expert", f[1])?,
-                number(file, ln, "tokens", f[2])?,
+                index(file, ln, "source", &f[0])?,
+                index(file, ln, "expert", &f[1])?,
+                number(file, ln, "tokens", &f[2])?,
             )
         } else {
             (
                 0,
-                index(file, ln, "expert", f[0])?,
-                number(file, ln, "tokens", f[1])?,
+                index(file, ln, "expert", &f[0])?,
+                number(file, ln, "tokens", &f[1])?,
             )
         };
         entries.push((src, e, tok, ln));
@@ -295,6 +298,8 @@ mod tests {
         assert_eq!(t.demand(2, 2, "a").unwrap(), vec![5.0, 15.0, 5.0, 15.0]);
         let m = parse_csv("b.csv", "source,expert,tokens\n# c\n0,1,4\n1,0,2\n").unwrap();
         assert_eq!(m, Loads::Matrix(vec![vec![0.0, 4.0], vec![2.0, 0.0]]));
+        let q = parse_csv("q.csv", "\"expert\",\"tokens\"\n\"0\", 10\n1,\"30\"\n").unwrap();
+        assert_eq!(q, Loads::Totals(vec![10.0, 30.0]));
     }
 
     #[test]
@@ -310,6 +315,14 @@ mod tests {
         assert!(e.to_string().contains("expert 1 has no row"), "{e}");
         let e = parse_csv("a.csv", "e,t\n").unwrap_err();
         assert!(e.to_string().starts_with("a.csv:1: header"), "{e}");
+        // A quoted field is one field: its comma does not split it.
+        let e = parse_csv("a.csv", "expert,tokens\n0,\"1,5\"\n").unwrap_err();
+        assert_eq!(e.to_string(), "a.csv:2: tokens = \"1,5\": not a number");
+        let e = parse_csv("a.csv", "# trace\nexpert,tokens\n0,1\n\n1,2,3\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.csv:5: row = \"1,2,3\": expected 2 fields, found 3"
+        );
     }
 
     #[test]

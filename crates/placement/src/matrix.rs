@@ -69,7 +69,8 @@ pub fn alpha_beta_from_timings(
 }
 
 /// Parse an α-β matrix for `p` GPUs from CSV text with header `src,dst,alpha_us,bw_gbps`
-/// (α in µs, β in GB/s = 1e9 bytes/s, converted here to seconds and s/byte). Every ordered
+/// (α in µs, β in GB/s = 1e9 bytes/s, converted here to seconds and s/byte; read by the csv
+/// crate: quoted fields, blank lines and `#` comment lines allowed). Every ordered
 /// pair `src != dst` of `0..p` must appear exactly once. Returns row-major `(alpha, inv_beta)`.
 pub fn parse_alpha_beta_csv(
     file: &str,
@@ -83,21 +84,16 @@ pub fn parse_alpha_beta_csv(
         value: value.to_string(),
         reason: reason.to_string(),
     };
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(k, l)| (k + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
-    match lines.next() {
-        Some((_, h))
-            if h.split(',')
-                .map(str::trim)
-                .eq(["src", "dst", "alpha_us", "bw_gbps"]) => {}
+    let rows =
+        crate::csvrows::rows(text).map_err(|(line, reason)| field(line, "row", "", &reason))?;
+    let mut rows = rows.into_iter();
+    match rows.next() {
+        Some((_, h)) if h.iter().eq(["src", "dst", "alpha_us", "bw_gbps"]) => {}
         Some((ln, h)) => {
             return Err(field(
                 ln,
                 "header",
-                h,
+                &crate::csvrows::joined(&h),
                 "expected `src,dst,alpha_us,bw_gbps`",
             ))
         }
@@ -111,10 +107,15 @@ pub fn parse_alpha_beta_csv(
     let mut alpha = vec![0.0; p * p];
     let mut inv_beta = vec![0.0; p * p];
     let mut seen = vec![0usize; p * p];
-    for (ln, l) in lines {
-        let f: Vec<&str> = l.split(',').map(str::trim).collect();
+    for (ln, row) in rows {
+        let f: Vec<&str> = row.iter().collect();
         if f.len() != 4 {
-            return Err(field(ln, "row", l, "expected 4 fields"));
+            return Err(field(
+                ln,
+                "row",
+                &crate::csvrows::joined(&row),
+                "expected 4 fields",
+            ));
         }
         let gpu = |name: &str, v: &str| -> Result<usize, MatrixError> {
             let g: usize = v
@@ -204,6 +205,12 @@ mod tests {
         let e =
             parse_alpha_beta_csv("m.csv", "src,dst,alpha_us,bw_gbps\n0,2,5,1\n", 2).unwrap_err();
         assert!(e.to_string().starts_with("m.csv:2: dst"), "{e}");
+        let t = "# measured\nsrc,dst,alpha_us,bw_gbps\n0,1,5,100\n\n1,0,7\n";
+        let e = parse_alpha_beta_csv("m.csv", t, 2).unwrap_err();
+        assert_eq!(e.to_string(), "m.csv:5: row = \"1,0,7\": expected 4 fields");
+        let t = "src,dst,alpha_us,bw_gbps\n0,1,\"5\",\"1,5\"\n";
+        let e = parse_alpha_beta_csv("m.csv", t, 2).unwrap_err();
+        assert_eq!(e.to_string(), "m.csv:2: bw_gbps = \"1,5\": not a number");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::Format;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Published runs in the `published_runs.csv` schema.
-    #[arg(long, default_value = "../shared/data/published_runs.csv")]
+    #[arg(long, default_value = "data/published_runs.csv")]
     pub runs: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
