@@ -118,3 +118,82 @@ fn nothing_fits_says_by_how_much() {
     assert!(err.contains("no plan of the space fits in memory"), "{err}");
     assert!(err.contains("GiB over the 80.00 GiB"), "{err}");
 }
+
+/// `--format json|csv` carry `--explain N`: JSON the report `evaluate --format json` prints for
+/// plan N (per-layer rows under `report.comm`), CSV a second table of those rows after an empty
+/// line; without `--explain` neither format changes.
+#[test]
+fn json_and_csv_explain_plan_n_with_its_per_layer_rows() {
+    let json = |extra: &[&str]| {
+        let (code, out, err) = autoplan(&with(
+            &[&["--top", "3", "--format", "json"], extra].concat(),
+        ));
+        assert_eq!(code, Some(0), "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).expect("json")
+    };
+    let plain = json(&[]);
+    assert!(plain.get("explain").is_none(), "{plain}");
+    let v = json(&["--explain", "2"]);
+    let e = &v["explain"];
+    assert_eq!(e["rank"], 2);
+    assert_eq!(e["plan"], v["plans"][1]["plan"]);
+    assert_eq!(e["step_time_s"], v["plans"][1]["step_time_s"]);
+    // The same report as `autoplan evaluate` of that plan.
+    let plan = e["plan"].as_str().expect("plan string");
+    let (code, out, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        "a100x64",
+        "--plan",
+        plan,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut evaluated: serde_json::Value = serde_json::from_str(&out).expect("json");
+    evaluated["rank"] = 2.into();
+    evaluated["plan"] = plan.into();
+    assert_eq!(e, &evaluated);
+    let comm = e["report"]["comm"].as_array().expect("per-layer rows");
+    assert!(!comm.is_empty(), "{e}");
+
+    let csv = |extra: &[&str]| {
+        let (code, out, err) =
+            autoplan(&with(&[&["--top", "3", "--format", "csv"], extra].concat()));
+        assert_eq!(code, Some(0), "{err}");
+        out
+    };
+    let plain = csv(&[]);
+    assert!(!plain.contains("\n\n"), "{plain}");
+    let out = csv(&["--explain", "2"]);
+    let (ranking, rows) = out.split_once("\n\n").expect("a second table");
+    assert_eq!(format!("{ranking}\n"), plain);
+    let mut r = ::csv::Reader::from_reader(rows.as_bytes());
+    let header = r.headers().expect("header").clone();
+    assert_eq!(&header[0], "rank");
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let records: Vec<::csv::StringRecord> = r.records().map(|x| x.expect("row")).collect();
+    assert_eq!(records.len(), comm.len());
+    for (rec, row) in records.iter().zip(comm) {
+        assert_eq!(&rec[col("rank")], "2");
+        assert_eq!(rec[col("what")], row["what"]);
+        assert_eq!(rec[col("collective")], row["collective"]);
+        let exposed: f64 = rec[col("exposed_s")].parse().expect("a number");
+        assert_eq!(exposed, row["exposed"].as_f64().expect("exposed"));
+    }
+
+    // Beyond the ranking (a space of a few plans) or zero: an error, nothing half-written.
+    let fix = "tp=8,pp=8,cp=1,mbs=1,recompute=full,zero=1,schedule=1f1b";
+    let (code, out, err) = autoplan(&with(&["--fix", fix, "--format", "csv", "--explain", "99"]));
+    assert_ne!(code, Some(0));
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("--explain 99: only") && err.contains("plans were ranked"),
+        "{err}"
+    );
+    let (code, _, err) = autoplan(&with(&["--format", "json", "--explain", "0"]));
+    assert_ne!(code, Some(0));
+    assert!(err.contains("--explain must be at least 1"), "{err}");
+}

@@ -2,6 +2,7 @@
 //! the workspace crates so top-level tests and benches can reach them as `autoplan::...`.
 
 pub mod cmd;
+mod fmt;
 
 pub use autoplan_cluster as cluster;
 pub use autoplan_cost as cost;

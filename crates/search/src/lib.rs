@@ -21,6 +21,7 @@
 //! assert!(fast.stats.evaluated <= slow.stats.evaluated);
 //! ```
 
+mod case;
 mod engine;
 mod evaluator;
 pub mod space;
@@ -28,6 +29,7 @@ pub mod testing;
 
 use autoplan_plan::{Plan, Recompute, RecomputeModules};
 
+pub use case::{search_case, CaseOutcome};
 pub use engine::{search, NoFit, Observer, Outcome, Ranked, SearchOptions, Stats};
 pub use evaluator::Scorer;
 pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};

@@ -8,12 +8,13 @@ use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_evaluate::{CommKind, EvalOptions, Evaluator};
 use autoplan_graph::{resolve_model, ModelSpec};
 use autoplan_input::InputError;
-use autoplan_search::{resolve_space, search, SearchOptions, Space};
+use autoplan_search::{resolve_space, search_case, CaseOutcome, SearchOptions, Space};
 
 use crate::{Case, Infeasible, Metrics, Planner, RankedPlan, SpecField, SweepSpec};
 
-/// Plans a case with the branch-and-bound search (the same as `autoplan search`), evaluating
-/// with the default [`EvalOptions`]. Each case's search runs on the sweep's worker pool
+/// Plans a case with the branch-and-bound search through `autoplan_search::search_case`, the
+/// same path as `autoplan search` (same objective and bounds), evaluating with the default
+/// [`EvalOptions`]. Each case's search runs on the sweep's worker pool
 /// (rayon nests), so `--threads` bounds the whole sweep.
 #[derive(Debug, Clone)]
 pub struct SearchPlanner {
@@ -88,12 +89,14 @@ impl Planner for SearchPlanner {
         } else {
             cluster.clone()
         };
-        let ev = Evaluator::new(&model, &cluster, self.opts);
         let opts = SearchOptions {
             top_k: case.top_k as usize,
             exhaustive: false,
         };
-        let outcome = search(&ev, space, &opts, &());
+        // The same path as `autoplan search`: the `Scorer` with its communication floor.
+        let CaseOutcome { scorer, outcome } =
+            search_case(&model, &cluster, self.opts, space, &opts, &());
+        let ev = &scorer.exact;
         if outcome.plans.is_empty() {
             const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
             return Err(infeasible(match outcome.no_fit {
@@ -113,7 +116,7 @@ impl Planner for SearchPlanner {
             .iter()
             .map(|r| RankedPlan {
                 plan: r.plan,
-                metrics: metrics(&ev, r),
+                metrics: metrics(ev, r),
             })
             .collect())
     }

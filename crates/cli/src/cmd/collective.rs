@@ -11,6 +11,7 @@ use autoplan_cost::validation::{predict, MeasuredRow, Metric};
 use autoplan_cost::{calibration, AlgoMode, Algorithm, Collective, CostModel};
 
 use super::Format;
+use crate::fmt::bytes_2dp;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -158,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             writeln!(
                 out,
                 "{op} of {} on {} ranks ({} per node, {} node{}) of {}; mode {}",
-                human_bytes(bytes),
+                bytes_2dp(bytes),
                 group.size,
                 group.ranks_per_node,
                 group.nodes,
@@ -208,21 +209,6 @@ fn mode_name(m: AlgoMode) -> String {
         AlgoMode::NcclLike => "nccl-like (seed 000 rule)".into(),
         AlgoMode::NcclTuner => "nccl-tuner".into(),
         AlgoMode::Fixed(a) => format!("fixed {a}"),
-    }
-}
-
-fn human_bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.2} {}", UNITS[i])
     }
 }
 
@@ -409,7 +395,7 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
                     r.collective,
                     r.machine,
                     r.ranks,
-                    human_bytes(r.bytes),
+                    bytes_2dp(r.bytes),
                     r.algorithm,
                     r.protocol,
                     r.measured,

@@ -9,6 +9,7 @@ use autoplan_evaluate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Rep
 use autoplan_plan::Plan;
 
 use super::Format;
+use crate::fmt::{bytes_short, duration, percent_of, serde_name, GIB};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -141,9 +142,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
-fn json(r: &Report) -> serde_json::Value {
+/// The report as JSON (also `autoplan search --explain N --format json`).
+pub(crate) fn json(r: &Report) -> serde_json::Value {
     let m = &r.metrics;
     serde_json::json!({
         "step_time_s": m.step_time_s,
@@ -160,36 +160,6 @@ fn json(r: &Report) -> serde_json::Value {
         "microbatches": r.microbatches,
         "report": r,
     })
-}
-
-fn pct(x: f64, of: f64) -> f64 {
-    if of > 0.0 {
-        100.0 * x / of
-    } else {
-        0.0
-    }
-}
-
-fn bytes(b: f64) -> String {
-    if b >= GIB {
-        format!("{:.2} GiB", b / GIB)
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / 1024.0 / 1024.0)
-    } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
-}
-
-fn secs(t: f64) -> String {
-    if t >= 1.0 {
-        format!("{t:.3} s")
-    } else if t >= 1e-3 {
-        format!("{:.3} ms", t * 1e3)
-    } else {
-        format!("{:.1} µs", t * 1e6)
-    }
 }
 
 /// The full report of one plan as text (also `autoplan search --explain`).
@@ -232,7 +202,7 @@ pub(crate) fn table(
         model.training.seq_len
     )?;
     writeln!(out)?;
-    writeln!(out, "  step time       {}", secs(m.step_time_s))?;
+    writeln!(out, "  step time       {}", duration(m.step_time_s))?;
     writeln!(
         out,
         "  throughput      {:.0} tokens/s, {:.1} tokens/s/GPU",
@@ -282,8 +252,8 @@ pub(crate) fn table(
         writeln!(
             out,
             "  {name:<20} {:>12} {:>6.1}%",
-            secs(v),
-            pct(v, m.step_time_s)
+            duration(v),
+            percent_of(v, m.step_time_s)
         )?;
     }
     writeln!(out)?;
@@ -318,16 +288,16 @@ pub(crate) fn table(
             "  {:<13} {:<48} {:<9} {:<14} {:<17} {:>5} {:<11} {:>11} {:>8.0} {:>11} {:>11} {:>11}",
             row.layer.map_or("-", |l| l.name()),
             row.what,
-            tag(&row.pass),
-            tag(&row.collective),
-            tag(&row.algorithm),
+            serde_name(&row.pass),
+            serde_name(&row.collective),
+            serde_name(&row.algorithm),
             row.group.size,
             place,
-            bytes(row.bytes),
+            bytes_short(row.bytes),
             row.calls_per_step,
-            secs(row.time_per_call),
-            secs(row.time),
-            secs(row.exposed)
+            duration(row.time_per_call),
+            duration(row.time),
+            duration(row.exposed)
         )?;
     }
     if r.comm.is_empty() {
@@ -361,12 +331,4 @@ pub(crate) fn memory_table(
         writeln!(out, "  {name:<22} {:>10.2} GiB", v / GIB)?;
     }
     Ok(())
-}
-
-/// The serde name of an enum value (`all-reduce`, `ring`, `forward`).
-fn tag<T: serde::Serialize>(x: &T) -> String {
-    match serde_json::to_value(x) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "?".into(),
-    }
 }

@@ -10,6 +10,8 @@ pub mod show_model;
 pub mod sweep;
 pub mod validate;
 
+use crate::fmt::GIB;
+
 /// Output format shared by the commands that print results.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
@@ -49,7 +51,6 @@ impl Workload {
         &self,
         cluster: &autoplan_cluster::Cluster,
     ) -> anyhow::Result<autoplan_evaluate::MemoryOptions> {
-        const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
         let mut o = autoplan_evaluate::MemoryOptions::default();
         if let Some(r) = self.reserve {
             let hbm = cluster.gpu.hbm_bytes / GIB;

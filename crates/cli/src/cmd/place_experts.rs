@@ -12,6 +12,7 @@ use autoplan_placement::{
 };
 
 use super::Format;
+use crate::fmt::percent_saved;
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("load-source").required(true).args(["loads", "zipf", "uniform"])))]
@@ -238,8 +239,8 @@ fn table(out: &mut impl Write, inst: &Instance, r: &Report, describe: &str) -> a
         out,
         "best: {} — objective {:.1}% below contiguous, {:.1}% below EPLB; all-to-all {:.4} ms vs {:.4} ms contiguous",
         best.name,
-        pct(base, best.metrics.objective_s),
-        pct(r.eplb.metrics.objective_s, best.metrics.objective_s),
+        percent_saved(base, best.metrics.objective_s),
+        percent_saved(r.eplb.metrics.objective_s, best.metrics.objective_s),
         best.metrics.alltoall_time_s * 1e3,
         r.contiguous.metrics.alltoall_time_s * 1e3,
     )?;
@@ -276,14 +277,6 @@ fn table(out: &mut impl Write, inst: &Instance, r: &Report, describe: &str) -> a
         )?;
     }
     Ok(())
-}
-
-fn pct(base: f64, x: f64) -> f64 {
-    if base > 0.0 {
-        100.0 * (base - x) / base
-    } else {
-        0.0
-    }
 }
 
 fn json(inst: &Instance, r: &Report) -> serde_json::Value {

@@ -9,10 +9,11 @@ use anyhow::Context;
 use autoplan_evaluate::{EvalOptions, Metrics};
 use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::{
-    resolve_space, search, Objective, Observer, Outcome, Scorer, SearchOptions, Stats,
+    resolve_space, search_case, CaseOutcome, Observer, Outcome, Scorer, SearchOptions, Stats,
 };
 
 use super::Format;
+use crate::fmt::{serde_name, GIB};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -41,7 +42,11 @@ pub struct Args {
     /// Worker threads (default: one per core). The ranking does not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Print the full report of plan N of the ranking (1 = the best, the default).
+    /// Print the full report of plan N of the ranking (1 = the best, the default of the table).
+    /// JSON and CSV carry it only when --explain is given: JSON as the field `explain` (what
+    /// `evaluate --format json` prints, per-layer rows under `report.comm`, plus `rank` and
+    /// `plan`); CSV as a second table after the ranking and one empty line: plan N's per-layer
+    /// communication rows, with their own header.
     #[arg(long)]
     pub explain: Option<usize>,
     /// Print the search statistics (plans in the space, pruned, evaluated, plans/s, wall).
@@ -51,8 +56,6 @@ pub struct Args {
     #[arg(long)]
     pub exhaustive: bool,
 }
-
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// The indicatif bar as an observer of the search (hidden when stderr is not a terminal).
 struct Bar(indicatif::ProgressBar);
@@ -66,6 +69,10 @@ impl Observer for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top must be at least 1");
+    anyhow::ensure!(
+        args.explain != Some(0),
+        "--explain must be at least 1 (1 = the best plan)"
+    );
     let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
@@ -76,20 +83,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     };
-    let scorer = Scorer::new(&model, &cluster, options);
     if let Some(n) = super::calibration_note(&cluster) {
         eprintln!("{n}");
     }
-    // The search drops the recompute entries the model cannot take; none left is the user's
-    // mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA): say which.
-    if let Some(&(recompute, recompute_modules)) = space.recompute.first() {
-        if !space.recompute.iter().any(|&r| scorer.admits(r)) {
-            let plan = autoplan_plan::Plan {
-                recompute,
-                recompute_modules,
-                ..Default::default()
-            };
-            if let Err(e) = plan.check_recompute(&model) {
+    // The search drops the recompute entries the model cannot take (`Objective::admits`); none
+    // left is the user's mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA):
+    // say which.
+    let check = |(recompute, recompute_modules)| {
+        autoplan_plan::Plan {
+            recompute,
+            recompute_modules,
+            ..Default::default()
+        }
+        .check_recompute(&model)
+    };
+    if let Some(&first) = space.recompute.first() {
+        if !space.recompute.iter().any(|&r| check(r).is_ok()) {
+            if let Err(e) = check(first) {
                 anyhow::bail!("no recompute entry of the space applies: {e}");
             }
         }
@@ -115,9 +125,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pool = pool.num_threads(n);
     }
     let pool = pool.build().context("cannot start the worker threads")?;
-    let outcome = pool.install(|| search(&scorer, &space, &opts, &observer));
+    let CaseOutcome { scorer, outcome } =
+        pool.install(|| search_case(&model, &cluster, options, &space, &opts, &observer));
     observer.0.finish_and_clear();
 
+    // JSON and CSV with --explain: plan N's full report, as `evaluate` makes it.
+    let explained = match (args.format, args.explain) {
+        (Format::Json | Format::Csv, Some(n)) => match outcome.plans.get(n - 1) {
+            Some(r) => {
+                let report = scorer
+                    .exact
+                    .report(&r.plan)
+                    .map_err(|e| anyhow::anyhow!("plan {n} no longer evaluates: {e}"))?;
+                Some((n, r.plan, report))
+            }
+            None if outcome.plans.is_empty() => None,
+            None => anyhow::bail!(
+                "--explain {n}: only {} plans were ranked",
+                outcome.plans.len()
+            ),
+        },
+        _ => None,
+    };
     let mut sink: Box<dyn Write> = match &args.out {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
@@ -128,10 +157,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let explain = args.explain.unwrap_or(1);
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &json(&args, &scorer, &outcome))?;
+            let mut v = json(&args, &scorer, &outcome);
+            if let Some((n, plan, report)) = &explained {
+                let mut e = super::evaluate::json(report);
+                e["rank"] = (*n).into();
+                e["plan"] = plan.to_string().into();
+                e["calibrated"] = super::calibration_note(scorer.exact.cluster())
+                    .is_none()
+                    .into();
+                v["explain"] = e;
+            }
+            serde_json::to_writer_pretty(&mut *out, &v)?;
             writeln!(out)?;
         }
-        Format::Csv => csv(out, &scorer, &outcome)?,
+        Format::Csv => {
+            csv(out, &scorer, &outcome)?;
+            if let Some((n, _, report)) = &explained {
+                writeln!(out)?;
+                comm_csv(out, *n, report)?;
+            }
+        }
         Format::Table => {
             header(out, &args, &scorer, &space.description, &outcome)?;
             if !outcome.plans.is_empty() {
@@ -470,6 +515,55 @@ fn csv(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::R
             format!("{}", m.memory_peak_bytes / GIB),
             format!("{}", (hbm - m.memory_peak_bytes) / GIB),
             m.dominant_comm.name().to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The per-layer communication rows of plan `rank`'s report as CSV (the second table of
+/// `--format csv --explain N`): the columns of `evaluate`'s table, numbers unrounded, seconds
+/// and bytes per call / per step; `layer` is empty for pipeline and step-level collectives.
+fn comm_csv(
+    out: &mut impl Write,
+    rank: usize,
+    report: &autoplan_evaluate::Report,
+) -> anyhow::Result<()> {
+    let mut w = ::csv::Writer::from_writer(out);
+    w.write_record([
+        "rank",
+        "layer",
+        "what",
+        "kind",
+        "pass",
+        "collective",
+        "algorithm",
+        "group_size",
+        "ranks_per_node",
+        "nodes",
+        "bytes",
+        "calls_per_step",
+        "time_per_call_s",
+        "time_s",
+        "exposed_s",
+    ])?;
+    for row in &report.comm {
+        w.write_record([
+            rank.to_string(),
+            row.layer.map_or(String::new(), |l| l.name().to_string()),
+            row.what.to_string(),
+            row.kind.name().to_string(),
+            serde_name(&row.pass),
+            serde_name(&row.collective),
+            serde_name(&row.algorithm),
+            row.group.size.to_string(),
+            row.group.ranks_per_node.to_string(),
+            row.group.nodes.to_string(),
+            format!("{}", row.bytes),
+            format!("{}", row.calls_per_step),
+            format!("{}", row.time_per_call),
+            format!("{}", row.time),
+            format!("{}", row.exposed),
         ])?;
     }
     w.flush()?;

@@ -8,14 +8,7 @@ use anyhow::Context;
 use autoplan_cluster::{bundled_clusters, resolve_cluster, Cluster};
 
 use super::Format;
-
-/// The name an enum has in cluster files (its serde name), e.g. `nvswitch`, `fat-tree`.
-fn tag<T: serde::Serialize>(x: &T) -> String {
-    match serde_json::to_value(x) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "?".into(),
-    }
-}
+use crate::fmt::serde_name;
 
 pub fn run(name: &str, format: Format) -> anyhow::Result<ExitCode> {
     let c = resolve_cluster(name).with_context(|| format!("cannot load cluster `{name}`"))?;
@@ -50,9 +43,9 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
     let peaks: Vec<String> = g
         .peak_flops
         .iter()
-        .map(|(p, f)| format!("{} {}", tag(p), f / 1e12))
+        .map(|(p, f)| format!("{} {}", serde_name(p), f / 1e12))
         .collect();
-    writeln!(out, "gpu       {} ({})", g.name, tag(&g.arch))?;
+    writeln!(out, "gpu       {} ({})", g.name, serde_name(&g.arch))?;
     writeln!(out, "  peak    {} TFLOP/s (dense)", peaks.join(", "))?;
     writeln!(
         out,
@@ -64,7 +57,7 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         out,
         "node      {} GPUs on {}",
         n.gpus_per_node,
-        tag(&n.fabric)
+        serde_name(&n.fabric)
     )?;
     writeln!(
         out,
@@ -81,7 +74,7 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         out,
         "network   {} nodes, {}, {} NIC(s) per node, oversubscription {}",
         c.nodes,
-        tag(&w.topology),
+        serde_name(&w.topology),
         w.nics_per_node,
         w.oversubscription
     )?;
@@ -108,7 +101,7 @@ fn json(c: &Cluster) -> serde_json::Value {
     let peaks: serde_json::Map<String, serde_json::Value> = g
         .peak_flops
         .iter()
-        .map(|(p, f)| (tag(p), serde_json::json!(f)))
+        .map(|(p, f)| (serde_name(p), serde_json::json!(f)))
         .collect();
     serde_json::json!({
         "name": c.name,
@@ -117,19 +110,19 @@ fn json(c: &Cluster) -> serde_json::Value {
         "gpus_per_node": n.gpus_per_node,
         "gpu": {
             "name": g.name,
-            "arch": tag(&g.arch),
+            "arch": serde_name(&g.arch),
             "peak_flop_per_s": peaks,
             "hbm_bytes": g.hbm_bytes,
             "hbm_bytes_per_s": g.hbm_bw,
         },
         "node": {
-            "fabric": tag(&n.fabric),
+            "fabric": serde_name(&n.fabric),
             "intra_bw_bytes_per_s": n.intra_bw,
             "intra_latency_s": n.intra_latency,
             "in_switch_reduction": n.in_switch_reduction,
         },
         "network": {
-            "topology": tag(&w.topology),
+            "topology": serde_name(&w.topology),
             "inter_bw_bytes_per_s": w.inter_bw,
             "nics_per_node": w.nics_per_node,
             "oversubscription": w.oversubscription,
@@ -181,9 +174,9 @@ pub fn list() -> anyhow::Result<ExitCode> {
             format!("{}x{}", c.nodes, c.node.gpus_per_node),
             c.gpu.name,
             c.node.intra_bw / 1e9,
-            tag(&c.node.fabric),
+            serde_name(&c.node.fabric),
             c.network.inter_bw / 1e9,
-            tag(&c.network.topology),
+            serde_name(&c.network.topology),
         )?;
     }
     writeln!(

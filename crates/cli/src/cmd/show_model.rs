@@ -8,6 +8,7 @@ use anyhow::Context;
 use autoplan_graph::{bundled_models, resolve_model, Attention, Layer, ModelSpec};
 
 use super::Format;
+use crate::fmt::{serde_name, si_count};
 
 /// Identical nodes gathered into one row: the first node, how many, and their block indices.
 struct Row {
@@ -54,30 +55,6 @@ fn block_span(blocks: &[u32]) -> String {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(","),
-    }
-}
-
-/// The name an enum has in model files (its serde name), e.g. `qwen-moe`, `swiglu`.
-fn tag<T: serde::Serialize>(x: &T) -> String {
-    match serde_json::to_value(x) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => "?".into(),
-    }
-}
-
-/// A count with an SI suffix: 671.03B, 37.6M...
-fn si(x: f64) -> String {
-    let a = x.abs();
-    if a >= 1e12 {
-        format!("{:.2}T", x / 1e12)
-    } else if a >= 1e9 {
-        format!("{:.2}B", x / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.2}K", x / 1e3)
-    } else {
-        format!("{x:.0}")
     }
 }
 
@@ -128,7 +105,7 @@ pub fn run(name: &str, format: Format) -> anyhow::Result<ExitCode> {
 
 fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
     let t = &m.training;
-    writeln!(out, "model {} ({})", m.name, tag(&m.family))?;
+    writeln!(out, "model {} ({})", m.name, serde_name(&m.family))?;
     let blocks = match &m.moe {
         None => format!("{} blocks", m.layers),
         Some(moe) => format!(
@@ -147,14 +124,14 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
         out,
         "  {}, {} MLP{}, {}, {} positions, {} embeddings{}",
         attention_desc(m),
-        tag(&m.mlp),
+        serde_name(&m.mlp),
         if m.dense_blocks() > 0 {
             format!(" {}", m.ffn_hidden)
         } else {
             String::new()
         },
-        tag(&m.norm),
-        tag(&m.positions),
+        serde_name(&m.norm),
+        serde_name(&m.positions),
         if m.tied_embeddings { "tied" } else { "untied" },
         if m.bias { ", biases" } else { "" }
     )?;
@@ -163,16 +140,20 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
         "  training: seq_len {}, global batch {} sequences, {}, {}",
         t.seq_len,
         t.global_batch,
-        tag(&t.precision),
-        tag(&t.optimizer)
+        serde_name(&t.precision),
+        serde_name(&t.optimizer)
     )?;
     writeln!(out)?;
-    write!(out, "  total params          {:>10}", si(m.total_params()))?;
+    write!(
+        out,
+        "  total params          {:>10}",
+        si_count(m.total_params())
+    )?;
     if m.mtp_modules > 0 {
         write!(
             out,
             "   (+{} in {} MTP module(s))",
-            si(m.mtp_params()),
+            si_count(m.mtp_params()),
             m.mtp_modules
         )?;
     }
@@ -180,15 +161,15 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
     writeln!(
         out,
         "  active params         {:>10}   ({} without the embedding table)",
-        si(m.active_params()),
-        si(m.active_params_excluding_embedding())
+        si_count(m.active_params()),
+        si_count(m.active_params_excluding_embedding())
     )?;
     writeln!(
         out,
         "  forward FLOP/token    {:>10}   (×3 for a training step without recompute{})",
-        si(m.flops_per_token()),
+        si_count(m.flops_per_token()),
         if m.mtp_modules > 0 {
-            format!("; MTP adds {}", si(m.mtp_flops_per_token()))
+            format!("; MTP adds {}", si_count(m.mtp_flops_per_token()))
         } else {
             String::new()
         }
@@ -215,12 +196,12 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
             l.kind.name(),
             block_span(&r.blocks),
             r.count,
-            si(l.params),
-            si(l.active_params),
-            si(l.gemm_flops_per_token),
-            si(l.attn_core_flops_per_token),
-            si(l.act_bytes_per_token),
-            si(l.attn_score_bytes_per_token),
+            si_count(l.params),
+            si_count(l.active_params),
+            si_count(l.gemm_flops_per_token),
+            si_count(l.attn_core_flops_per_token),
+            si_count(l.act_bytes_per_token),
+            si_count(l.attn_score_bytes_per_token),
         )?;
     }
     writeln!(
@@ -331,9 +312,9 @@ pub fn list() -> anyhow::Result<ExitCode> {
             out,
             "{:<18} {:<10} {:>10} {:>10}",
             name,
-            tag(&m.family),
-            si(m.total_params()),
-            si(m.active_params())
+            serde_name(&m.family),
+            si_count(m.total_params()),
+            si_count(m.active_params())
         )?;
     }
     Ok(ExitCode::SUCCESS)
@@ -382,8 +363,8 @@ mod tests {
 
     #[test]
     fn si_suffixes() {
-        assert_eq!(si(671.026e9), "671.03B");
-        assert_eq!(si(1.5e12), "1.50T");
-        assert_eq!(si(12.0), "12");
+        assert_eq!(si_count(671.026e9), "671.03B");
+        assert_eq!(si_count(1.5e12), "1.50T");
+        assert_eq!(si_count(12.0), "12");
     }
 }
