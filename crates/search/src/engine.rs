@@ -9,9 +9,12 @@
 //! 3. the per-thread top-K lists are merged; ranks are by `(step time, plan key)`, a total
 //!    order, so the result does not depend on the number of threads or on who found what.
 //!
+//! The decision order, the plan key's digits and the rule for when a knob matters are the
+//! knobs' own (`autoplan_plan::knob`: [`Knob::KEY_ORDER`], [`Knob::LEAVES`], [`Knob::matters`]).
 //! Knobs that cannot matter for a plan (SP when tp = 1, the CP exchange when cp = 1, the
-//! expert knobs of a dense model, rank orders that differ only in where size-1 dims sit...)
-//! take the space's first value only, so the top-K holds no duplicates.
+//! expert knobs of a dense model...) take `Plan::default()`'s value only, and rank orders that
+//! differ only in where size-1 dims sit the first of their class, so the top-K holds no
+//! duplicates.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};

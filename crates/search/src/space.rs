@@ -655,6 +655,18 @@ mod tests {
         );
         let err = s.fix("recompute=selective:attention").unwrap_err().reason;
         assert!(err.contains("mla_up_proj"), "{err}");
+        // The plan string's keys and values, as `search` prints them.
+        s.fix("sp=off,transition=all-to-all,tp_overlap=on,order=tp-dp-cp-pp,dp=4")
+            .unwrap();
+        assert_eq!(s.sp, vec![false]);
+        assert_eq!(s.tp_sp_transition, vec![TpSpTransition::AllToAll]);
+        assert_eq!(s.tp_overlap, vec![true]);
+        assert_eq!(s.order, vec!["tp-dp-cp-pp".parse().unwrap()]);
+        assert_eq!(s.dp, Some(4));
+        s.fix("tp_sp_transition=all-reduce-slice").unwrap();
+        assert_eq!(s.tp_sp_transition, vec![TpSpTransition::AllReduceSlice]);
+        let err = s.fix("first_stage_layers=2").unwrap_err().reason;
+        assert!(err.contains("not a decision"), "{err}");
     }
 
     #[test]
