@@ -508,7 +508,8 @@ impl Knob {
         Ok(())
     }
 
-    /// The knob's value in `plan`, as the plan string writes it.
+    /// The knob's value in `plan`, as the plan string writes it (`none` for an unset layer
+    /// count, which [`Self::shown`] never writes).
     pub fn value(self, p: &Plan) -> String {
         let opt = |v: Option<u32>| v.map_or_else(|| "none".into(), |n| n.to_string());
         match self {
