@@ -8,7 +8,8 @@
 //! The principal type is [`Plan`]: parse it from `tp=8,pp=4,...` (`str::parse`, keys in
 //! [`parse::KEYS`]), print it back with `Display`, validate it with [`Plan::check`] (an
 //! [`Invalid`] reason as data), lay out its stages with [`Plan::stage_blocks`], export it with
-//! [`Plan::megatron_args`].
+//! [`Plan::megatron_args`]. Every knob — its key, value names, Megatron-LM flag and the rule
+//! for when it matters — is declared once, in [`knob`].
 //!
 //! Megatron's parallel folding: attention/dense layers use `tp × cp × dp` (× `pp`) GPUs, MoE
 //! layers use `moe_tp × ep × edp` (× `pp`) with `edp = tp·cp·dp / (moe_tp·ep)`.
@@ -27,10 +28,12 @@
 //! ```
 
 mod check;
+pub mod knob;
 mod megatron;
 pub mod parse;
 
 pub use check::{Invalid, StageLayout};
+pub use knob::Knob;
 pub use megatron::Unsupported;
 pub use parse::ParseError;
 

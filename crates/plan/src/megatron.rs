@@ -7,7 +7,8 @@
 
 use autoplan_graph::{Attention, ModelSpec};
 
-use crate::{CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
+use crate::knob::{Context, Knob, CP_COMMS, DISPATCHERS};
+use crate::{Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
 
 /// A plan knob that Megatron-LM has no flag for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,22 +33,21 @@ impl Plan {
     /// meaningful. Errors name the first knob Megatron-LM cannot express.
     pub fn megatron_args(&self, model: &ModelSpec) -> Result<Vec<String>, Unsupported> {
         let mut a: Vec<String> = Vec::new();
-        kv_push(&mut a, "--tensor-model-parallel-size", self.tp.to_string());
-        kv_push(
-            &mut a,
-            "--pipeline-model-parallel-size",
-            self.pp.to_string(),
-        );
-        kv_push(&mut a, "--context-parallel-size", self.cp.to_string());
-        if model.moe.is_some() {
-            kv_push(&mut a, "--expert-model-parallel-size", self.ep.to_string());
-            kv_push(
-                &mut a,
-                "--expert-tensor-parallel-size",
-                self.moe_tp.to_string(),
-            );
+        let ctx = Context::new(self, model.moe.is_some());
+        // The degrees and the micro-batch size, by their knobs' flags (the expert degrees for
+        // MoE models only).
+        for k in [
+            Knob::Tp,
+            Knob::Pp,
+            Knob::Cp,
+            Knob::Ep,
+            Knob::MoeTp,
+            Knob::Mbs,
+        ] {
+            if let Some(flag) = k.megatron_flag().filter(|_| k.matters(&ctx)) {
+                kv_push(&mut a, flag, k.value(self));
+            }
         }
-        kv_push(&mut a, "--micro-batch-size", self.mbs.to_string());
         kv_push(
             &mut a,
             "--global-batch-size",
@@ -55,8 +55,8 @@ impl Plan {
         );
         kv_push(&mut a, "--seq-length", model.training.seq_len.to_string());
         let mut flags: Vec<String> = Vec::new();
-        if self.sp && self.tp > 1 {
-            flags.push("--sequence-parallel".into());
+        if self.sp && Knob::Sp.matters(&ctx) {
+            flags.extend(Knob::Sp.megatron_flag().map(String::from));
         }
         if let Attention::Gqa { kv_heads, .. } = model.attention {
             if self.tp > kv_heads {
@@ -199,18 +199,15 @@ impl Plan {
                 flags.push("--overlap-param-gather".into());
             }
         }
-        if self.cp > 1 {
-            kv_push(
-                &mut a,
-                "--cp-comm-type",
-                match self.cp_comm {
-                    CpComm::Ring => "p2p",
-                    CpComm::AllToAll => "a2a",
-                }
-                .into(),
-            );
+        if let (Some(flag), Some(v)) = (
+            Knob::CpComm
+                .megatron_flag()
+                .filter(|_| Knob::CpComm.matters(&ctx)),
+            CP_COMMS.megatron(self.cp_comm),
+        ) {
+            kv_push(&mut a, flag, v.into());
         }
-        if self.tp_sp_transition == TpSpTransition::AllToAll && self.tp > 1 {
+        if self.tp_sp_transition == TpSpTransition::AllToAll && Knob::Transition.matters(&ctx) {
             return Err(unsupported(
                 "transition",
                 self.tp_sp_transition.name(),
@@ -218,20 +215,17 @@ impl Plan {
             ));
         }
         if model.moe.is_some() {
-            kv_push(
-                &mut a,
-                "--moe-token-dispatcher-type",
-                match self.dispatcher {
-                    Dispatcher::AllToAll => "alltoall",
-                    Dispatcher::AllGather => "allgather",
-                    Dispatcher::DeepEp => "flex",
-                }
-                .into(),
-            );
+            // Megatron-Core takes the dispatcher flag for every MoE model, EP or not.
+            if let (Some(flag), Some(v)) = (
+                Knob::Dispatcher.megatron_flag(),
+                DISPATCHERS.megatron(self.dispatcher),
+            ) {
+                kv_push(&mut a, flag, v.into());
+            }
             if self.dispatcher == Dispatcher::DeepEp {
                 a.push("--moe-enable-deepep".into());
             }
-            if self.moe_tp > 1 && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
+            if Knob::MoeTpScheme.matters(&ctx) && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
                 return Err(unsupported(
                     "moe_tp_scheme",
                     self.moe_tp_scheme.name(),
@@ -239,11 +233,11 @@ impl Plan {
                 ));
             }
             if self.ep_overlap {
-                flags.push("--overlap-moe-expert-parallel-comm".into());
+                flags.extend(Knob::EpOverlap.megatron_flag().map(String::from));
             }
         }
-        if self.tp_overlap && self.tp > 1 {
-            flags.push("--tp-comm-overlap".into());
+        if self.tp_overlap && Knob::TpOverlap.matters(&ctx) {
+            flags.extend(Knob::TpOverlap.megatron_flag().map(String::from));
         }
         // Rank order: Megatron's default is tp-cp-ep-dp-pp; `--use-tp-pp-dp-mapping` gives
         // tp-pp-dp (cp = 1). Dimensions of size 1 do not matter.

@@ -9,9 +9,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::knob::{self, Knob};
 use crate::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
-    Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
+    TpSpTransition,
 };
 
 /// Every key the plan string accepts, in `Display` order.
@@ -40,70 +41,16 @@ pub enum ParseError {
     },
 }
 
-/// Canonical key of an accepted spelling (aliases: `etp` for `moe_tp`, `-` for `_`).
-fn canonical_key(k: &str) -> Option<&'static str> {
-    Some(
-        match k.trim().to_ascii_lowercase().replace('-', "_").as_str() {
-            "tp" => "tp",
-            "cp" => "cp",
-            "dp" => "dp",
-            "pp" => "pp",
-            "ep" => "ep",
-            "moe_tp" | "etp" => "moe_tp",
-            "mbs" | "micro_batch" => "mbs",
-            "sp" => "sp",
-            "recompute" => "recompute",
-            "recompute_layers" => "recompute_layers",
-            "zero" => "zero",
-            "schedule" => "schedule",
-            "vpp" => "vpp",
-            "first_stage_layers" => "first_stage_layers",
-            "last_stage_layers" => "last_stage_layers",
-            "cp_comm" => "cp_comm",
-            "transition" | "tp_sp_transition" => "transition",
-            "moe_tp_scheme" => "moe_tp_scheme",
-            "dispatcher" => "dispatcher",
-            "algo" => "algo",
-            "order" => "order",
-            "placement" => "placement",
-            "tp_overlap" => "tp_overlap",
-            "ep_overlap" => "ep_overlap",
-            _ => return None,
-        },
-    )
-}
-
 /// Lower-case, '_' → '-', spaces trimmed.
-fn norm(v: &str) -> String {
+pub(crate) fn norm(v: &str) -> String {
     v.trim().to_ascii_lowercase().replace('_', "-")
 }
 
-fn bad(key: &'static str, value: &str, expected: &'static str) -> ParseError {
+pub(crate) fn bad(key: &'static str, value: &str, expected: &'static str) -> ParseError {
     ParseError::BadValue {
         key,
         value: value.to_string(),
         expected,
-    }
-}
-
-fn positive(key: &'static str, v: &str) -> Result<u32, ParseError> {
-    match v.trim().parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(bad(key, v, "an integer ≥ 1")),
-    }
-}
-
-fn count(key: &'static str, v: &str) -> Result<u32, ParseError> {
-    v.trim()
-        .parse::<u32>()
-        .map_err(|_| bad(key, v, "an integer ≥ 0"))
-}
-
-fn flag(key: &'static str, v: &str) -> Result<bool, ParseError> {
-    match norm(v).as_str() {
-        "on" | "true" | "yes" | "1" => Ok(true),
-        "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err(bad(key, v, "on or off")),
     }
 }
 
@@ -121,53 +68,35 @@ impl Recompute {
 impl Schedule {
     /// Name in the plan string.
     pub fn name(self) -> &'static str {
-        match self {
-            Schedule::OneF1B => "1f1b",
-            Schedule::Interleaved => "interleaved",
-            Schedule::ZeroBubble => "zero-bubble",
-            Schedule::DualPipe => "dualpipe",
-        }
+        knob::SCHEDULES.name(self)
     }
 }
 
 impl CpComm {
     /// Name in the plan string.
     pub fn name(self) -> &'static str {
-        match self {
-            CpComm::Ring => "ring",
-            CpComm::AllToAll => "all-to-all",
-        }
+        knob::CP_COMMS.name(self)
     }
 }
 
 impl TpSpTransition {
     /// Name in the plan string.
     pub fn name(self) -> &'static str {
-        match self {
-            TpSpTransition::AllReduceSlice => "all-reduce",
-            TpSpTransition::AllToAll => "all-to-all",
-        }
+        knob::TRANSITIONS.name(self)
     }
 }
 
 impl MoeTpScheme {
     /// Name in the plan string.
     pub fn name(self) -> &'static str {
-        match self {
-            MoeTpScheme::ScatterGather => "scatter-gather",
-            MoeTpScheme::GroupAllToAll => "group-all-to-all",
-        }
+        knob::MOE_TP_SCHEMES.name(self)
     }
 }
 
 impl Dispatcher {
     /// Name in the plan string.
     pub fn name(self) -> &'static str {
-        match self {
-            Dispatcher::AllToAll => "all-to-all",
-            Dispatcher::AllGather => "all-gather",
-            Dispatcher::DeepEp => "deepep",
-        }
+        knob::DISPATCHERS.name(self)
     }
 }
 
@@ -218,15 +147,6 @@ impl FromStr for RankOrder {
     }
 }
 
-fn algo_name(a: AlgoMode) -> &'static str {
-    match a {
-        AlgoMode::Cheapest => "cheapest",
-        AlgoMode::NcclLike => "nccl-like",
-        AlgoMode::NcclTuner => "nccl-tuner",
-        AlgoMode::Fixed(alg) => alg.name(),
-    }
-}
-
 impl Plan {
     /// Parse a plan string; when it has no `dp`, take `dp = gpus / (tp·cp·pp)` (error if that
     /// does not divide). This is what `autoplan evaluate --plan` uses.
@@ -254,7 +174,7 @@ impl Plan {
 /// The plan and whether `dp` was given.
 fn parse(s: &str) -> Result<(Plan, bool), ParseError> {
     let mut p = Plan::default();
-    let mut seen: Vec<&'static str> = Vec::new();
+    let mut seen: Vec<Knob> = Vec::new();
     for item in s.split(',') {
         if item.trim().is_empty() {
             continue;
@@ -264,123 +184,17 @@ fn parse(s: &str) -> Result<(Plan, bool), ParseError> {
                 item: item.trim().to_string(),
             });
         };
-        let key = canonical_key(k).ok_or_else(|| ParseError::UnknownKey {
+        let knob = Knob::from_key(k).ok_or_else(|| ParseError::UnknownKey {
             key: k.trim().to_string(),
             known: KEYS,
         })?;
-        if seen.contains(&key) {
-            return Err(ParseError::DuplicateKey { key });
+        if seen.contains(&knob) {
+            return Err(ParseError::DuplicateKey { key: knob.key() });
         }
-        seen.push(key);
-        let nv = norm(v);
-        match key {
-            "tp" => p.tp = positive(key, v)?,
-            "cp" => p.cp = positive(key, v)?,
-            "dp" => p.dp = positive(key, v)?,
-            "pp" => p.pp = positive(key, v)?,
-            "ep" => p.ep = positive(key, v)?,
-            "moe_tp" => p.moe_tp = positive(key, v)?,
-            "mbs" => p.mbs = positive(key, v)?,
-            "vpp" => p.vpp = positive(key, v)?,
-            "sp" => p.sp = flag(key, v)?,
-            "tp_overlap" => p.tp_overlap = flag(key, v)?,
-            "ep_overlap" => p.ep_overlap = flag(key, v)?,
-            "recompute_layers" => p.recompute_layers = Some(positive(key, v)?),
-            "first_stage_layers" => p.first_stage_layers = Some(count(key, v)?),
-            "last_stage_layers" => p.last_stage_layers = Some(count(key, v)?),
-            "recompute" => (p.recompute, p.recompute_modules) = parse_recompute(v)?,
-            "zero" => {
-                p.zero = match nv.as_str() {
-                    "0" => Zero(0),
-                    "1" => Zero(1),
-                    "2" => Zero(2),
-                    "3" => Zero(3),
-                    _ => return Err(bad(key, v, "0, 1, 2 or 3")),
-                }
-            }
-            "schedule" => {
-                p.schedule = match nv.as_str() {
-                    "1f1b" => Schedule::OneF1B,
-                    "interleaved" | "interleaved-1f1b" => Schedule::Interleaved,
-                    "zero-bubble" | "zb" | "zbh1" | "zb-h1" => Schedule::ZeroBubble,
-                    "dualpipe" | "dual-pipe" => Schedule::DualPipe,
-                    _ => return Err(bad(key, v, "1f1b, interleaved, zero-bubble or dualpipe")),
-                }
-            }
-            "cp_comm" => {
-                p.cp_comm = match nv.as_str() {
-                    "ring" | "p2p" => CpComm::Ring,
-                    "all-to-all" | "alltoall" | "a2a" | "ulysses" => CpComm::AllToAll,
-                    _ => return Err(bad(key, v, "ring (p2p) or all-to-all (a2a)")),
-                }
-            }
-            "transition" => {
-                p.tp_sp_transition = match nv.as_str() {
-                    "all-reduce" | "allreduce" | "all-reduce-slice" => {
-                        TpSpTransition::AllReduceSlice
-                    }
-                    "all-to-all" | "alltoall" | "a2a" => TpSpTransition::AllToAll,
-                    _ => return Err(bad(key, v, "all-reduce or all-to-all")),
-                }
-            }
-            "moe_tp_scheme" => {
-                p.moe_tp_scheme = match nv.as_str() {
-                    "scatter-gather" | "1" => MoeTpScheme::ScatterGather,
-                    "group-all-to-all" | "all-gather" | "2" => MoeTpScheme::GroupAllToAll,
-                    _ => return Err(bad(key, v, "scatter-gather or group-all-to-all")),
-                }
-            }
-            "dispatcher" => {
-                p.dispatcher = match nv.as_str() {
-                    "all-to-all" | "alltoall" | "a2a" => Dispatcher::AllToAll,
-                    "all-gather" | "allgather" => Dispatcher::AllGather,
-                    "deepep" | "deep-ep" => Dispatcher::DeepEp,
-                    _ => return Err(bad(key, v, "all-to-all, all-gather or deepep")),
-                }
-            }
-            "algo" => {
-                p.algo = match nv.as_str() {
-                    "cheapest" => AlgoMode::Cheapest,
-                    "nccl-like" => AlgoMode::NcclLike,
-                    "nccl-tuner" | "nccl" => AlgoMode::NcclTuner,
-                    other => AlgoMode::Fixed(other.parse::<Algorithm>().map_err(|_| {
-                        bad(
-                            key,
-                            v,
-                            "cheapest, nccl-like, nccl-tuner or an algorithm (ring, direct, tree, \
-                             double-binary-tree, halving-doubling, bruck, hierarchical, \
-                             in-switch, point-to-point)",
-                        )
-                    })?),
-                }
-            }
-            "order" => p.order = v.parse()?,
-            "placement" => {
-                p.placement = match nv.split_once(':') {
-                    None if nv == "contiguous" => PlacementPolicy::Contiguous,
-                    None if nv == "balanced" => PlacementPolicy::Balanced { redundant: 0 },
-                    Some(("balanced", n)) => PlacementPolicy::Balanced {
-                        redundant: n.parse().map_err(|_| {
-                            bad(
-                                key,
-                                v,
-                                "contiguous, balanced or balanced:N (N ≥ 0 replicas)",
-                            )
-                        })?,
-                    },
-                    _ => {
-                        return Err(bad(
-                            key,
-                            v,
-                            "contiguous, balanced or balanced:N (N ≥ 0 replicas)",
-                        ))
-                    }
-                }
-            }
-            _ => unreachable!("canonical_key returned {key}"),
-        }
+        seen.push(knob);
+        knob.parse_into(&mut p, v)?;
     }
-    Ok((p, seen.contains(&"dp")))
+    Ok((p, seen.contains(&Knob::Dp)))
 }
 
 /// What `recompute=` accepts.
@@ -437,68 +251,13 @@ impl FromStr for Plan {
 }
 
 impl fmt::Display for Plan {
-    /// Degrees and main knobs always, the rest only when not the default; parses back equal.
+    /// Degrees and main knobs always, the rest only when not the default; parses back equal
+    /// ([`Knob::shown`], in [`Knob::ALL`]'s order).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = Plan::default();
-        let on = |b: bool| if b { "on" } else { "off" };
-        write!(
-            f,
-            "tp={},cp={},dp={},pp={},ep={},moe_tp={},mbs={},sp={},recompute={}",
-            self.tp,
-            self.cp,
-            self.dp,
-            self.pp,
-            self.ep,
-            self.moe_tp,
-            self.mbs,
-            on(self.sp),
-            recompute_label(self.recompute, self.recompute_modules)
-        )?;
-        if let Some(n) = self.recompute_layers {
-            write!(f, ",recompute_layers={n}")?;
-        }
-        write!(
-            f,
-            ",zero={},schedule={},vpp={}",
-            self.zero.0,
-            self.schedule.name(),
-            self.vpp
-        )?;
-        if let Some(n) = self.first_stage_layers {
-            write!(f, ",first_stage_layers={n}")?;
-        }
-        if let Some(n) = self.last_stage_layers {
-            write!(f, ",last_stage_layers={n}")?;
-        }
-        if self.cp_comm != d.cp_comm {
-            write!(f, ",cp_comm={}", self.cp_comm.name())?;
-        }
-        if self.tp_sp_transition != d.tp_sp_transition {
-            write!(f, ",transition={}", self.tp_sp_transition.name())?;
-        }
-        if self.moe_tp_scheme != d.moe_tp_scheme {
-            write!(f, ",moe_tp_scheme={}", self.moe_tp_scheme.name())?;
-        }
-        if self.dispatcher != d.dispatcher {
-            write!(f, ",dispatcher={}", self.dispatcher.name())?;
-        }
-        if self.algo != d.algo {
-            write!(f, ",algo={}", algo_name(self.algo))?;
-        }
-        if self.order != d.order {
-            write!(f, ",order={}", self.order)?;
-        }
-        match self.placement {
-            PlacementPolicy::Contiguous => {}
-            PlacementPolicy::Balanced { redundant } => {
-                write!(f, ",placement=balanced:{redundant}")?
-            }
-        }
-        if self.tp_overlap {
-            f.write_str(",tp_overlap=on")?;
-        }
-        if self.ep_overlap {
-            f.write_str(",ep_overlap=on")?;
+        let mut sep = "";
+        for k in Knob::ALL.into_iter().filter(|k| k.shown(self)) {
+            write!(f, "{sep}{}={}", k.key(), k.value(self))?;
+            sep = ",";
         }
         Ok(())
     }

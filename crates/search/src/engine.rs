@@ -9,15 +9,19 @@
 //! 3. the per-thread top-K lists are merged; ranks are by `(step time, plan key)`, a total
 //!    order, so the result does not depend on the number of threads or on who found what.
 //!
+//! The decision order, the plan key's digits and the rule for when a knob matters are the
+//! knobs' own (`autoplan_plan::knob`: [`Knob::KEY_ORDER`], [`Knob::LEAVES`], [`Knob::matters`]).
 //! Knobs that cannot matter for a plan (SP when tp = 1, the CP exchange when cp = 1, the
-//! expert knobs of a dense model, rank orders that differ only in where size-1 dims sit...)
-//! take the space's first value only, so the top-K holds no duplicates.
+//! expert knobs of a dense model...) take `Plan::default()`'s value only, and rank orders that
+//! differ only in where size-1 dims sit the first of their class, so the top-K holds no
+//! duplicates.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 
-use autoplan_plan::{Dim, Plan, RankOrder, Schedule};
+use autoplan_plan::knob::{Context, Knob};
+use autoplan_plan::{Plan, Schedule};
 use rayon::prelude::*;
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
@@ -136,18 +140,26 @@ impl<M> Outcome<M> {
     }
 }
 
-/// Indices of the knob dimensions in the leaf odometer.
-const SP: usize = 0;
-const CPC: usize = 1;
-const TPSP: usize = 2;
-const MTS: usize = 3;
-const DISP: usize = 4;
-const ALGO: usize = 5;
-const ORDER: usize = 6;
-const TPO: usize = 7;
-const EPO: usize = 8;
-const PLACE: usize = 9;
-const NKNOB: usize = 10;
+/// The degree knobs a task fixes, in [`Knob::KEY_ORDER`]'s order (`dp` is what is left).
+const DEGREE_KNOBS: [Knob; 5] = [Knob::Pp, Knob::Tp, Knob::Ep, Knob::MoeTp, Knob::Cp];
+/// The leaf knobs of the odometer, [`Knob::LEAVES`].
+const NLEAF: usize = Knob::LEAVES.len();
+
+/// The position of leaf knob `k` in [`Knob::LEAVES`] (a compile-time error in a constant if
+/// `k` is not a leaf).
+const fn leaf(k: Knob) -> usize {
+    let mut i = 0;
+    while i < NLEAF {
+        if Knob::LEAVES[i] as usize == k as usize {
+            return i;
+        }
+        i += 1;
+    }
+    NLEAF
+}
+
+/// The placement's position among the leaves (its first value bounds the subtree's memory).
+const PLACE: usize = leaf(Knob::Placement);
 
 /// One valid degree tuple and what it implies for the levels below it.
 #[derive(Debug, Clone)]
@@ -158,81 +170,64 @@ struct Degrees {
     moe_tp: u32,
     cp: u32,
     dp: u32,
-    /// Indices into the space lists: pp, tp, ep, moe_tp, cp.
+    /// Space-list indices of the [`DEGREE_KNOBS`].
     idx: [usize; 5],
     /// ZeRO stages that differ here (only the first if nothing is data-parallel).
     zero: usize,
-    /// (schedule index, vpp index or usize::MAX) pairs.
-    schedules: Vec<(usize, usize)>,
-    /// Allowed indices per knob dimension (ORDER: the canonical rank orders).
-    knobs: [Vec<usize>; NKNOB],
-    /// Knobs that can change this plan's numbers; the others are set to `Plan::default()`'s
-    /// value so the printed plan does not mention them.
-    relevant: [bool; NKNOB],
+    /// (schedule index, vpp index; `None` where the schedule has no virtual stages).
+    schedules: Vec<(usize, Option<usize>)>,
+    /// Allowed space-list indices per leaf knob, in [`Knob::LEAVES`] order (the rank order:
+    /// the first of each [`Context::order_class`]).
+    knobs: [Vec<usize>; NLEAF],
+    /// Leaf knobs that can change this plan's numbers ([`Knob::matters`]); the others are set
+    /// to `Plan::default()`'s value so the printed plan does not mention them.
+    relevant: [bool; NLEAF],
     knob_product: u64,
 }
 
-/// Mixed-radix strides of the plan key over the space lists (full lists, no collapse).
-struct Radix {
-    stride: [u128; 20],
+/// The plan key: a mixed-radix number with one digit per knob of [`Knob::KEY_ORDER`], most
+/// significant first, the digit being the value's index in the space's full list (no
+/// collapse); the vpp digit is 0 for a schedule without virtual stages and `i + 1` for the
+/// space's `i`-th vpp.
+struct KeyRadix {
+    /// Stride of each knob's digit, by `Knob as usize` (0 for the knobs a search does not
+    /// decide).
+    stride: [u128; Knob::ALL.len()],
 }
 
-impl Radix {
-    fn new(s: &Space) -> Radix {
-        let sizes = [
-            s.pp.len(),
-            s.tp.len(),
-            s.ep.len(),
-            s.moe_tp.len(),
-            s.cp.len(),
-            s.mbs.len(),
-            s.recompute.len(),
-            s.zero.len(),
-            s.schedule.len(),
-            s.vpp.len() + 1,
-            s.sp.len(),
-            s.cp_comm.len(),
-            s.tp_sp_transition.len(),
-            s.moe_tp_scheme.len(),
-            s.dispatcher.len(),
-            s.algo.len(),
-            s.order.len(),
-            s.tp_overlap.len(),
-            s.ep_overlap.len(),
-            s.placement.len(),
-        ];
-        let mut stride = [0u128; 20];
+impl KeyRadix {
+    fn new(s: &Space) -> KeyRadix {
+        let mut stride = [0u128; Knob::ALL.len()];
         let mut acc: u128 = 1;
-        for i in (0..20).rev() {
-            stride[i] = acc;
-            acc = acc.saturating_mul(sizes[i].max(1) as u128);
+        for &k in Knob::KEY_ORDER.iter().rev() {
+            let size = match k {
+                Knob::Vpp => s.vpp.len() + 1,
+                _ => s.count(k),
+            };
+            stride[k as usize] = acc;
+            acc = acc.saturating_mul(size.max(1) as u128);
         }
-        Radix { stride }
+        KeyRadix { stride }
+    }
+
+    /// The key digit of `k`'s `i`-th space value.
+    #[inline]
+    fn digit(&self, k: Knob, i: usize) -> u128 {
+        i as u128 * self.stride[k as usize]
+    }
+
+    /// The vpp digit of a (schedule, vpp) pair.
+    fn vpp_digit(&self, vpp: Option<usize>) -> u128 {
+        vpp.map_or(0, |i| self.digit(Knob::Vpp, i + 1))
     }
 }
 
-/// The space's value `list[i]` of a knob that matters for the plan, else `default`.
-#[inline]
-fn knob<T: Copy>(relevant: bool, list: &[T], i: usize, default: T) -> T {
-    if relevant {
-        list[i]
-    } else {
-        default
-    }
-}
-
-fn orders_for(space: &Space, dense: [u32; 4], moe: [u32; 4]) -> Vec<usize> {
-    // Size of each dim (Tp, Cp, Dp, Pp) in the dense and in the folded MoE grid.
-    let matters = |d: Dim| {
-        let i = d as usize;
-        dense[i] > 1 || moe[i] > 1
-    };
-    let reduced =
-        |o: &RankOrder| -> Vec<Dim> { o.0.iter().copied().filter(|&d| matters(d)).collect() };
-    let mut seen: Vec<Vec<Dim>> = Vec::new();
+/// The space's rank orders that differ for the plan (the first of each order class).
+fn orders_for(space: &Space, ctx: &Context) -> Vec<usize> {
+    let mut seen = Vec::new();
     let mut out = Vec::new();
     for (i, o) in space.order.iter().enumerate() {
-        let r = reduced(o);
+        let r = ctx.order_class(o);
         if !seen.contains(&r) {
             seen.push(r);
             out.push(i);
@@ -308,66 +303,43 @@ fn degree_tuples(space: &Space, shape: &Shape) -> Vec<Degrees> {
 
 fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degrees {
     let [pp, tp, ep, moe_tp, cp, dp] = d;
-    let moe = shape.experts > 0;
-    let edp = tp * cp * dp / (ep * moe_tp);
-    let zero = if dp * cp == 1 && edp == 1 {
-        1
-    } else {
+    let ctx = Context {
+        tp,
+        cp,
+        dp,
+        pp,
+        ep,
+        moe_tp,
+        schedule: Schedule::OneF1B,
+        moe: shape.experts > 0,
+    };
+    let zero = if Knob::Zero.matters(&ctx) {
         space.zero.len()
+    } else {
+        1
     };
     let mut schedules = Vec::new();
-    if pp == 1 {
-        schedules.push((0, usize::MAX));
+    if !Knob::Schedule.matters(&ctx) {
+        schedules.push((0, None));
     } else {
-        for (i, s) in space.schedule.iter().enumerate() {
-            if *s == Schedule::Interleaved {
+        for (i, &schedule) in space.schedule.iter().enumerate() {
+            if Knob::Vpp.matters(&Context { schedule, ..ctx }) {
                 for (v, &vpp) in space.vpp.iter().enumerate() {
                     if pp * vpp <= shape.layers {
-                        schedules.push((i, v));
+                        schedules.push((i, Some(v)));
                     }
                 }
             } else {
-                schedules.push((i, usize::MAX));
+                schedules.push((i, None));
             }
         }
     }
-    let all = |n: usize, relevant: bool| -> Vec<usize> {
-        if relevant {
-            (0..n).collect()
-        } else {
-            vec![0]
-        }
-    };
-    let s = space;
-    // Grid sizes per Dim (Tp, Cp, Dp, Pp), dense and folded MoE (moe_tp, ep, edp in place of
-    // tp, cp, dp).
-    let dense = [tp, cp, dp, pp];
-    let moe_grid = [moe_tp, ep, edp, pp];
-    let relevant = [
-        tp > 1,
-        cp > 1,
-        tp > 1,
-        moe && moe_tp > 1,
-        moe && ep * moe_tp > 1,
-        true,
-        true,
-        tp > 1,
-        // The EP overlap also hides the `moe_tp` collectives (autoplan-evaluate's `ep_comm`).
-        moe && ep * moe_tp > 1,
-        moe && ep > 1,
-    ];
-    let knobs = [
-        all(s.sp.len(), relevant[SP]),
-        all(s.cp_comm.len(), relevant[CPC]),
-        all(s.tp_sp_transition.len(), relevant[TPSP]),
-        all(s.moe_tp_scheme.len(), relevant[MTS]),
-        all(s.dispatcher.len(), relevant[DISP]),
-        all(s.algo.len(), true),
-        orders_for(s, dense, moe_grid),
-        all(s.tp_overlap.len(), relevant[TPO]),
-        all(s.ep_overlap.len(), relevant[EPO]),
-        all(s.placement.len(), relevant[PLACE]),
-    ];
+    let relevant = Knob::LEAVES.map(|k| k.matters(&ctx));
+    let knobs: [Vec<usize>; NLEAF] = std::array::from_fn(|d| match Knob::LEAVES[d] {
+        Knob::Order => orders_for(space, &ctx),
+        k if relevant[d] => (0..space.count(k)).collect(),
+        _ => vec![0],
+    });
     let knob_product = knobs.iter().map(|k| k.len() as u64).product();
     Degrees {
         pp,
@@ -466,7 +438,7 @@ struct Ctx<'a, O: Objective, B: Observer + ?Sized> {
     space: &'a Space,
     shape: Shape,
     opts: SearchOptions,
-    radix: Radix,
+    radix: KeyRadix,
     degs: Vec<Degrees>,
     threshold: Threshold,
     done: AtomicU64,
@@ -477,6 +449,11 @@ struct Ctx<'a, O: Objective, B: Observer + ?Sized> {
 /// Search `space` for the `opts.top_k` plans of smallest step time under `objective`, on the
 /// current rayon thread pool (install a pool to choose the thread count). The result is the
 /// same for any number of threads.
+///
+/// The steps: drop the recompute entries the model cannot take ([`admitted`]), enumerate the
+/// (degrees, mbs) tasks ([`tasks`]), bound every task and order the survivors best first
+/// ([`Ctx::best_first`]), walk them on the worker threads ([`Ctx::walk`]), and rank the merged
+/// top-K ([`outcome`]).
 pub fn search<O: Objective, B: Observer + ?Sized>(
     objective: &O,
     space: &Space,
@@ -485,51 +462,20 @@ pub fn search<O: Objective, B: Observer + ?Sized>(
 ) -> Outcome<O::Metrics> {
     let start = Instant::now();
     let shape = objective.shape();
-    // The recompute entries the model can take (a space is written for every model).
-    let admitted;
-    let space = if space.recompute.iter().all(|&r| objective.admits(r)) {
-        space
-    } else {
-        admitted = Space {
-            recompute: space
-                .recompute
-                .iter()
-                .copied()
-                .filter(|&r| objective.admits(r))
-                .collect(),
-            ..space.clone()
-        };
-        &admitted
-    };
+    let admitted = admitted(objective, space);
+    let space = admitted.as_ref().unwrap_or(space);
     let opts = SearchOptions {
         top_k: opts.top_k.max(1),
         exhaustive: opts.exhaustive,
     };
     let degs = degree_tuples(space, &shape);
-    let mut tasks = Vec::new();
-    for (d, deg) in degs.iter().enumerate() {
-        for (m, &mbs) in space.mbs.iter().enumerate() {
-            if !shape.global_batch.is_multiple_of(mbs * deg.dp) {
-                continue;
-            }
-            let micro = shape.global_batch / (mbs * deg.dp);
-            let min_micro = space.constraints.min_microbatches_per_stage.unwrap_or(0);
-            if (micro as u64) < min_micro as u64 * deg.pp as u64 {
-                continue;
-            }
-            tasks.push(Task { deg: d, mbs: m });
-        }
-    }
-    if space.recompute.is_empty() {
-        // No recompute entry applies to the model: no plan.
-        tasks.clear();
-    }
+    let tasks = tasks(space, &shape, &degs);
     let ctx = Ctx {
         obj: objective,
         space,
         shape,
         opts,
-        radix: Radix::new(space),
+        radix: KeyRadix::new(space),
         degs,
         threshold: Threshold(AtomicU64::new(f64::INFINITY.to_bits())),
         done: AtomicU64::new(0),
@@ -540,59 +486,64 @@ pub fn search<O: Objective, B: Observer + ?Sized>(
         .iter()
         .map(|t| ctx.below(&ctx.degs[t.deg], Depth::MicroBatch))
         .sum();
-    let k = opts.top_k;
-    // Best first: bound every task (in parallel), cut those over HBM, and hand the rest out in
-    // the order of their step-time bound so a tight K-th best is known early. The order only
-    // changes how much is pruned, never the result.
-    let bounded: Vec<(usize, Bound, Local<O::Metrics>)> = tasks
-        .par_iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let mut l = Local::new(0);
-            let b = ctx.task_bound(t, &mut l);
-            (i, b, l)
-        })
-        .collect();
-    let mut first = Local::new(k);
-    let mut order: Vec<(f64, usize)> = Vec::with_capacity(tasks.len());
-    for (i, b, l) in bounded {
-        first.stats.add(&l.stats);
-        first.min_memory = first.min_memory.min(l.min_memory);
-        if b.memory_bytes <= shape.hbm_bytes || opts.exhaustive {
-            order.push((b.step_time_s, i));
-        } else {
-            ctx.done.fetch_add(1, AtomicOrdering::Relaxed);
+    let (first, order) = ctx.best_first(&tasks);
+    let local = ctx.walk(&tasks, &order).merge(first, opts.top_k);
+    let stats = Stats {
+        space_plans,
+        tasks: tasks.len() as u64,
+        threads: rayon::current_num_threads(),
+        wall_s: start.elapsed().as_secs_f64(),
+        ..local.stats
+    };
+    outcome(local, stats, shape.hbm_bytes)
+}
+
+/// The space without the recompute entries the model cannot take (a space is written for
+/// every model); `None` where it takes them all.
+fn admitted<O: Objective>(objective: &O, space: &Space) -> Option<Space> {
+    if space.recompute.iter().all(|&r| objective.admits(r)) {
+        return None;
+    }
+    Some(Space {
+        recompute: space
+            .recompute
+            .iter()
+            .copied()
+            .filter(|&r| objective.admits(r))
+            .collect(),
+        ..space.clone()
+    })
+}
+
+/// The parallel tasks: every degree tuple with every micro-batch size that divides the global
+/// batch into enough micro-batches per stage. None if no recompute entry applies.
+fn tasks(space: &Space, shape: &Shape, degs: &[Degrees]) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    if space.recompute.is_empty() {
+        // No recompute entry applies to the model: no plan.
+        return tasks;
+    }
+    let min_micro = space.constraints.min_microbatches_per_stage.unwrap_or(0);
+    for (d, deg) in degs.iter().enumerate() {
+        for (m, &mbs) in space.mbs.iter().enumerate() {
+            if !shape.global_batch.is_multiple_of(mbs * deg.dp) {
+                continue;
+            }
+            let micro = shape.global_batch / (mbs * deg.dp);
+            if (micro as u64) < min_micro as u64 * deg.pp as u64 {
+                continue;
+            }
+            tasks.push(Task { deg: d, mbs: m });
         }
     }
-    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let next = AtomicU64::new(0);
-    let workers = rayon::current_num_threads().max(1);
-    let local = (0..workers)
-        .into_par_iter()
-        .with_max_len(1)
-        .map(|_| {
-            let mut l = Local::new(k);
-            loop {
-                let i = next.fetch_add(1, AtomicOrdering::Relaxed) as usize;
-                let Some(&(bound, t)) = order.get(i) else {
-                    break;
-                };
-                ctx.task(&tasks[t], bound, &mut l);
-                let done = ctx.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
-                ctx.observer.progress(done, ctx.total);
-            }
-            l
-        })
-        .reduce(|| Local::new(k), |a, b| a.merge(b, k))
-        .merge(first, k);
-    let mut stats = local.stats;
-    stats.space_plans = space_plans;
-    stats.tasks = tasks.len() as u64;
-    stats.threads = rayon::current_num_threads();
-    stats.wall_s = start.elapsed().as_secs_f64();
+    tasks
+}
+
+/// The ranked outcome of the merged top-K, with the no-fit diagnosis where nothing fits.
+fn outcome<M>(local: Local<M>, stats: Stats, hbm_bytes: f64) -> Outcome<M> {
     let no_fit = (local.top.is_empty() && local.min_memory.is_finite()).then_some(NoFit {
         min_memory_bytes: local.min_memory,
-        hbm_bytes: shape.hbm_bytes,
+        hbm_bytes,
     });
     Outcome {
         plans: local
@@ -626,6 +577,60 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         n
     }
 
+    /// Best first: bound every task (in parallel), cut those over HBM, and order the rest by
+    /// their step-time bound so a tight K-th best is known early. The order only changes how
+    /// much is pruned, never the result. Returns the counters of the bounding and the
+    /// `(bound, task index)` pairs to walk.
+    fn best_first(&self, tasks: &[Task]) -> (Local<O::Metrics>, Vec<(f64, usize)>) {
+        let bounded: Vec<(usize, Bound, Local<O::Metrics>)> = tasks
+            .par_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut l = Local::new(0);
+                let b = self.task_bound(t, &mut l);
+                (i, b, l)
+            })
+            .collect();
+        let mut first = Local::new(self.opts.top_k);
+        let mut order: Vec<(f64, usize)> = Vec::with_capacity(tasks.len());
+        for (i, b, l) in bounded {
+            first.stats.add(&l.stats);
+            first.min_memory = first.min_memory.min(l.min_memory);
+            if b.memory_bytes <= self.shape.hbm_bytes || self.opts.exhaustive {
+                order.push((b.step_time_s, i));
+            } else {
+                self.done.fetch_add(1, AtomicOrdering::Relaxed);
+            }
+        }
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        (first, order)
+    }
+
+    /// Walk the ordered tasks on the worker threads, each taking the next task when it is
+    /// done with one, and merge their top-K lists.
+    fn walk(&self, tasks: &[Task], order: &[(f64, usize)]) -> Local<O::Metrics> {
+        let k = self.opts.top_k;
+        let next = AtomicU64::new(0);
+        let workers = rayon::current_num_threads().max(1);
+        (0..workers)
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|_| {
+                let mut l = Local::new(k);
+                loop {
+                    let i = next.fetch_add(1, AtomicOrdering::Relaxed) as usize;
+                    let Some(&(bound, t)) = order.get(i) else {
+                        break;
+                    };
+                    self.task(&tasks[t], bound, &mut l);
+                    let done = self.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+                    self.observer.progress(done, self.total);
+                }
+                l
+            })
+            .reduce(|| Local::new(k), |a, b| a.merge(b, k))
+    }
+
     /// The bound of a task's root (degrees and mbs fixed); counts a memory cut.
     fn task_bound(&self, t: &Task, l: &mut Local<O::Metrics>) -> Bound {
         if self.opts.exhaustive {
@@ -652,7 +657,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
     fn root(&self, t: &Task) -> Plan {
         let s = self.space;
         let deg = &self.degs[t.deg];
-        Plan {
+        let mut plan = Plan {
             pp: deg.pp,
             tp: deg.tp,
             ep: deg.ep,
@@ -660,28 +665,20 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             cp: deg.cp,
             dp: deg.dp,
             mbs: s.mbs[t.mbs],
-            recompute: s.recompute[0].0,
-            recompute_modules: s.recompute[0].1,
             zero: s.zero[0],
             schedule: s.schedule[0],
             vpp: 1,
-            sp: s.sp[0],
-            cp_comm: s.cp_comm[0],
-            tp_sp_transition: s.tp_sp_transition[0],
-            moe_tp_scheme: s.moe_tp_scheme[0],
-            dispatcher: s.dispatcher[0],
-            algo: s.algo[0],
-            order: s.order[0],
-            tp_overlap: s.tp_overlap[0],
-            ep_overlap: s.ep_overlap[0],
-            // The first placement has the fewest replicas: the least memory of the subtree.
-            placement: if deg.relevant[PLACE] {
-                s.placement[0]
-            } else {
-                Plan::default().placement
-            },
             ..Plan::default()
+        };
+        s.set(Knob::Recompute, 0, &mut plan);
+        for k in Knob::LEAVES {
+            s.set(k, 0, &mut plan);
         }
+        // The first placement has the fewest replicas: the least memory of the subtree.
+        if !deg.relevant[PLACE] {
+            Knob::Placement.copy(&Plan::default(), &mut plan);
+        }
+        plan
     }
 
     /// Bound a node; true if its subtree is cut.
@@ -710,24 +707,24 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         false
     }
 
+    /// One task's depth-first walk: recompute → schedule/vpp → ZeRO, bounding each node, then
+    /// the leaf knobs of every surviving ZeRO node.
     fn task(&self, t: &Task, bound: f64, l: &mut Local<O::Metrics>) {
         let s = self.space;
         let deg = &self.degs[t.deg];
-        let r = &self.radix.stride;
+        let r = &self.radix;
         let mut plan = self.root(t);
-        let mut key: u128 = deg
-            .idx
-            .iter()
-            .zip(r.iter())
-            .map(|(&i, &st)| i as u128 * st)
-            .sum::<u128>()
-            + t.mbs as u128 * r[5];
         if !self.opts.exhaustive && bound > self.threshold.get() {
             l.stats.pruned_by_time += 1;
             l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
             return;
         }
-        let base = key;
+        let base: u128 = DEGREE_KNOBS
+            .iter()
+            .zip(deg.idx)
+            .map(|(&k, i)| r.digit(k, i))
+            .sum::<u128>()
+            + r.digit(Knob::Mbs, t.mbs);
         for (ir, &rc) in s.recompute.iter().enumerate() {
             (plan.recompute, plan.recompute_modules) = rc;
             plan.zero = s.zero[0];
@@ -736,93 +733,52 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             if self.cut(&plan, Depth::Recompute, deg, l) {
                 continue;
             }
-            let k_rc = base + ir as u128 * r[6];
+            let k_rc = base + r.digit(Knob::Recompute, ir);
             for &(is, iv) in &deg.schedules {
                 plan.schedule = s.schedule[is];
-                plan.vpp = if iv == usize::MAX { 1 } else { s.vpp[iv] };
+                plan.vpp = iv.map_or(1, |v| s.vpp[v]);
                 plan.zero = s.zero[0];
-                let iv_key = if iv == usize::MAX { 0 } else { iv + 1 };
                 if self.cut(&plan, Depth::Schedule, deg, l) {
                     continue;
                 }
-                let k_s = k_rc + is as u128 * r[8] + iv_key as u128 * r[9];
+                let k_s = k_rc + r.digit(Knob::Schedule, is) + r.vpp_digit(iv);
                 for iz in 0..deg.zero {
                     plan.zero = s.zero[iz];
                     if self.cut(&plan, Depth::Zero, deg, l) {
                         continue;
                     }
-                    key = k_s + iz as u128 * r[7];
-                    self.leaves(&plan, key, deg, l);
+                    self.leaves(&plan, k_s + r.digit(Knob::Zero, iz), deg, l);
                 }
             }
         }
     }
 
-    /// Every knob combination of one ZeRO node (an odometer, no allocation), on a copy of its
-    /// plan: the next nodes' partial plans keep the space's first knob values.
+    /// Every leaf-knob combination of one ZeRO node (an odometer over [`Knob::LEAVES`], no
+    /// allocation), on a copy of its plan: the next nodes' partial plans keep the space's
+    /// first knob values.
     fn leaves(&self, node: &Plan, key: u128, deg: &Degrees, l: &mut Local<O::Metrics>) {
-        let mut leaf = *node;
-        let plan = &mut leaf;
+        let mut plan = *node;
         let s = self.space;
-        let r = &self.radix.stride;
-        let k = self.opts.top_k;
-        let mut pos = [0usize; NKNOB];
+        let mut pos = [0usize; NLEAF];
         let dflt = Plan::default();
         loop {
-            let ix = |d: usize| deg.knobs[d][pos[d]];
-            // A knob that cannot change this plan keeps `Plan::default()`'s value (canonical
-            // plans, see `Degrees::relevant`).
-            let rel = &deg.relevant;
-            plan.sp = knob(rel[SP], &s.sp, ix(SP), dflt.sp);
-            plan.cp_comm = knob(rel[CPC], &s.cp_comm, ix(CPC), dflt.cp_comm);
-            plan.tp_sp_transition = knob(
-                rel[TPSP],
-                &s.tp_sp_transition,
-                ix(TPSP),
-                dflt.tp_sp_transition,
-            );
-            plan.moe_tp_scheme = knob(rel[MTS], &s.moe_tp_scheme, ix(MTS), dflt.moe_tp_scheme);
-            plan.dispatcher = knob(rel[DISP], &s.dispatcher, ix(DISP), dflt.dispatcher);
-            plan.algo = s.algo[ix(ALGO)];
-            plan.order = s.order[ix(ORDER)];
-            plan.tp_overlap = knob(rel[TPO], &s.tp_overlap, ix(TPO), dflt.tp_overlap);
-            plan.ep_overlap = knob(rel[EPO], &s.ep_overlap, ix(EPO), dflt.ep_overlap);
-            plan.placement = knob(rel[PLACE], &s.placement, ix(PLACE), dflt.placement);
             let mut leaf_key = key;
-            for d in 0..NKNOB {
-                leaf_key += ix(d) as u128 * r[10 + d];
-            }
-            l.stats.evaluated += 1;
-            match self.obj.evaluate(plan) {
-                Ok(m) => {
-                    let t = O::step_time(&m);
-                    if !t.is_finite() || t < 0.0 {
-                        l.stats.invalid += 1;
-                    } else {
-                        l.stats.feasible += 1;
-                        if t <= self.threshold.get() {
-                            let e = Entry {
-                                t,
-                                key: leaf_key,
-                                plan: *plan,
-                                metrics: m,
-                            };
-                            if let Some(kth) = l.insert(e, k) {
-                                self.threshold.lower(kth);
-                            }
-                        }
-                    }
+            for (d, &k) in Knob::LEAVES.iter().enumerate() {
+                let i = deg.knobs[d][pos[d]];
+                // A knob that cannot change this plan keeps `Plan::default()`'s value
+                // (canonical plans, see `Degrees::relevant`).
+                if deg.relevant[d] {
+                    s.set(k, i, &mut plan);
+                } else {
+                    k.copy(&dflt, &mut plan);
                 }
-                Err(Reject::Invalid) => l.stats.invalid += 1,
-                Err(Reject::OutOfMemory { peak_bytes, .. }) => {
-                    l.stats.out_of_memory += 1;
-                    l.min_memory = l.min_memory.min(peak_bytes);
-                }
+                leaf_key += self.radix.digit(k, i);
             }
+            self.score(&plan, leaf_key, l);
             // Advance the odometer.
             let mut d = 0;
             loop {
-                if d == NKNOB {
+                if d == NLEAF {
                     return;
                 }
                 pos[d] += 1;
@@ -831,6 +787,37 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 }
                 pos[d] = 0;
                 d += 1;
+            }
+        }
+    }
+
+    /// Evaluate one complete plan, count it, and offer it to the top-K.
+    fn score(&self, plan: &Plan, key: u128, l: &mut Local<O::Metrics>) {
+        l.stats.evaluated += 1;
+        match self.obj.evaluate(plan) {
+            Ok(m) => {
+                let t = O::step_time(&m);
+                if !t.is_finite() || t < 0.0 {
+                    l.stats.invalid += 1;
+                } else {
+                    l.stats.feasible += 1;
+                    if t <= self.threshold.get() {
+                        let e = Entry {
+                            t,
+                            key,
+                            plan: *plan,
+                            metrics: m,
+                        };
+                        if let Some(kth) = l.insert(e, self.opts.top_k) {
+                            self.threshold.lower(kth);
+                        }
+                    }
+                }
+            }
+            Err(Reject::Invalid) => l.stats.invalid += 1,
+            Err(Reject::OutOfMemory { peak_bytes, .. }) => {
+                l.stats.out_of_memory += 1;
+                l.min_memory = l.min_memory.min(peak_bytes);
             }
         }
     }

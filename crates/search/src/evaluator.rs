@@ -23,6 +23,7 @@
 //!   (either one's buffer can be the smaller) — the memory model grows with none of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
+use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
     Dispatcher, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
@@ -93,6 +94,7 @@ impl Objective for Evaluator {
 fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     let p = partial.plan;
     let s = partial.space;
+    let ctx = context(ev, &p);
     let mut q = p;
     // Selective recompute of the union of the open module sets stores the least of the
     // selective entries (more modules never store more); it can undercut full recompute, whose
@@ -120,22 +122,22 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     }
     // Every leaf knob the memory model reads at its least memory: the engine's partial plans
     // hold whatever leaf values were tried last below an earlier sibling. The first placement
-    // has the fewest replicas (`Space::placement` is sorted so); without EP the engine fixes
-    // `Plan::default()`'s.
+    // has the fewest replicas (`Space::placement` is sorted so); where it does not matter
+    // (no EP) the engine fixes `Plan::default()`'s.
     q.sp = true;
     q.tp_sp_transition = TpSpTransition::AllReduceSlice;
     q.placement = match s.placement.first() {
-        Some(&first) if p.ep > 1 => first,
+        Some(&first) if Knob::Placement.matters(&ctx) => first,
         _ => Plan::default().placement,
     };
     // The least peak over the open schedules and dispatchers (None: an invalid plan).
     let floor = |q: &mut Plan| {
         let mut mem = Some(f64::INFINITY);
-        open_schedules(partial, &mut |sch, v| {
+        open_schedules(partial, &ctx, &mut |sch, v| {
             q.schedule = sch;
             q.vpp = v;
             // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
-            for &d in dispatchers(partial) {
+            for &d in dispatchers(partial, &ctx) {
                 q.dispatcher = d;
                 mem = mem.zip(peak(ev, q)).map(|(a, b)| a.min(b));
             }
@@ -175,27 +177,38 @@ fn zero_below_3(partial: &Partial<'_>) -> Option<Zero> {
     s.zero.iter().copied().filter(|&z| z < Zero(3)).max()
 }
 
-/// The dispatchers the completions of `partial` may use: either one's buffer can be the
-/// smaller (the engine fixes it to `Plan::default()`'s where there is no dispatch).
-fn dispatchers<'a>(partial: &Partial<'a>) -> &'a [Dispatcher] {
-    const DEFAULT: &[Dispatcher] = &[Dispatcher::AllToAll];
-    let p = &partial.plan;
-    if p.ep * p.moe_tp > 1 {
-        &partial.space.dispatcher
+/// The relevance context of `plan` for the evaluator's model ([`Knob::matters`]).
+fn context(ev: &Evaluator, plan: &Plan) -> Context {
+    Context::new(plan, ev.model().moe.is_some())
+}
+
+/// The values of leaf `knob` the completions of a plan may take: the space's `list` where the
+/// knob matters in `ctx`, else `default` (the engine fixes `Plan::default()`'s there).
+fn open<'a, T>(knob: Knob, ctx: &Context, list: &'a [T], default: &'a T) -> &'a [T] {
+    if knob.matters(ctx) {
+        list
     } else {
-        DEFAULT
+        std::slice::from_ref(default)
     }
 }
 
+/// The dispatchers the completions of `partial` may use: either one's buffer can be the
+/// smaller (the engine fixes it to `Plan::default()`'s where there is no dispatch).
+fn dispatchers<'a>(partial: &Partial<'a>, ctx: &Context) -> &'a [Dispatcher] {
+    const DEFAULT: &Dispatcher = &Dispatcher::AllToAll;
+    open(Knob::Dispatcher, ctx, &partial.space.dispatcher, DEFAULT)
+}
+
 /// Call `f` with every (schedule, vpp) still open below `partial`.
-fn open_schedules(partial: &Partial<'_>, f: &mut dyn FnMut(Schedule, u32)) {
+fn open_schedules(partial: &Partial<'_>, ctx: &Context, f: &mut dyn FnMut(Schedule, u32)) {
     let p = partial.plan;
     let s = partial.space;
-    if partial.depth >= Depth::Schedule || p.pp == 1 {
+    if partial.depth >= Depth::Schedule || !Knob::Schedule.matters(ctx) {
         f(p.schedule, p.vpp);
     } else {
-        for &sch in &s.schedule {
-            if sch == Schedule::Interleaved {
+        for &schedule in &s.schedule {
+            let sch = schedule;
+            if Knob::Vpp.matters(&Context { schedule, ..*ctx }) {
                 for &v in &s.vpp {
                     f(sch, v);
                 }
@@ -217,7 +230,7 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
     });
     let micro = (ev.model().training.global_batch / (p.mbs * p.dp).max(1)).max(1) as f64;
     let mut frac = f64::INFINITY;
-    open_schedules(partial, &mut |sch, v| {
+    open_schedules(partial, &context(ev, &p), &mut |sch, v| {
         frac = frac.min(sch.bubble(1.0, v, p.pp))
     });
     let bubble = if p.pp > 1 && frac.is_finite() {
@@ -263,20 +276,20 @@ impl Scorer {
         let s = partial.space;
         let p = partial.plan;
         let d = Plan::default();
+        let ctx = context(&self.exact, &p);
         // The ZeRO stages and (schedule, vpp) pairs still open, as the engine enumerates them
-        // (`engine::degrees`: one stage where nothing is data-parallel, interleaving with
+        // (`engine::degrees`: one stage where ZeRO does not matter, interleaving with
         // `pp·vpp ≤ layers`).
-        let edp = p.tp * p.cp * p.dp / (p.ep * p.moe_tp).max(1);
         let zeros = if partial.depth >= Depth::Zero {
             std::slice::from_ref(&p.zero)
-        } else if p.dp * p.cp == 1 && edp == 1 {
+        } else if !Knob::Zero.matters(&ctx) {
             &s.zero[..1]
         } else {
             &s.zero[..]
         };
         let mut pairs = [(p.schedule, p.vpp); MAX_SCHEDULES];
         let mut n_pairs = 1;
-        if partial.depth < Depth::Schedule && p.pp > 1 {
+        if partial.depth < Depth::Schedule && Knob::Schedule.matters(&ctx) {
             n_pairs = 0;
             let layers = self.exact.model().layers;
             let mut push = |pair| {
@@ -285,13 +298,13 @@ impl Scorer {
                 }
                 n_pairs += 1;
             };
-            for &sch in &s.schedule {
-                if sch == Schedule::Interleaved {
+            for &schedule in &s.schedule {
+                if Knob::Vpp.matters(&Context { schedule, ..ctx }) {
                     for &v in s.vpp.iter().filter(|&&v| p.pp * v <= layers) {
-                        push((sch, v));
+                        push((schedule, v));
                     }
                 } else {
-                    push((sch, 1));
+                    push((schedule, 1));
                 }
             }
             if n_pairs > MAX_SCHEDULES {
@@ -306,52 +319,30 @@ impl Scorer {
         } else {
             &s.recompute[..]
         };
-        let moe = self.exact.model().moe.is_some();
-        let tp = p.tp > 1;
-        let sps = if tp {
-            &s.sp[..]
-        } else {
-            std::slice::from_ref(&d.sp)
+        // The leaf knobs open here, each as the engine enumerates it (`Knob::matters`); the
+        // overlaps only hide time, so on wherever the space has it on. `ep_comm` hides the
+        // `moe_tp` collectives with the EP overlap too.
+        let on = |k: Knob, list: &[bool], default: bool| {
+            if k.matters(&ctx) {
+                list.contains(&true)
+            } else {
+                default
+            }
         };
-        let tpsp = if tp {
-            &s.tp_sp_transition[..]
-        } else {
-            std::slice::from_ref(&d.tp_sp_transition)
-        };
-        let tpo = if tp {
-            s.tp_overlap.contains(&true)
-        } else {
-            d.tp_overlap
-        };
-        let cpc = if p.cp > 1 {
-            &s.cp_comm[..]
-        } else {
-            std::slice::from_ref(&d.cp_comm)
-        };
-        let mts = if moe && p.moe_tp > 1 {
-            &s.moe_tp_scheme[..]
-        } else {
-            std::slice::from_ref(&d.moe_tp_scheme)
-        };
-        let disp = if moe && p.ep * p.moe_tp > 1 {
-            &s.dispatcher[..]
-        } else {
-            std::slice::from_ref(&d.dispatcher)
-        };
-        let ep = moe && p.ep > 1;
-        // `ep_comm` hides the `moe_tp` collectives with the EP overlap too: open wherever
-        // either moves tokens (the engine enumerates it there).
-        let epo = if moe && p.ep * p.moe_tp > 1 {
-            s.ep_overlap.contains(&true)
-        } else {
-            d.ep_overlap
-        };
-        let places = if ep {
-            &s.placement[..]
-        } else {
-            std::slice::from_ref(&d.placement)
-        };
-        let (orders, n) = canonical_orders(s, &p);
+        let sps = open(Knob::Sp, &ctx, &s.sp, &d.sp);
+        let tpsp = open(
+            Knob::Transition,
+            &ctx,
+            &s.tp_sp_transition,
+            &d.tp_sp_transition,
+        );
+        let tpo = on(Knob::TpOverlap, &s.tp_overlap, d.tp_overlap);
+        let cpc = open(Knob::CpComm, &ctx, &s.cp_comm, &d.cp_comm);
+        let mts = open(Knob::MoeTpScheme, &ctx, &s.moe_tp_scheme, &d.moe_tp_scheme);
+        let disp = open(Knob::Dispatcher, &ctx, &s.dispatcher, &d.dispatcher);
+        let epo = on(Knob::EpOverlap, &s.ep_overlap, d.ep_overlap);
+        let places = open(Knob::Placement, &ctx, &s.placement, &d.placement);
+        let (orders, n) = canonical_orders(s, &ctx);
         let mut q = p;
         q.tp_overlap = tpo;
         q.ep_overlap = epo;
@@ -385,25 +376,11 @@ impl Scorer {
     }
 }
 
-/// The space's rank orders that differ for `plan` (the engine's `orders_for`: orders equal once
-/// the dims of size 1 in both the dense and the folded MoE grid are dropped give the same
-/// groups), in a fixed array (no allocation); a superset would only cost time.
-fn canonical_orders(s: &Space, p: &Plan) -> ([RankOrder; MAX_ORDERS], usize) {
-    let edp = p.tp * p.cp * p.dp / (p.ep * p.moe_tp).max(1);
-    let dense = [p.tp, p.cp, p.dp, p.pp];
-    let folded = [p.moe_tp, p.ep, edp, p.pp];
-    let key = |o: &RankOrder| {
-        let mut k = [None; 4];
-        let mut j = 0;
-        for &dim in &o.0 {
-            let i = dim as usize;
-            if dense[i] > 1 || folded[i] > 1 {
-                k[j] = Some(dim);
-                j += 1;
-            }
-        }
-        k
-    };
+/// The space's rank orders that differ for the plan of `ctx` (the engine's `orders_for`: orders
+/// of one `Context::order_class` give the same groups), in a fixed array (no allocation); a
+/// superset would only cost time.
+fn canonical_orders(s: &Space, ctx: &Context) -> ([RankOrder; MAX_ORDERS], usize) {
+    let key = |o: &RankOrder| ctx.order_class(o);
     let mut out = [RankOrder::default(); MAX_ORDERS];
     let mut keys = [[None; 4]; MAX_ORDERS];
     let mut n = 0;

@@ -7,9 +7,12 @@
 use std::fmt;
 
 use autoplan_input::{InputError, Source};
+use autoplan_plan::knob::{
+    self, Knob, Names, CP_COMMS, DISPATCHERS, MOE_TP_SCHEMES, SCHEDULES, TRANSITIONS,
+};
 use autoplan_plan::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
-    Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+    AlgoMode, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder, Recompute,
+    RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 use serde::Deserialize;
 
@@ -184,76 +187,25 @@ pub fn resolve_space(name_or_path: &str) -> Result<Space, SpaceError> {
     }
 }
 
-/// A recompute value of a space file or `--fix`: `none`, `selective`, `full`, or
-/// `selective:layernorm+moe_act` (the plan string's syntax, `autoplan_plan::parse`).
-fn parse_recompute(s: &str) -> Result<(Recompute, RecomputeModules), String> {
-    autoplan_plan::parse::parse_recompute(s).map_err(|e| match e {
-        // The plan string's list of what `recompute=` accepts.
+/// The value `s` of `knob` as the plan string parses it (`autoplan_plan::knob`), set into a
+/// default plan; the error says what the knob accepts.
+fn parse_knob(knob: Knob, s: &str) -> Result<Plan, String> {
+    let mut plan = Plan::default();
+    knob.parse_into(&mut plan, s).map_err(|e| match e {
+        // The plan string's list of what the key accepts.
         autoplan_plan::ParseError::BadValue { expected, .. } => {
             format!("unknown value; expected {expected}")
         }
         other => other.to_string(),
-    })
+    })?;
+    Ok(plan)
 }
 
-/// Names accepted for each enumerated knob (also used by `--fix`).
-const SCHEDULE: &[(&str, Schedule)] = &[
-    ("1f1b", Schedule::OneF1B),
-    ("interleaved", Schedule::Interleaved),
-    ("zero-bubble", Schedule::ZeroBubble),
-    ("dualpipe", Schedule::DualPipe),
-];
-const CP_COMM: &[(&str, CpComm)] = &[("ring", CpComm::Ring), ("all-to-all", CpComm::AllToAll)];
-const TP_SP: &[(&str, TpSpTransition)] = &[
-    ("all-reduce-slice", TpSpTransition::AllReduceSlice),
-    ("all-to-all", TpSpTransition::AllToAll),
-];
-const MOE_TP_SCHEME: &[(&str, MoeTpScheme)] = &[
-    ("scatter-gather", MoeTpScheme::ScatterGather),
-    ("group-all-to-all", MoeTpScheme::GroupAllToAll),
-];
-const DISPATCHER: &[(&str, Dispatcher)] = &[
-    ("all-to-all", Dispatcher::AllToAll),
-    ("all-gather", Dispatcher::AllGather),
-    ("deepep", Dispatcher::DeepEp),
-];
-
-fn names<T>(table: &[(&str, T)]) -> String {
-    table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-}
-
-fn lookup<T: Copy>(table: &[(&str, T)], s: &str) -> Result<T, String> {
+/// A value of an enumerated knob in a space file: one of the table's names.
+fn lookup<T: Copy + PartialEq>(table: Names<T>, s: &str) -> Result<T, String> {
     table
-        .iter()
-        .find(|(n, _)| *n == s)
-        .map(|(_, v)| *v)
-        .ok_or_else(|| format!("unknown value; expected one of: {}", names(table)))
-}
-
-fn parse_algo(s: &str) -> Result<AlgoMode, String> {
-    match s {
-        "cheapest" => Ok(AlgoMode::Cheapest),
-        "nccl-like" => Ok(AlgoMode::NcclLike),
-        "nccl-tuner" => Ok(AlgoMode::NcclTuner),
-        _ => s.parse::<Algorithm>().map(AlgoMode::Fixed).map_err(|_| {
-            "unknown value; expected cheapest, nccl-like, nccl-tuner or an algorithm name \
-             (ring, tree, ...) to fix it where valid"
-                .to_string()
-        }),
-    }
-}
-
-fn parse_placement(s: &str) -> Result<PlacementPolicy, String> {
-    let err = || "expected contiguous, balanced or balanced:R (R ≥ 0 redundant experts per GPU)";
-    match s.split_once(':') {
-        None if s == "contiguous" => Ok(PlacementPolicy::Contiguous),
-        None if s == "balanced" => Ok(PlacementPolicy::Balanced { redundant: 0 }),
-        Some(("balanced", r)) => r
-            .parse()
-            .map(|redundant| PlacementPolicy::Balanced { redundant })
-            .map_err(|_| err().to_string()),
-        _ => Err(err().to_string()),
-    }
+        .parse(s)
+        .ok_or_else(|| format!("unknown value; expected one of: {}", table.file_names()))
 }
 
 /// Sort key of a placement policy: contiguous, then balanced by replicas.
@@ -266,50 +218,12 @@ fn placement_key(p: &PlacementPolicy) -> (u8, u32) {
 
 /// The name of a placement policy as written in space files and plans.
 pub fn placement_name(p: PlacementPolicy) -> String {
-    match p {
-        PlacementPolicy::Contiguous => "contiguous".into(),
-        PlacementPolicy::Balanced { redundant } => format!("balanced:{redundant}"),
-    }
-}
-
-fn parse_order(s: &str) -> Result<RankOrder, String> {
-    let parts: Vec<&str> = s.split('-').collect();
-    let err = || {
-        "expected the four dims tp, cp, dp, pp once each, innermost first, e.g. tp-cp-dp-pp"
-            .to_string()
-    };
-    if parts.len() != 4 {
-        return Err(err());
-    }
-    let mut dims = [Dim::Tp; 4];
-    for (d, p) in dims.iter_mut().zip(&parts) {
-        *d = match *p {
-            "tp" => Dim::Tp,
-            "cp" => Dim::Cp,
-            "dp" => Dim::Dp,
-            "pp" => Dim::Pp,
-            _ => return Err(err()),
-        };
-    }
-    let mut sorted = dims;
-    sorted.sort();
-    if sorted != [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp] {
-        return Err(err());
-    }
-    Ok(RankOrder(dims))
+    knob::placement_name(p)
 }
 
 /// The name of a rank order as written in space files: `tp-cp-dp-pp`.
 pub fn order_name(o: RankOrder) -> String {
-    o.0.iter()
-        .map(|d| match d {
-            Dim::Tp => "tp",
-            Dim::Cp => "cp",
-            Dim::Dp => "dp",
-            Dim::Pp => "pp",
-        })
-        .collect::<Vec<_>>()
-        .join("-")
+    o.to_string()
 }
 
 /// A rank-order's sort key (Dim's order), so lists of orders sort deterministically.
@@ -378,42 +292,50 @@ impl Space {
             ($sect:expr, $name:expr, $v:expr, $table:expr) => {{
                 enums($sect, $name, $v, &|s| lookup($table, s).map(|_| ()))?;
                 $v.iter()
-                    .map(|s| lookup($table, s).unwrap_or($table[0].1))
+                    .filter_map(|s| lookup($table, s).ok())
                     .collect::<Vec<_>>()
             }};
         }
         let d = &raw.degrees;
-        enums("memory", "recompute", &raw.memory.recompute, &|s| {
-            parse_recompute(s).map(|_| ())
-        })?;
-        let recompute: Vec<_> = raw
-            .memory
-            .recompute
-            .iter()
-            .filter_map(|s| parse_recompute(s).ok())
-            .collect();
-        let schedule = table!("pipeline", "schedules", &raw.pipeline.schedules, SCHEDULE);
+        // A list of plan-string values of `knob`, each read with `get`.
+        let values = |sect: &str, name: &str, v: &[String], knob: Knob| {
+            enums(sect, name, v, &|s| parse_knob(knob, s).map(|_| ()))?;
+            Ok::<Vec<Plan>, InputError>(v.iter().filter_map(|s| parse_knob(knob, s).ok()).collect())
+        };
+        let recompute: Vec<_> = values(
+            "memory",
+            "recompute",
+            &raw.memory.recompute,
+            Knob::Recompute,
+        )?
+        .into_iter()
+        .map(|p| (p.recompute, p.recompute_modules))
+        .collect();
+        let schedule = table!("pipeline", "schedules", &raw.pipeline.schedules, SCHEDULES);
         let k = &raw.knobs;
-        let cp_comm = table!("knobs", "cp_comm", &k.cp_comm, CP_COMM);
-        let tp_sp = table!("knobs", "tp_sp_transition", &k.tp_sp_transition, TP_SP);
-        let mts = table!("knobs", "moe_tp_scheme", &k.moe_tp_scheme, MOE_TP_SCHEME);
-        let disp = table!("knobs", "dispatcher", &k.dispatcher, DISPATCHER);
-        enums("knobs", "algo", &k.algo, &|s| parse_algo(s).map(|_| ()))?;
-        let algo: Vec<AlgoMode> = k.algo.iter().filter_map(|s| parse_algo(s).ok()).collect();
-        enums("knobs", "rank_order", &k.rank_order, &|s| {
-            parse_order(s).map(|_| ())
-        })?;
-        let order: Vec<RankOrder> = k
-            .rank_order
-            .iter()
-            .filter_map(|s| parse_order(s).ok())
+        let cp_comm = table!("knobs", "cp_comm", &k.cp_comm, CP_COMMS);
+        let tp_sp = table!(
+            "knobs",
+            "tp_sp_transition",
+            &k.tp_sp_transition,
+            TRANSITIONS
+        );
+        let mts = table!("knobs", "moe_tp_scheme", &k.moe_tp_scheme, MOE_TP_SCHEMES);
+        let disp = table!("knobs", "dispatcher", &k.dispatcher, DISPATCHERS);
+        let algo: Vec<AlgoMode> = values("knobs", "algo", &k.algo, Knob::Algo)?
+            .into_iter()
+            .map(|p| p.algo)
+            .collect();
+        let order: Vec<RankOrder> = values("knobs", "rank_order", &k.rank_order, Knob::Order)?
+            .into_iter()
+            .map(|p| p.order)
             .collect();
         let placement = match &k.placement {
             None => vec![PlacementPolicy::Contiguous],
-            Some(v) => {
-                enums("knobs", "placement", v, &|s| parse_placement(s).map(|_| ()))?;
-                v.iter().filter_map(|s| parse_placement(s).ok()).collect()
-            }
+            Some(v) => values("knobs", "placement", v, Knob::Placement)?
+                .into_iter()
+                .map(|p| p.placement)
+                .collect(),
         };
         if raw.memory.zero.is_empty() {
             return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
@@ -443,13 +365,13 @@ impl Space {
             mbs: degrees("batch", "mbs", &raw.batch.mbs)?,
             recompute: canon(recompute, |r| *r),
             zero: canon(raw.memory.zero.iter().map(|&z| Zero(z)).collect(), |z| *z),
-            schedule: canon(schedule, |s| SCHEDULE.iter().position(|(_, x)| x == s)),
+            schedule: canon(schedule, |&x| SCHEDULES.position(x)),
             vpp: degrees("pipeline", "vpp", &raw.pipeline.vpp)?,
             sp: bools("knobs", "sp", &k.sp)?,
-            cp_comm: canon(cp_comm, |x| CP_COMM.iter().position(|(_, y)| y == x)),
-            tp_sp_transition: canon(tp_sp, |x| TP_SP.iter().position(|(_, y)| y == x)),
-            moe_tp_scheme: canon(mts, |x| MOE_TP_SCHEME.iter().position(|(_, y)| y == x)),
-            dispatcher: canon(disp, |x| DISPATCHER.iter().position(|(_, y)| y == x)),
+            cp_comm: canon(cp_comm, |&x| CP_COMMS.position(x)),
+            tp_sp_transition: canon(tp_sp, |&x| TRANSITIONS.position(x)),
+            moe_tp_scheme: canon(mts, |&x| MOE_TP_SCHEMES.position(x)),
+            dispatcher: canon(disp, |&x| DISPATCHERS.position(x)),
             algo: canon(algo, algo_key),
             order: canon(order, order_key),
             tp_overlap: bools("knobs", "tp_overlap", &k.tp_overlap)?,
@@ -466,77 +388,137 @@ impl Space {
     }
 
     /// Restrict the space to single values: `"tp=8,pp=16,recompute=full"` (the `--fix` flag).
-    /// Keys: tp, pp, cp, dp, ep, moe_tp, mbs, recompute, zero, schedule, vpp, sp, cp_comm,
-    /// tp_sp_transition, moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap,
-    /// placement.
+    /// Keys and values are the plan string's (`autoplan_plan::knob`, so every plan the search
+    /// prints can be fixed), plus the space files' spellings (`tp_sp_transition`,
+    /// `rank_order`, `all-reduce-slice`, `true`/`false`); `dp` restricts what the GPUs leave.
     pub fn fix(&mut self, assignments: &str) -> Result<(), FixError> {
         for part in assignments
             .split(',')
             .map(str::trim)
             .filter(|p| !p.is_empty())
         {
-            let (key, value) = part.split_once('=').ok_or_else(|| FixError {
-                item: part.to_string(),
-                reason: "expected key=value".into(),
-            })?;
-            let (key, value) = (key.trim(), value.trim());
             let err = |reason: String| FixError {
                 item: part.to_string(),
                 reason,
             };
-            let num = || -> Result<u32, FixError> {
-                match value.parse::<u32>() {
-                    Ok(0) | Err(_) => Err(err("expected a positive integer".into())),
-                    Ok(n) => Ok(n),
-                }
-            };
-            let boolean = || -> Result<bool, FixError> {
-                value
-                    .parse::<bool>()
-                    .map_err(|_| err("expected true or false".into()))
-            };
-            match key {
-                "tp" => self.tp = vec![num()?],
-                "pp" => self.pp = vec![num()?],
-                "cp" => self.cp = vec![num()?],
-                "dp" => self.dp = Some(num()?),
-                "ep" => self.ep = vec![num()?],
-                "moe_tp" => self.moe_tp = vec![num()?],
-                "mbs" => self.mbs = vec![num()?],
-                "vpp" => self.vpp = vec![num()?],
-                "zero" => match value.parse::<u8>() {
-                    Ok(z) if z <= 3 => self.zero = vec![Zero(z)],
-                    _ => return Err(err("ZeRO stages are 0, 1, 2 and 3".into())),
-                },
-                "recompute" => self.recompute = vec![parse_recompute(value).map_err(err)?],
-                "schedule" => self.schedule = vec![lookup(SCHEDULE, value).map_err(err)?],
-                "cp_comm" => self.cp_comm = vec![lookup(CP_COMM, value).map_err(err)?],
-                "tp_sp_transition" => {
-                    self.tp_sp_transition = vec![lookup(TP_SP, value).map_err(err)?]
-                }
-                "moe_tp_scheme" => {
-                    self.moe_tp_scheme = vec![lookup(MOE_TP_SCHEME, value).map_err(err)?]
-                }
-                "dispatcher" => self.dispatcher = vec![lookup(DISPATCHER, value).map_err(err)?],
-                "algo" => self.algo = vec![parse_algo(value).map_err(err)?],
-                "rank_order" | "order" => self.order = vec![parse_order(value).map_err(err)?],
-                "sp" => self.sp = vec![boolean()?],
-                "tp_overlap" => self.tp_overlap = vec![boolean()?],
-                "ep_overlap" => self.ep_overlap = vec![boolean()?],
-                "placement" => self.placement = vec![parse_placement(value).map_err(err)?],
-                _ => {
-                    return Err(err(
-                        "unknown key; expected one of tp, pp, cp, dp, ep, moe_tp, mbs, \
-                         recompute, zero, schedule, vpp, sp, cp_comm, tp_sp_transition, \
-                         moe_tp_scheme, dispatcher, algo, rank_order, tp_overlap, ep_overlap, \
-                         placement"
-                            .into(),
-                    ))
-                }
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| err("expected key=value".into()))?;
+            let knob = Knob::from_key(key)
+                .ok_or_else(|| err(format!("unknown key; expected one of {}", fix_keys())))?;
+            let plan = parse_knob(knob, value).map_err(err)?;
+            self.restrict(knob, &plan).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Restrict `knob`'s list to `plan`'s value; an error for a knob the space does not list.
+    fn restrict(&mut self, knob: Knob, plan: &Plan) -> Result<(), String> {
+        let p = plan;
+        match knob {
+            Knob::Tp => self.tp = vec![p.tp],
+            Knob::Pp => self.pp = vec![p.pp],
+            Knob::Cp => self.cp = vec![p.cp],
+            Knob::Dp => self.dp = Some(p.dp),
+            Knob::Ep => self.ep = vec![p.ep],
+            Knob::MoeTp => self.moe_tp = vec![p.moe_tp],
+            Knob::Mbs => self.mbs = vec![p.mbs],
+            Knob::Vpp => self.vpp = vec![p.vpp],
+            Knob::Zero => self.zero = vec![p.zero],
+            Knob::Recompute => self.recompute = vec![(p.recompute, p.recompute_modules)],
+            Knob::Schedule => self.schedule = vec![p.schedule],
+            Knob::Sp => self.sp = vec![p.sp],
+            Knob::CpComm => self.cp_comm = vec![p.cp_comm],
+            Knob::Transition => self.tp_sp_transition = vec![p.tp_sp_transition],
+            Knob::MoeTpScheme => self.moe_tp_scheme = vec![p.moe_tp_scheme],
+            Knob::Dispatcher => self.dispatcher = vec![p.dispatcher],
+            Knob::Algo => self.algo = vec![p.algo],
+            Knob::Order => self.order = vec![p.order],
+            Knob::TpOverlap => self.tp_overlap = vec![p.tp_overlap],
+            Knob::EpOverlap => self.ep_overlap = vec![p.ep_overlap],
+            Knob::Placement => self.placement = vec![p.placement],
+            Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => {
+                return Err(format!(
+                    "`{}` is not a decision of the search (use `autoplan evaluate --plan`)",
+                    knob.key()
+                ))
             }
         }
         Ok(())
     }
+
+    /// How many values the space lists for `knob`, one of [`Knob::KEY_ORDER`] (0 for the
+    /// others). Pair with [`Space::set`].
+    pub fn count(&self, knob: Knob) -> usize {
+        match knob {
+            Knob::Tp => self.tp.len(),
+            Knob::Pp => self.pp.len(),
+            Knob::Cp => self.cp.len(),
+            Knob::Ep => self.ep.len(),
+            Knob::MoeTp => self.moe_tp.len(),
+            Knob::Mbs => self.mbs.len(),
+            Knob::Vpp => self.vpp.len(),
+            Knob::Zero => self.zero.len(),
+            Knob::Recompute => self.recompute.len(),
+            Knob::Schedule => self.schedule.len(),
+            Knob::Sp => self.sp.len(),
+            Knob::CpComm => self.cp_comm.len(),
+            Knob::Transition => self.tp_sp_transition.len(),
+            Knob::MoeTpScheme => self.moe_tp_scheme.len(),
+            Knob::Dispatcher => self.dispatcher.len(),
+            Knob::Algo => self.algo.len(),
+            Knob::Order => self.order.len(),
+            Knob::TpOverlap => self.tp_overlap.len(),
+            Knob::EpOverlap => self.ep_overlap.len(),
+            Knob::Placement => self.placement.len(),
+            Knob::Dp | Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => 0,
+        }
+    }
+
+    /// Set `plan`'s `knob` to the space's `i`-th value (`i < self.count(knob)`; a knob the
+    /// space does not list is left alone).
+    #[inline]
+    pub fn set(&self, knob: Knob, i: usize, plan: &mut Plan) {
+        let p = plan;
+        match knob {
+            Knob::Tp => p.tp = self.tp[i],
+            Knob::Pp => p.pp = self.pp[i],
+            Knob::Cp => p.cp = self.cp[i],
+            Knob::Ep => p.ep = self.ep[i],
+            Knob::MoeTp => p.moe_tp = self.moe_tp[i],
+            Knob::Mbs => p.mbs = self.mbs[i],
+            Knob::Vpp => p.vpp = self.vpp[i],
+            Knob::Zero => p.zero = self.zero[i],
+            Knob::Recompute => (p.recompute, p.recompute_modules) = self.recompute[i],
+            Knob::Schedule => p.schedule = self.schedule[i],
+            Knob::Sp => p.sp = self.sp[i],
+            Knob::CpComm => p.cp_comm = self.cp_comm[i],
+            Knob::Transition => p.tp_sp_transition = self.tp_sp_transition[i],
+            Knob::MoeTpScheme => p.moe_tp_scheme = self.moe_tp_scheme[i],
+            Knob::Dispatcher => p.dispatcher = self.dispatcher[i],
+            Knob::Algo => p.algo = self.algo[i],
+            Knob::Order => p.order = self.order[i],
+            Knob::TpOverlap => p.tp_overlap = self.tp_overlap[i],
+            Knob::EpOverlap => p.ep_overlap = self.ep_overlap[i],
+            Knob::Placement => p.placement = self.placement[i],
+            Knob::Dp | Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => {}
+        }
+    }
+}
+
+/// The keys `--fix` takes: the plan string's, but for the ones a search does not decide.
+fn fix_keys() -> String {
+    let keys: Vec<&str> = Knob::ALL
+        .iter()
+        .filter(|k| {
+            !matches!(
+                k,
+                Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers
+            )
+        })
+        .map(|k| k.key())
+        .collect();
+    keys.join(", ")
 }
 
 /// A bad `--fix` item.
@@ -549,10 +531,7 @@ pub struct FixError {
 
 /// Short names of the knob values, as written in space files (for tables).
 pub fn schedule_name(s: Schedule) -> &'static str {
-    SCHEDULE
-        .iter()
-        .find(|(_, x)| *x == s)
-        .map_or("?", |(n, _)| n)
+    SCHEDULES.file_name(s)
 }
 
 /// The plan's recompute as written in space files (`selective:layernorm+moe_act` for a module
@@ -562,28 +541,19 @@ pub fn recompute_name(p: &Plan) -> String {
 }
 
 pub fn cp_comm_name(c: CpComm) -> &'static str {
-    CP_COMM
-        .iter()
-        .find(|(_, x)| *x == c)
-        .map_or("?", |(n, _)| n)
+    CP_COMMS.file_name(c)
 }
 
 pub fn tp_sp_name(t: TpSpTransition) -> &'static str {
-    TP_SP.iter().find(|(_, x)| *x == t).map_or("?", |(n, _)| n)
+    TRANSITIONS.file_name(t)
 }
 
 pub fn moe_tp_scheme_name(m: MoeTpScheme) -> &'static str {
-    MOE_TP_SCHEME
-        .iter()
-        .find(|(_, x)| *x == m)
-        .map_or("?", |(n, _)| n)
+    MOE_TP_SCHEMES.file_name(m)
 }
 
 pub fn dispatcher_name(d: Dispatcher) -> &'static str {
-    DISPATCHER
-        .iter()
-        .find(|(_, x)| *x == d)
-        .map_or("?", |(n, _)| n)
+    DISPATCHERS.file_name(d)
 }
 
 /// `cheapest`, `nccl-like`, `nccl-tuner` or the fixed algorithm's name.
@@ -685,6 +655,18 @@ mod tests {
         );
         let err = s.fix("recompute=selective:attention").unwrap_err().reason;
         assert!(err.contains("mla_up_proj"), "{err}");
+        // The plan string's keys and values, as `search` prints them.
+        s.fix("sp=off,transition=all-to-all,tp_overlap=on,order=tp-dp-cp-pp,dp=4")
+            .unwrap();
+        assert_eq!(s.sp, vec![false]);
+        assert_eq!(s.tp_sp_transition, vec![TpSpTransition::AllToAll]);
+        assert_eq!(s.tp_overlap, vec![true]);
+        assert_eq!(s.order, vec!["tp-dp-cp-pp".parse().unwrap()]);
+        assert_eq!(s.dp, Some(4));
+        s.fix("tp_sp_transition=all-reduce-slice").unwrap();
+        assert_eq!(s.tp_sp_transition, vec![TpSpTransition::AllReduceSlice]);
+        let err = s.fix("first_stage_layers=2").unwrap_err().reason;
+        assert!(err.contains("not a decision"), "{err}");
     }
 
     #[test]

@@ -29,7 +29,8 @@ pub struct Args {
     /// How many plans to rank.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Fix decisions, e.g. "tp=8,pp=16,recompute=full" (keys as in the space files, plus dp).
+    /// Fix decisions, e.g. "tp=8,pp=16,recompute=full": keys and values as in the plan string
+    /// (any item of a printed plan), or as in the space files.
     #[arg(long)]
     pub fix: Option<String>,
     #[command(flatten)]

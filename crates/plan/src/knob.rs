@@ -1,0 +1,753 @@
+//! One home per plan knob: its key in the plan string, its value names both ways (parse and
+//! print, with the spellings space files and Megatron-LM use), the Megatron-LM flag it maps to
+//! where the mapping is direct, and the rule for when it matters for a plan.
+//!
+//! The plan string (`parse`), `--fix` and the search-space files (`autoplan-search`'s
+//! `space.rs`), the search's decision order, collapse of irrelevant knobs, bounds and plan key
+//! (`engine.rs`, `evaluator.rs`) and `--emit megatron` (`megatron.rs`) all read this module.
+//!
+//! Adding a knob: a [`Knob`] variant here (key, values, rule, flag, and its place in
+//! [`Knob::KEY_ORDER`] / [`Knob::LEAVES`] if the search decides it), the [`Plan`] field in
+//! `lib.rs`, and its list in `autoplan-search`'s `space.rs`; what it costs is the cost model's.
+
+use crate::parse::{bad, norm, ParseError};
+use crate::{
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
+    Schedule, TpSpTransition, Zero,
+};
+
+/// One named value of an enumerated knob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Named<T: 'static> {
+    pub value: T,
+    /// The name the plan string prints (and parses).
+    pub name: &'static str,
+    /// The name space files and sweep CSVs use (most often [`Self::name`]).
+    pub file_name: &'static str,
+    /// Other spellings the parser takes (after lower-casing and `_` → `-`).
+    pub aliases: &'static [&'static str],
+    /// The value of the knob's Megatron-LM flag, where it has one.
+    pub megatron: Option<&'static str>,
+}
+
+const fn named<T>(value: T, name: &'static str, aliases: &'static [&'static str]) -> Named<T> {
+    Named {
+        value,
+        name,
+        file_name: name,
+        aliases,
+        megatron: None,
+    }
+}
+
+/// The values of an enumerated knob, in the order a space lists them (the first is the
+/// canonical one, [`Plan::default`]'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Names<T: 'static>(pub &'static [Named<T>]);
+
+impl<T: Copy + PartialEq> Names<T> {
+    fn find(&self, v: T) -> Option<&'static Named<T>> {
+        self.0.iter().find(|n| n.value == v)
+    }
+
+    /// The plan-string name of `v`.
+    pub fn name(&self, v: T) -> &'static str {
+        self.find(v).map_or("?", |n| n.name)
+    }
+
+    /// The space-file name of `v`.
+    pub fn file_name(&self, v: T) -> &'static str {
+        self.find(v).map_or("?", |n| n.file_name)
+    }
+
+    /// The Megatron-LM value of `v`, if it has one.
+    pub fn megatron(&self, v: T) -> Option<&'static str> {
+        self.find(v).and_then(|n| n.megatron)
+    }
+
+    /// The position of `v` in the table (the order a space sorts its list in).
+    pub fn position(&self, v: T) -> usize {
+        self.0
+            .iter()
+            .position(|n| n.value == v)
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The value of a name, file name or alias (case, `_`/`-` and spaces ignored).
+    pub fn parse(&self, s: &str) -> Option<T> {
+        let s = norm(s);
+        self.0
+            .iter()
+            .find(|n| n.name == s || n.file_name == s || n.aliases.contains(&s.as_str()))
+            .map(|n| n.value)
+    }
+
+    /// The space-file names joined by `, ` (for error messages).
+    pub fn file_names(&self) -> String {
+        let v: Vec<&str> = self.0.iter().map(|n| n.file_name).collect();
+        v.join(", ")
+    }
+}
+
+/// Pipeline schedules.
+pub const SCHEDULES: Names<Schedule> = Names(&[
+    named(Schedule::OneF1B, "1f1b", &[]),
+    named(Schedule::Interleaved, "interleaved", &["interleaved-1f1b"]),
+    named(
+        Schedule::ZeroBubble,
+        "zero-bubble",
+        &["zb", "zbh1", "zb-h1"],
+    ),
+    named(Schedule::DualPipe, "dualpipe", &["dual-pipe"]),
+]);
+
+/// Context-parallel K/V exchanges (Megatron-Core `--cp-comm-type`).
+pub const CP_COMMS: Names<CpComm> = Names(&[
+    Named {
+        megatron: Some("p2p"),
+        ..named(CpComm::Ring, "ring", &["p2p"])
+    },
+    Named {
+        megatron: Some("a2a"),
+        ..named(
+            CpComm::AllToAll,
+            "all-to-all",
+            &["alltoall", "a2a", "ulysses"],
+        )
+    },
+]);
+
+/// TP → SP transitions of the attention output (space files say `all-reduce-slice`).
+pub const TRANSITIONS: Names<TpSpTransition> = Names(&[
+    Named {
+        file_name: "all-reduce-slice",
+        ..named(TpSpTransition::AllReduceSlice, "all-reduce", &["allreduce"])
+    },
+    named(TpSpTransition::AllToAll, "all-to-all", &["alltoall", "a2a"]),
+]);
+
+/// Expert-tensor-parallel communication schemes.
+pub const MOE_TP_SCHEMES: Names<MoeTpScheme> = Names(&[
+    named(MoeTpScheme::ScatterGather, "scatter-gather", &["1"]),
+    named(
+        MoeTpScheme::GroupAllToAll,
+        "group-all-to-all",
+        &["all-gather", "2"],
+    ),
+]);
+
+/// MoE token dispatchers (Megatron-Core `--moe-token-dispatcher-type`; DeepEP is `flex` with
+/// `--moe-enable-deepep`).
+pub const DISPATCHERS: Names<Dispatcher> = Names(&[
+    Named {
+        megatron: Some("alltoall"),
+        ..named(Dispatcher::AllToAll, "all-to-all", &["alltoall", "a2a"])
+    },
+    Named {
+        megatron: Some("allgather"),
+        ..named(Dispatcher::AllGather, "all-gather", &["allgather"])
+    },
+    Named {
+        megatron: Some("flex"),
+        ..named(Dispatcher::DeepEp, "deepep", &["deep-ep"])
+    },
+]);
+
+/// What the relevance rules read: the plan's degrees and schedule, and whether the model has
+/// routed experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    pub tp: u32,
+    pub cp: u32,
+    pub dp: u32,
+    pub pp: u32,
+    pub ep: u32,
+    pub moe_tp: u32,
+    pub schedule: Schedule,
+    /// The model has MoE layers.
+    pub moe: bool,
+}
+
+impl Context {
+    /// The context of `plan` for a model with (`moe`) or without routed experts.
+    pub fn new(plan: &Plan, moe: bool) -> Context {
+        Context {
+            tp: plan.tp,
+            cp: plan.cp,
+            dp: plan.dp,
+            pp: plan.pp,
+            ep: plan.ep,
+            moe_tp: plan.moe_tp,
+            schedule: plan.schedule,
+            moe,
+        }
+    }
+
+    /// Expert-data-parallel degree under parallel folding ([`Plan::edp`]).
+    pub fn edp(&self) -> u32 {
+        self.tp * self.cp * self.dp / (self.ep * self.moe_tp).max(1)
+    }
+
+    /// Grid sizes per [`Dim`] (Tp, Cp, Dp, Pp): the dense grid, and the folded MoE grid
+    /// (`moe_tp`, `ep`, `edp` in place of `tp`, `cp`, `dp`).
+    fn grids(&self) -> ([u32; 4], [u32; 4]) {
+        (
+            [self.tp, self.cp, self.dp, self.pp],
+            [self.moe_tp, self.ep, self.edp(), self.pp],
+        )
+    }
+
+    /// The rank order with the dims of size 1 in both the dense and the folded MoE grid
+    /// dropped: orders with the same class place every group alike, so only the first of
+    /// each class matters.
+    pub fn order_class(&self, order: &RankOrder) -> [Option<Dim>; 4] {
+        let (dense, folded) = self.grids();
+        let mut k = [None; 4];
+        let mut j = 0;
+        for &dim in &order.0 {
+            let i = dim as usize;
+            if dense[i] > 1 || folded[i] > 1 {
+                k[j] = Some(dim);
+                j += 1;
+            }
+        }
+        k
+    }
+}
+
+/// A plan knob: a key of the plan string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Knob {
+    Tp,
+    Cp,
+    Dp,
+    Pp,
+    Ep,
+    MoeTp,
+    Mbs,
+    Sp,
+    Recompute,
+    RecomputeLayers,
+    Zero,
+    Schedule,
+    Vpp,
+    FirstStageLayers,
+    LastStageLayers,
+    CpComm,
+    Transition,
+    MoeTpScheme,
+    Dispatcher,
+    Algo,
+    Order,
+    Placement,
+    TpOverlap,
+    EpOverlap,
+}
+
+/// What `algo=` accepts.
+const ALGO_EXPECTED: &str = "cheapest, nccl-like, nccl-tuner or an algorithm (ring, direct, \
+tree, double-binary-tree, halving-doubling, bruck, hierarchical, in-switch, point-to-point)";
+
+/// What `placement=` accepts.
+const PLACEMENT_EXPECTED: &str = "contiguous, balanced or balanced:N (N ≥ 0 replicas)";
+
+fn positive(key: &'static str, v: &str) -> Result<u32, ParseError> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(bad(key, v, "an integer ≥ 1")),
+    }
+}
+
+fn count(key: &'static str, v: &str) -> Result<u32, ParseError> {
+    v.trim()
+        .parse::<u32>()
+        .map_err(|_| bad(key, v, "an integer ≥ 0"))
+}
+
+fn flag(key: &'static str, v: &str) -> Result<bool, ParseError> {
+    match norm(v).as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(bad(key, v, "on or off")),
+    }
+}
+
+fn on(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// The plan-string name of an algorithm mode.
+pub fn algo_name(a: AlgoMode) -> String {
+    match a {
+        AlgoMode::Cheapest => "cheapest".into(),
+        AlgoMode::NcclLike => "nccl-like".into(),
+        AlgoMode::NcclTuner => "nccl-tuner".into(),
+        AlgoMode::Fixed(alg) => alg.name().into(),
+    }
+}
+
+/// `contiguous`, or `balanced:N` (N redundant expert slots per GPU).
+pub fn placement_name(p: PlacementPolicy) -> String {
+    match p {
+        PlacementPolicy::Contiguous => "contiguous".into(),
+        PlacementPolicy::Balanced { redundant } => format!("balanced:{redundant}"),
+    }
+}
+
+fn parse_algo(key: &'static str, v: &str) -> Result<AlgoMode, ParseError> {
+    Ok(match norm(v).as_str() {
+        "cheapest" => AlgoMode::Cheapest,
+        "nccl-like" => AlgoMode::NcclLike,
+        "nccl-tuner" | "nccl" => AlgoMode::NcclTuner,
+        other => AlgoMode::Fixed(
+            other
+                .parse::<Algorithm>()
+                .map_err(|_| bad(key, v, ALGO_EXPECTED))?,
+        ),
+    })
+}
+
+fn parse_placement(key: &'static str, v: &str) -> Result<PlacementPolicy, ParseError> {
+    let nv = norm(v);
+    match nv.split_once(':') {
+        None if nv == "contiguous" => Ok(PlacementPolicy::Contiguous),
+        None if nv == "balanced" => Ok(PlacementPolicy::Balanced { redundant: 0 }),
+        Some(("balanced", n)) => Ok(PlacementPolicy::Balanced {
+            redundant: n.parse().map_err(|_| bad(key, v, PLACEMENT_EXPECTED))?,
+        }),
+        _ => Err(bad(key, v, PLACEMENT_EXPECTED)),
+    }
+}
+
+impl Knob {
+    /// Every knob, in the plan string's order (`Display`, [`crate::parse::KEYS`]).
+    pub const ALL: [Knob; 24] = [
+        Knob::Tp,
+        Knob::Cp,
+        Knob::Dp,
+        Knob::Pp,
+        Knob::Ep,
+        Knob::MoeTp,
+        Knob::Mbs,
+        Knob::Sp,
+        Knob::Recompute,
+        Knob::RecomputeLayers,
+        Knob::Zero,
+        Knob::Schedule,
+        Knob::Vpp,
+        Knob::FirstStageLayers,
+        Knob::LastStageLayers,
+        Knob::CpComm,
+        Knob::Transition,
+        Knob::MoeTpScheme,
+        Knob::Dispatcher,
+        Knob::Algo,
+        Knob::Order,
+        Knob::Placement,
+        Knob::TpOverlap,
+        Knob::EpOverlap,
+    ];
+
+    /// The knobs a search decides, as the digits of its plan key, most significant first: the
+    /// degrees (`dp` is what the GPUs leave), the micro-batch size, recompute, ZeRO, schedule
+    /// and virtual stages, then the [`Self::LEAVES`]. Ties of step time rank by this key, so
+    /// changing the order changes rankings.
+    pub const KEY_ORDER: [Knob; 20] = [
+        Knob::Pp,
+        Knob::Tp,
+        Knob::Ep,
+        Knob::MoeTp,
+        Knob::Cp,
+        Knob::Mbs,
+        Knob::Recompute,
+        Knob::Zero,
+        Knob::Schedule,
+        Knob::Vpp,
+        Knob::Sp,
+        Knob::CpComm,
+        Knob::Transition,
+        Knob::MoeTpScheme,
+        Knob::Dispatcher,
+        Knob::Algo,
+        Knob::Order,
+        Knob::TpOverlap,
+        Knob::EpOverlap,
+        Knob::Placement,
+    ];
+
+    /// The knobs a search decides last, once the degrees, micro-batch size, recompute,
+    /// schedule and ZeRO stage are fixed (they move only communication, or memory a little),
+    /// in the order of [`Self::KEY_ORDER`]'s tail.
+    pub const LEAVES: [Knob; 10] = [
+        Knob::Sp,
+        Knob::CpComm,
+        Knob::Transition,
+        Knob::MoeTpScheme,
+        Knob::Dispatcher,
+        Knob::Algo,
+        Knob::Order,
+        Knob::TpOverlap,
+        Knob::EpOverlap,
+        Knob::Placement,
+    ];
+
+    /// The key in the plan string.
+    pub fn key(self) -> &'static str {
+        match self {
+            Knob::Tp => "tp",
+            Knob::Cp => "cp",
+            Knob::Dp => "dp",
+            Knob::Pp => "pp",
+            Knob::Ep => "ep",
+            Knob::MoeTp => "moe_tp",
+            Knob::Mbs => "mbs",
+            Knob::Sp => "sp",
+            Knob::Recompute => "recompute",
+            Knob::RecomputeLayers => "recompute_layers",
+            Knob::Zero => "zero",
+            Knob::Schedule => "schedule",
+            Knob::Vpp => "vpp",
+            Knob::FirstStageLayers => "first_stage_layers",
+            Knob::LastStageLayers => "last_stage_layers",
+            Knob::CpComm => "cp_comm",
+            Knob::Transition => "transition",
+            Knob::MoeTpScheme => "moe_tp_scheme",
+            Knob::Dispatcher => "dispatcher",
+            Knob::Algo => "algo",
+            Knob::Order => "order",
+            Knob::Placement => "placement",
+            Knob::TpOverlap => "tp_overlap",
+            Knob::EpOverlap => "ep_overlap",
+        }
+    }
+
+    /// Other keys accepted for the knob (space files call the transition `tp_sp_transition`
+    /// and the order `rank_order`).
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Knob::MoeTp => &["etp"],
+            Knob::Mbs => &["micro_batch"],
+            Knob::Transition => &["tp_sp_transition"],
+            Knob::Order => &["rank_order"],
+            _ => &[],
+        }
+    }
+
+    /// The knob of a key or alias (case, spaces and `-`/`_` ignored).
+    pub fn from_key(k: &str) -> Option<Knob> {
+        let k = k.trim().to_ascii_lowercase().replace('-', "_");
+        Knob::ALL
+            .into_iter()
+            .find(|n| n.key() == k || n.aliases().contains(&k.as_str()))
+    }
+
+    /// Parse `v` as this knob's value into `plan`.
+    pub fn parse_into(self, plan: &mut Plan, v: &str) -> Result<(), ParseError> {
+        let key = self.key();
+        let p = plan;
+        match self {
+            Knob::Tp => p.tp = positive(key, v)?,
+            Knob::Cp => p.cp = positive(key, v)?,
+            Knob::Dp => p.dp = positive(key, v)?,
+            Knob::Pp => p.pp = positive(key, v)?,
+            Knob::Ep => p.ep = positive(key, v)?,
+            Knob::MoeTp => p.moe_tp = positive(key, v)?,
+            Knob::Mbs => p.mbs = positive(key, v)?,
+            Knob::Vpp => p.vpp = positive(key, v)?,
+            Knob::Sp => p.sp = flag(key, v)?,
+            Knob::TpOverlap => p.tp_overlap = flag(key, v)?,
+            Knob::EpOverlap => p.ep_overlap = flag(key, v)?,
+            Knob::RecomputeLayers => p.recompute_layers = Some(positive(key, v)?),
+            Knob::FirstStageLayers => p.first_stage_layers = Some(count(key, v)?),
+            Knob::LastStageLayers => p.last_stage_layers = Some(count(key, v)?),
+            Knob::Recompute => {
+                (p.recompute, p.recompute_modules) = crate::parse::parse_recompute(v)?
+            }
+            Knob::Zero => {
+                p.zero = match norm(v).as_str() {
+                    "0" => Zero(0),
+                    "1" => Zero(1),
+                    "2" => Zero(2),
+                    "3" => Zero(3),
+                    _ => return Err(bad(key, v, "0, 1, 2 or 3")),
+                }
+            }
+            Knob::Schedule => {
+                p.schedule = SCHEDULES
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "1f1b, interleaved, zero-bubble or dualpipe"))?
+            }
+            Knob::CpComm => {
+                p.cp_comm = CP_COMMS
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "ring (p2p) or all-to-all (a2a)"))?
+            }
+            Knob::Transition => {
+                p.tp_sp_transition = TRANSITIONS
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "all-reduce or all-to-all"))?
+            }
+            Knob::MoeTpScheme => {
+                p.moe_tp_scheme = MOE_TP_SCHEMES
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "scatter-gather or group-all-to-all"))?
+            }
+            Knob::Dispatcher => {
+                p.dispatcher = DISPATCHERS
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "all-to-all, all-gather or deepep"))?
+            }
+            Knob::Algo => p.algo = parse_algo(key, v)?,
+            Knob::Order => p.order = v.parse()?,
+            Knob::Placement => p.placement = parse_placement(key, v)?,
+        }
+        Ok(())
+    }
+
+    /// The knob's value in `plan`, as the plan string writes it (`none` for an unset layer
+    /// count, which [`Self::shown`] never writes).
+    pub fn value(self, p: &Plan) -> String {
+        let opt = |v: Option<u32>| v.map_or_else(|| "none".into(), |n| n.to_string());
+        match self {
+            Knob::Tp => p.tp.to_string(),
+            Knob::Cp => p.cp.to_string(),
+            Knob::Dp => p.dp.to_string(),
+            Knob::Pp => p.pp.to_string(),
+            Knob::Ep => p.ep.to_string(),
+            Knob::MoeTp => p.moe_tp.to_string(),
+            Knob::Mbs => p.mbs.to_string(),
+            Knob::Vpp => p.vpp.to_string(),
+            Knob::Sp => on(p.sp).into(),
+            Knob::TpOverlap => on(p.tp_overlap).into(),
+            Knob::EpOverlap => on(p.ep_overlap).into(),
+            Knob::RecomputeLayers => opt(p.recompute_layers),
+            Knob::FirstStageLayers => opt(p.first_stage_layers),
+            Knob::LastStageLayers => opt(p.last_stage_layers),
+            Knob::Recompute => crate::parse::recompute_label(p.recompute, p.recompute_modules),
+            Knob::Zero => p.zero.0.to_string(),
+            Knob::Schedule => SCHEDULES.name(p.schedule).into(),
+            Knob::CpComm => CP_COMMS.name(p.cp_comm).into(),
+            Knob::Transition => TRANSITIONS.name(p.tp_sp_transition).into(),
+            Knob::MoeTpScheme => MOE_TP_SCHEMES.name(p.moe_tp_scheme).into(),
+            Knob::Dispatcher => DISPATCHERS.name(p.dispatcher).into(),
+            Knob::Algo => algo_name(p.algo),
+            Knob::Order => p.order.to_string(),
+            Knob::Placement => placement_name(p.placement),
+        }
+    }
+
+    /// Whether the plan string writes the knob: the degrees and main knobs always, the others
+    /// only where they differ from [`Plan::default`] (so the string parses back equal).
+    pub fn shown(self, p: &Plan) -> bool {
+        match self {
+            Knob::Tp
+            | Knob::Cp
+            | Knob::Dp
+            | Knob::Pp
+            | Knob::Ep
+            | Knob::MoeTp
+            | Knob::Mbs
+            | Knob::Sp
+            | Knob::Recompute
+            | Knob::Zero
+            | Knob::Schedule
+            | Knob::Vpp => true,
+            _ => !self.same(p, &Plan::default()),
+        }
+    }
+
+    /// Whether `a` and `b` hold the same value of this knob.
+    pub fn same(self, a: &Plan, b: &Plan) -> bool {
+        let mut c = *a;
+        self.copy(b, &mut c);
+        c == *a
+    }
+
+    /// Copy this knob's value from `from` into `to`.
+    pub fn copy(self, from: &Plan, to: &mut Plan) {
+        match self {
+            Knob::Tp => to.tp = from.tp,
+            Knob::Cp => to.cp = from.cp,
+            Knob::Dp => to.dp = from.dp,
+            Knob::Pp => to.pp = from.pp,
+            Knob::Ep => to.ep = from.ep,
+            Knob::MoeTp => to.moe_tp = from.moe_tp,
+            Knob::Mbs => to.mbs = from.mbs,
+            Knob::Vpp => to.vpp = from.vpp,
+            Knob::Sp => to.sp = from.sp,
+            Knob::TpOverlap => to.tp_overlap = from.tp_overlap,
+            Knob::EpOverlap => to.ep_overlap = from.ep_overlap,
+            Knob::RecomputeLayers => to.recompute_layers = from.recompute_layers,
+            Knob::FirstStageLayers => to.first_stage_layers = from.first_stage_layers,
+            Knob::LastStageLayers => to.last_stage_layers = from.last_stage_layers,
+            Knob::Recompute => {
+                to.recompute = from.recompute;
+                to.recompute_modules = from.recompute_modules;
+            }
+            Knob::Zero => to.zero = from.zero,
+            Knob::Schedule => to.schedule = from.schedule,
+            Knob::CpComm => to.cp_comm = from.cp_comm,
+            Knob::Transition => to.tp_sp_transition = from.tp_sp_transition,
+            Knob::MoeTpScheme => to.moe_tp_scheme = from.moe_tp_scheme,
+            Knob::Dispatcher => to.dispatcher = from.dispatcher,
+            Knob::Algo => to.algo = from.algo,
+            Knob::Order => to.order = from.order,
+            Knob::Placement => to.placement = from.placement,
+        }
+    }
+
+    /// Whether the knob can change a plan's numbers (step time or memory) in `ctx`. Where it
+    /// cannot, the search fixes it to [`Plan::default`]'s value, so the ranking holds no two
+    /// plans that differ only in it. The rank order always matters but collapses by
+    /// [`Context::order_class`].
+    pub fn matters(self, ctx: &Context) -> bool {
+        let moe = ctx.moe;
+        match self {
+            Knob::Tp
+            | Knob::Cp
+            | Knob::Dp
+            | Knob::Pp
+            | Knob::Mbs
+            | Knob::Recompute
+            | Knob::RecomputeLayers
+            | Knob::Algo
+            | Knob::Order => true,
+            // A dense model has no expert degrees.
+            Knob::Ep | Knob::MoeTp => moe,
+            // Sequence parallelism, the TP→SP transition and TP overlap shard or move TP
+            // traffic: nothing without TP.
+            Knob::Sp | Knob::Transition | Knob::TpOverlap => ctx.tp > 1,
+            Knob::CpComm => ctx.cp > 1,
+            // ZeRO shards over the data-parallel ranks (dense `dp·cp`, experts `edp`).
+            Knob::Zero => ctx.dp * ctx.cp > 1 || ctx.edp() > 1,
+            Knob::Schedule | Knob::FirstStageLayers | Knob::LastStageLayers => ctx.pp > 1,
+            Knob::Vpp => ctx.pp > 1 && ctx.schedule == Schedule::Interleaved,
+            Knob::MoeTpScheme => moe && ctx.moe_tp > 1,
+            // The EP overlap also hides the `moe_tp` collectives (autoplan-evaluate's
+            // `ep_comm`); the dispatcher's buffer grows with `ep·moe_tp` (autoplan-memory).
+            Knob::Dispatcher | Knob::EpOverlap => moe && ctx.ep * ctx.moe_tp > 1,
+            // Placement moves experts between EP ranks.
+            Knob::Placement => moe && ctx.ep > 1,
+        }
+    }
+
+    /// The Megatron-LM (Megatron-Core ≥ 0.12 `pretrain_gpt.py`) flag the knob maps to
+    /// directly: the degree or size for the numeric knobs, the value's
+    /// [`Named::megatron`] name for the enumerated ones, a bare switch for `sp` and the
+    /// overlaps. `None` where the mapping is not one flag (`megatron.rs` composes those).
+    pub fn megatron_flag(self) -> Option<&'static str> {
+        Some(match self {
+            Knob::Tp => "--tensor-model-parallel-size",
+            Knob::Pp => "--pipeline-model-parallel-size",
+            Knob::Cp => "--context-parallel-size",
+            Knob::Ep => "--expert-model-parallel-size",
+            Knob::MoeTp => "--expert-tensor-parallel-size",
+            Knob::Mbs => "--micro-batch-size",
+            Knob::Sp => "--sequence-parallel",
+            Knob::CpComm => "--cp-comm-type",
+            Knob::Dispatcher => "--moe-token-dispatcher-type",
+            Knob::TpOverlap => "--tp-comm-overlap",
+            Knob::EpOverlap => "--overlap-moe-expert-parallel-comm",
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_and_listed_in_keys() {
+        let listed: Vec<&str> = crate::parse::KEYS
+            .split(", ")
+            .map(|k| k.split(' ').next().unwrap_or(k))
+            .collect();
+        let keys: Vec<&str> = Knob::ALL.iter().map(|k| k.key()).collect();
+        assert_eq!(listed, keys);
+        for k in Knob::ALL {
+            assert_eq!(Knob::from_key(k.key()), Some(k));
+            for a in k.aliases() {
+                assert_eq!(Knob::from_key(a), Some(k), "{a}");
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_are_the_tail_of_the_key_order() {
+        let tail = &Knob::KEY_ORDER[Knob::KEY_ORDER.len() - Knob::LEAVES.len()..];
+        assert_eq!(tail, &Knob::LEAVES[..]);
+        for (i, k) in Knob::KEY_ORDER.iter().enumerate() {
+            assert!(!Knob::KEY_ORDER[..i].contains(k), "{k:?} twice");
+        }
+    }
+
+    #[test]
+    fn every_value_prints_and_parses_back() {
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(t: Names<T>) {
+            for n in t.0 {
+                assert_eq!(t.parse(n.name), Some(n.value), "{}", n.name);
+                assert_eq!(t.parse(n.file_name), Some(n.value), "{}", n.file_name);
+                for a in n.aliases {
+                    assert_eq!(t.parse(a), Some(n.value), "{a}");
+                }
+            }
+        }
+        check(SCHEDULES);
+        check(CP_COMMS);
+        check(TRANSITIONS);
+        check(MOE_TP_SCHEMES);
+        check(DISPATCHERS);
+        let p: Plan = "tp=2,sp=on,cp=2,cp_comm=a2a,transition=all-to-all,ep=2,moe_tp=2,\
+                       moe_tp_scheme=scatter-gather,dispatcher=deepep,algo=ring,\
+                       order=tp-dp-cp-pp,placement=balanced:1,tp_overlap=on,ep_overlap=on,\
+                       recompute=full,recompute_layers=2,first_stage_layers=3,\
+                       last_stage_layers=1,pp=4,schedule=interleaved,vpp=2,zero=3,mbs=2"
+            .parse()
+            .unwrap();
+        for k in Knob::ALL {
+            let mut q = Plan::default();
+            k.parse_into(&mut q, &k.value(&p)).unwrap();
+            assert!(k.same(&p, &q), "{k:?}");
+            assert!(k.shown(&p), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn relevance_follows_the_degrees() {
+        let dense: Plan = "tp=1,cp=1,dp=8,pp=1".parse().unwrap();
+        let ctx = Context::new(&dense, false);
+        for k in [
+            Knob::Sp,
+            Knob::Transition,
+            Knob::CpComm,
+            Knob::Dispatcher,
+            Knob::Placement,
+            Knob::Schedule,
+            Knob::Vpp,
+        ] {
+            assert!(!k.matters(&ctx), "{k:?}");
+        }
+        assert!(Knob::Zero.matters(&ctx));
+        let moe: Plan = "tp=2,cp=2,dp=2,pp=2,ep=1,moe_tp=2,schedule=interleaved"
+            .parse()
+            .unwrap();
+        let ctx = Context::new(&moe, true);
+        for k in [
+            Knob::Sp,
+            Knob::CpComm,
+            Knob::Dispatcher,
+            Knob::MoeTpScheme,
+            Knob::EpOverlap,
+            Knob::Vpp,
+        ] {
+            assert!(k.matters(&ctx), "{k:?}");
+        }
+        assert!(!Knob::Placement.matters(&ctx));
+        assert!(!Knob::Dispatcher.matters(&Context::new(&moe, false)));
+    }
+}
