@@ -497,7 +497,7 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
 
 /// The software settings of row `r`'s era.
 fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
-    let options = EvalOptions {
+    EvalOptions {
         attention: if era == Era::Megatron2021 {
             AttentionKernel::Unfused
         } else {
@@ -512,8 +512,7 @@ fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
             4.0
         },
         ..EvalOptions::default()
-    };
-    options
+    }
 }
 
 /// The measured figure of row `r` and its value.
