@@ -28,6 +28,7 @@
 //! assert!(m.mfu > 0.2 && m.mfu < 0.7, "{m:?}");
 //! ```
 
+pub mod balance;
 mod comm;
 mod core;
 mod flops;
@@ -35,6 +36,7 @@ pub mod validate;
 
 pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 
+pub use balance::{balanced_imbalance, contiguous_imbalance};
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{Evaluator, Partial};
 pub use flops::ModelFlops;

@@ -332,6 +332,42 @@ pub fn case_of(
 ) -> Result<Case, Skipped> {
     let era = era(&r.id);
     let id = r.id.as_str();
+    let model = case_model(r, era, resolve_model)?;
+    if era == Era::Torchtitan {
+        return Err(skip(
+            id,
+            "H100 96 GB HBM2e at a 500 W cap (not a calibrated GPU type); torchtitan's FSDP2 eager/compile runtime",
+        ));
+    }
+    let gpn = r.gpus_per_node.unwrap_or(8);
+    let cluster = match cluster_for(&r.gpu, r.num_gpus, gpn) {
+        Some(c) => c,
+        None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
+    };
+    let plan = case_plan(r, era, &model);
+    let options = case_options(r, era, &model);
+    let (figure, measured) = case_figure(r)?;
+    let rc = r.recompute.as_deref().unwrap_or("");
+    Ok(Case {
+        id: r.id.clone(),
+        model,
+        cluster,
+        plan,
+        options,
+        figure,
+        measured,
+        recompute_stated: !rc.trim().is_empty() || era == Era::Megatron2021,
+    })
+}
+
+/// The model of row `r`: a bundled one whose shape agrees with the row, else the row's
+/// columns; with the row's sequence length, global batch, vocabulary and precision.
+fn case_model(
+    r: &PublishedRun,
+    era: Era,
+    resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
+) -> Result<ModelSpec, Skipped> {
+    let id = r.id.as_str();
     // The model: a bundled one whose shape agrees with the row, else the row's columns.
     let bundled = bundled_name(&r.model).and_then(resolve_model).filter(|m| {
         r.layers.is_none_or(|l| l == m.layers)
@@ -376,19 +412,11 @@ pub fn case_of(
     } else {
         return Err(skip(id, format!("precision `{prec}` not modelled")));
     };
-    if era == Era::Torchtitan {
-        return Err(skip(
-            id,
-            "H100 96 GB HBM2e at a 500 W cap (not a calibrated GPU type); torchtitan's FSDP2 eager/compile runtime",
-        ));
-    }
-    let gpn = r.gpus_per_node.unwrap_or(8);
-    let cluster = match cluster_for(&r.gpu, r.num_gpus, gpn) {
-        Some(c) => c,
-        None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
-    };
+    Ok(model)
+}
 
-    // The plan.
+/// The plan row `r` ran (era defaults where the row is blank).
+fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     let tp = r.tp.unwrap_or(1);
     let pp = r.pp.unwrap_or(1);
     let dp = r.dp.unwrap_or(1);
@@ -464,7 +492,12 @@ pub fn case_of(
         },
         ..Plan::default()
     };
-    let options = EvalOptions {
+    plan
+}
+
+/// The software settings of row `r`'s era.
+fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
+    EvalOptions {
         attention: if era == Era::Megatron2021 {
             AttentionKernel::Unfused
         } else {
@@ -479,7 +512,12 @@ pub fn case_of(
             4.0
         },
         ..EvalOptions::default()
-    };
+    }
+}
+
+/// The measured figure of row `r` and its value.
+fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
+    let id = r.id.as_str();
     // Throughput is compared where the row gives it: tokens/s carries no FLOP convention,
     // whereas "model TFLOP/s" differs between sources in how attention is counted (NeMo 24.07
     // counts the full s×s scores: its Llama3-8B rows give 57.9 GFLOP per token; Megatron-Bridge
@@ -503,16 +541,7 @@ pub fn case_of(
     } else {
         return Err(skip(id, "no measured figure"));
     };
-    Ok(Case {
-        id: r.id.clone(),
-        model,
-        cluster,
-        plan,
-        options,
-        figure,
-        measured,
-        recompute_stated: !rc.trim().is_empty() || era == Era::Megatron2021,
-    })
+    Ok((figure, measured))
 }
 
 /// Evaluate one case.

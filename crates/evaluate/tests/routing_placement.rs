@@ -7,9 +7,9 @@
 //! `two_expert_fraction = 0.3`, hottest expert 3× the mean); variants change its `[moe]`.
 
 use autoplan_cost::calibration::{dgx_h100, CPUFETCH};
+use autoplan_evaluate::balanced_imbalance;
 use autoplan_evaluate::{CommRow, EvalOptions, Evaluator, Report};
 use autoplan_graph::{ModelSpec, Routing};
-use autoplan_placement::balanced_imbalance;
 use autoplan_plan::Plan;
 use proptest::prelude::*;
 

@@ -6,7 +6,8 @@
 //! Boundary: this crate is pure computation on an [`Instance`] (α-β matrix, token demand,
 //! slots); it reads no files and prints nothing — trace and α-β *text* is parsed here, files
 //! are read by the CLI (`autoplan place-experts`). It does not model the rest of the training
-//! step; the plan evaluator uses [`balanced_imbalance`] for that.
+//! step; the plan evaluator's cheap per-GPU load estimates (`balanced_imbalance`,
+//! `contiguous_imbalance`) live in autoplan-evaluate.
 //!
 //! The principal types are [`Instance`] (validated problem) and [`Report`] (every solver's
 //! placement, routing and [`Metrics`] side by side, with a lower bound and the gap).
@@ -37,7 +38,6 @@
 //! assert_eq!(m.cross_node_bytes, 11544.0); // (210 + 312 + ... + 250) × 6
 //! ```
 
-pub mod balance;
 pub mod baseline;
 pub mod bound;
 mod csvrows;
@@ -49,7 +49,6 @@ pub mod instance;
 pub mod loads;
 mod matrix;
 
-pub use balance::{balanced_imbalance, contiguous_imbalance};
 pub use eval::{evaluate, evaluate_nearest, Metrics, Placement, PlacementError, Routing};
 pub use exact::{ExactError, ExactOptions, ExactResult, ExactStatus};
 pub use heuristic::{HeuristicOptions, SearchStats};

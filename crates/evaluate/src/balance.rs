@@ -19,7 +19,7 @@
 /// everything). Degenerate sizes (0 experts or GPUs) return 1.
 ///
 /// ```
-/// use autoplan_placement::balanced_imbalance;
+/// use autoplan_evaluate::balanced_imbalance;
 /// // Uniform loads that divide evenly stay perfectly balanced.
 /// assert!((balanced_imbalance(64, 8, 0, 1.0) - 1.0).abs() < 1e-12);
 /// // A skewed model: replicas reduce the imbalance.
@@ -48,7 +48,7 @@ pub fn balanced_imbalance(
 /// of the same experts), as the unit test checks.
 ///
 /// ```
-/// use autoplan_placement::balance::contiguous_imbalance;
+/// use autoplan_evaluate::contiguous_imbalance;
 /// assert_eq!(contiguous_imbalance(256, 64, 3.0), 1.5); // (3 + 4 − 1) / 4
 /// ```
 pub fn contiguous_imbalance(experts: usize, ep: usize, load_imbalance: f64) -> f64 {

@@ -1,0 +1,220 @@
+//! Booking a communication row: a collective of one class is described once ([`Comm`]: kind,
+//! what, pass, collective, group, bytes, calls, how it hides), priced, its exposed time added
+//! to the class's per-kind sums, and listed in the report's table when the sink wants rows.
+
+use autoplan_cluster::GroupPlacement;
+use autoplan_cost::{Algorithm, Collective, CollectiveCost};
+use autoplan_graph::LayerKind;
+
+use super::ctx::Ctx;
+use super::memo::Memo;
+use super::Evaluator;
+use crate::comm::{CommKind, CommRow, Pass, Sink};
+
+/// How much of a collective's time `t` the plan hides behind compute.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Hide {
+    /// Nothing: all exposed.
+    Nothing,
+    /// Behind `window` seconds of compute: `max(t − window, 0)` exposed.
+    Behind(f64),
+    /// TP-comm overlap (tiled GEMM + collective, Calculon `tensor_par_overlap`) over `tp`
+    /// ranks: one tile is exposed, the rest hide behind the GEMM of the same pass (`window`).
+    Tiled { tp: f64, window: f64 },
+}
+
+impl Hide {
+    /// The exposed part of `t` seconds.
+    #[inline]
+    pub(super) fn exposed(self, t: f64) -> f64 {
+        match self {
+            Hide::Nothing => t,
+            Hide::Behind(w) => (t - w).max(0.0),
+            Hide::Tiled { tp, window } => t / tp + (tp - 1.0) / tp * (t - window).max(0.0),
+        }
+    }
+}
+
+/// One collective of the inventory, as booked: `calls` calls of `op` moving `bytes` each on
+/// `group`, in `pass`, hidden per `hide`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Comm {
+    pub(super) kind: CommKind,
+    pub(super) what: &'static str,
+    pub(super) pass: Pass,
+    pub(super) op: Collective,
+    pub(super) group: GroupPlacement,
+    pub(super) bytes: f64,
+    pub(super) calls: f64,
+    pub(super) hide: Hide,
+}
+
+impl Comm {
+    /// One call, nothing hidden (set `calls` and `hide` with the builders).
+    #[inline]
+    pub(super) fn new(
+        kind: CommKind,
+        what: &'static str,
+        pass: Pass,
+        op: Collective,
+        group: GroupPlacement,
+        bytes: f64,
+    ) -> Comm {
+        Comm {
+            kind,
+            what,
+            pass,
+            op,
+            group,
+            bytes,
+            calls: 1.0,
+            hide: Hide::Nothing,
+        }
+    }
+
+    #[inline]
+    pub(super) fn calls(self, calls: f64) -> Comm {
+        Comm { calls, ..self }
+    }
+
+    #[inline]
+    pub(super) fn hide(self, hide: Hide) -> Comm {
+        Comm { hide, ..self }
+    }
+
+    /// The table row of this collective: `calls` calls per step of `time_per_call` seconds
+    /// by `algorithm`, `exposed` seconds per step on the critical path.
+    pub(super) fn row(
+        &self,
+        layer: Option<LayerKind>,
+        algorithm: Algorithm,
+        time_per_call: f64,
+        exposed: f64,
+    ) -> CommRow {
+        CommRow {
+            layer,
+            what: self.what,
+            kind: self.kind,
+            pass: self.pass,
+            collective: self.op,
+            algorithm,
+            group: self.group.into(),
+            bytes: self.bytes,
+            calls_per_step: self.calls,
+            time_per_call,
+            time: self.calls * time_per_call,
+            exposed,
+        }
+    }
+}
+
+/// Emits collectives of one class: costs them, accumulates exposed time per kind, and pushes
+/// table rows when the sink wants them.
+pub(super) struct Emitter<'a, S: Sink> {
+    ev: &'a Evaluator,
+    x: &'a Ctx,
+    sink: &'a mut S,
+    memo: &'a mut Memo,
+    layer: LayerKind,
+    mult: f64,
+    /// Calls per step of the forward recomputation (the recomputed blocks).
+    rc_mult: f64,
+    pub(super) exposed: [f64; 5],
+    /// Exposed forward communication per kind that recompute runs again.
+    pub(super) rc: [f64; 5],
+    /// The kinds (bits of `CommKind::index`) whose forward collectives recompute repeats.
+    rc_kinds: u8,
+}
+
+impl<'a, S: Sink> Emitter<'a, S> {
+    /// An emitter for class `layer` whose rows are listed `mult` times per step (`rc_mult`
+    /// times more for the forward collectives of kinds `rc_kinds` that recompute repeats).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn new(
+        ev: &'a Evaluator,
+        x: &'a Ctx,
+        sink: &'a mut S,
+        memo: &'a mut Memo,
+        layer: LayerKind,
+        mult: f64,
+        rc_mult: f64,
+        rc_kinds: u8,
+    ) -> Self {
+        Emitter {
+            ev,
+            x,
+            sink,
+            memo,
+            layer,
+            mult,
+            rc_mult,
+            exposed: [0.0; 5],
+            rc: [0.0; 5],
+            rc_kinds,
+        }
+    }
+
+    /// Clears the per-kind sums (the floor prices one knob value after another).
+    #[inline]
+    pub(super) fn reset(&mut self) {
+        self.exposed = [0.0; 5];
+        self.rc = [0.0; 5];
+    }
+
+    /// Prices `c` (once per distinct shape in the plan) and books it; nothing on a one-rank
+    /// group or with no bytes.
+    #[inline]
+    pub(super) fn emit(&mut self, c: Comm) {
+        if c.group.size <= 1 || c.bytes <= 0.0 {
+            return;
+        }
+        let cost = self.memo.get(self.ev, c.op, c.group, c.bytes, self.x.algo);
+        self.emit_priced(c, cost);
+    }
+
+    /// One unequal EP all-to-all (`max` bytes on the busiest rank, `c.bytes` on average),
+    /// priced once per distinct shape within the plan.
+    #[inline]
+    pub(super) fn emit_a2a(&mut self, c: Comm, max: f64) {
+        if c.group.size <= 1 || c.bytes <= 0.0 {
+            return;
+        }
+        let cost = self
+            .memo
+            .alltoall_unequal(self.ev, c.group, max, c.bytes, self.x.algo);
+        self.emit_priced(c, cost);
+    }
+
+    /// Books `c.calls` calls of the already-priced `cost`: its exposed part under `c.hide`
+    /// goes to the kind's sum and is listed; a forward collective that recompute runs again
+    /// (`rc_kinds`) is booked in `rc` too and listed as a recompute row.
+    #[inline]
+    pub(super) fn emit_priced(&mut self, c: Comm, cost: CollectiveCost) {
+        let exposed = c.hide.exposed(c.calls * cost.time);
+        let k = c.kind.index();
+        self.exposed[k] += exposed;
+        let repeat = c.pass == Pass::Forward && self.rc_kinds >> k & 1 == 1;
+        if repeat {
+            self.rc[k] += exposed;
+        }
+        if S::ENABLED {
+            // The table row of `pass` done `mult` times per step.
+            let layer = Some(self.layer);
+            let row = |pass, mult: f64| {
+                let c = Comm {
+                    pass,
+                    calls: c.calls * mult,
+                    ..c
+                };
+                c.row(layer, cost.algorithm, cost.time, exposed * mult)
+            };
+            if self.mult > 0.0 {
+                self.sink.push(row(c.pass, self.mult));
+            }
+            if repeat && self.rc_mult > 0.0 {
+                self.sink.push(row(Pass::Recompute, self.rc_mult));
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! Expert parallelism: the per-GPU expert load under the plan's placement, the token dispatch
+//! and combine over the EP group (all-to-all, DeepEP, all-gather dispatchers) and the `moe_tp`
+//! collectives inside an expert's group.
+
+use std::sync::OnceLock;
+
+use autoplan_cluster::GroupPlacement;
+use autoplan_cost::Collective::{self, AllGather, AllToAll, Gather, ReduceScatter, Scatter};
+use autoplan_plan::{Dispatcher, MoeTpScheme, PlacementPolicy, Plan};
+
+use super::compute::ACT;
+use super::ctx::Ctx;
+use super::emit::{Comm, Emitter, Hide};
+use super::Evaluator;
+use crate::balance::{balanced_imbalance, contiguous_imbalance};
+use crate::comm::{CommKind, Pass, Sink};
+
+/// Redundant slots per GPU covered by [`Evaluator`]'s cached balanced-placement values.
+pub(super) const BALANCED_R: usize = 8;
+
+/// Empty cache slots for every EP degree dividing `E` (the valid ones, `Plan::check`) and
+/// `R ≤ BALANCED_R`; no slots for dense models. The values are a pure function of (E, ep, R,
+/// load_imbalance), so which thread fills a slot first does not change any result.
+pub(super) fn balanced_table(experts: u32) -> Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])> {
+    (1..=experts)
+        .filter(|&d| experts.is_multiple_of(d))
+        .map(|ep| (ep, std::array::from_fn(|_| OnceLock::new())))
+        .collect()
+}
+
+/// DeepEP's four transfers of a MoE layer: dispatch and combine forward, their gradients back.
+const DEEPEP_CALLS: [(&str, Pass); 4] = [
+    ("EP dispatch (DeepEP)", Pass::Forward),
+    ("EP combine (DeepEP)", Pass::Forward),
+    ("EP combine-grad (DeepEP)", Pass::Backward),
+    ("EP dispatch-grad (DeepEP)", Pass::Backward),
+];
+
+/// Mean and busiest-rank bytes one rank sends in a DeepEP dispatch: dropless `k_eff` rows per
+/// token, the busiest rank `ep_imb` times the mean; capacity-padded `cf · top_k` rows for all.
+fn deepep_bytes(capacity: Option<f64>, k_eff: f64, x: &Ctx, h: f64) -> (f64, f64) {
+    match capacity {
+        Some(_) => {
+            let b = x.t_rank * x.recv * h * ACT;
+            (b, b)
+        }
+        None => {
+            let mean = x.t_rank * k_eff * h * ACT;
+            (mean, mean * x.ep_imb)
+        }
+    }
+}
+
+/// The share of an all-to-all's network traffic that DeepEP's node-deduplicated dispatch still
+/// sends: a token routed uniformly to `k` of `experts` spread evenly over `nodes` nodes reaches
+/// `nodes · (1 − P₀)` distinct nodes on average, `P₀ = C(E − E/N, k) / C(E, k)` the
+/// hypergeometric chance that a node holds none of its `k` experts; an all-to-all sends all `k`
+/// copies, so the ratio (of the remote parts alike) is `N · (1 − P₀) / k`, at most 1.
+fn node_dedup(experts: f64, top_k: f64, nodes: f64) -> f64 {
+    let k = top_k.round().max(1.0);
+    if nodes <= 1.0 || experts < k {
+        return 1.0;
+    }
+    let m = experts / nodes;
+    let mut p0 = 1.0;
+    let mut i = 0.0;
+    while i < k {
+        p0 *= ((experts - m - i) / (experts - i)).max(0.0);
+        i += 1.0;
+    }
+    (nodes * (1.0 - p0) / k).min(1.0)
+}
+
+/// One EP collective of a table: what it does, its pass, the collective.
+type EpCall = (&'static str, Pass, Collective);
+
+/// The all-gather dispatcher: every rank gathers the EP group's tokens, keeps those of its
+/// experts, and reduce-scatters the outputs back.
+const ALL_GATHER_DISPATCH: [EpCall; 4] = [
+    ("EP token all-gather", Pass::Forward, AllGather),
+    ("EP output reduce-scatter", Pass::Forward, ReduceScatter),
+    ("EP output-grad all-gather", Pass::Backward, AllGather),
+    (
+        "EP token-grad reduce-scatter",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+/// Seed 000 §7.5 (15), `moe_tp` scheme 1: scatter/gather from a master rank.
+const MOE_TP_SCHEME1: [EpCall; 4] = [
+    ("moe_tp token scatter (scheme 1)", Pass::Forward, Scatter),
+    ("moe_tp output gather (scheme 1)", Pass::Forward, Gather),
+    (
+        "moe_tp output-grad scatter (scheme 1)",
+        Pass::Backward,
+        Scatter,
+    ),
+    (
+        "moe_tp input-grad gather (scheme 1)",
+        Pass::Backward,
+        Gather,
+    ),
+];
+/// Scheme 2: all-gather/reduce-scatter after a group-wise all-to-all.
+const MOE_TP_SCHEME2: [EpCall; 4] = [
+    (
+        "moe_tp token all-gather (scheme 2)",
+        Pass::Forward,
+        AllGather,
+    ),
+    (
+        "moe_tp output reduce-scatter (scheme 2)",
+        Pass::Forward,
+        ReduceScatter,
+    ),
+    (
+        "moe_tp output-grad all-gather (scheme 2)",
+        Pass::Backward,
+        AllGather,
+    ),
+    (
+        "moe_tp input-grad reduce-scatter (scheme 2)",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+
+/// Books every call of `calls` on group `g`, each of `bytes`, hidden behind `w`.
+#[inline]
+fn book<S: Sink>(e: &mut Emitter<'_, S>, calls: &[EpCall], g: GroupPlacement, bytes: f64, w: f64) {
+    for &(what, pass, op) in calls {
+        e.emit(Comm::new(CommKind::Ep, what, pass, op, g, bytes).hide(Hide::Behind(w)));
+    }
+}
+
+impl Evaluator {
+    /// Max/mean tokens reaching one GPU of the plan's EP group, which the dropless all-to-all
+    /// (its slowest rank) and the expert GEMMs of the most loaded GPU wait for. Contiguous
+    /// placement: [`contiguous_imbalance`]`(E, ep, load_imbalance)`, the GPU
+    /// holding the hottest expert beside `E/ep − 1` average ones. `placement=balanced:R`:
+    /// [`balanced_imbalance`]`(E, ep, R, load_imbalance)`, EPLB-style packing
+    /// with `R` redundant slots per GPU (seed 004 §4). Capacity-padded dispatch ignores it:
+    /// its buffers have the capacity's size whatever the placement. No allocation once a
+    /// (`ep`, `R ≤ BALANCED_R`) pair has been seen (a cached slot); beyond, computed each time.
+    pub fn ep_imbalance(&self, plan: &Plan) -> f64 {
+        match plan.placement {
+            PlacementPolicy::Contiguous => contiguous_imbalance(
+                self.experts as usize,
+                plan.ep.max(1) as usize,
+                self.imbalance,
+            ),
+            PlacementPolicy::Balanced { redundant } => {
+                let (e, ep) = (self.experts as u32, plan.ep.max(1));
+                // A GPU holds an expert once: slots beyond E − E/ep stay empty.
+                let r = redundant.min(e.saturating_sub(e / ep)) as usize;
+                let compute = || balanced_imbalance(e as usize, ep as usize, r, self.imbalance);
+                match self.balanced.iter().find(|(d, _)| *d == ep) {
+                    Some((_, row)) if r <= BALANCED_R => *row[r].get_or_init(compute),
+                    _ => compute(),
+                }
+            }
+        }
+    }
+
+    /// The EP and `moe_tp` collectives of a MoE class (or MTP module), hidden behind `budget`
+    /// seconds of compute under EP overlap.
+    pub(super) fn ep_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        e: &mut Emitter<'_, S>,
+        budget: f64,
+    ) {
+        // EP all-to-all overlap (DualPipe, DeepEP, Megatron's a2a overlap): the dispatch and
+        // combine of one micro-batch hide behind another's compute; what exceeds it is exposed.
+        // Each EP collective of the layer gets an equal share of the compute to hide behind.
+        let n_ep = if x.ep > 1.0 { 4.0 } else { 0.0 } + if x.mt > 1.0 { 4.0 } else { 0.0 };
+        let w = if plan.ep_overlap && n_ep > 0.0 {
+            budget / n_ep
+        } else {
+            0.0
+        };
+        if x.ep > 1.0 {
+            match plan.dispatcher {
+                Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),
+                Dispatcher::DeepEp if x.g_ep.nodes > 1 => self.ep_deepep_internode(x, e, w),
+                Dispatcher::DeepEp => {
+                    // Inside one node DeepEP's intranode kernels move what an all-to-all does
+                    // (so the plan ties with `dispatcher=all-to-all`).
+                    let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
+                    for (what, pass) in DEEPEP_CALLS {
+                        let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, mean);
+                        e.emit_a2a(c.hide(Hide::Behind(w)), max);
+                    }
+                }
+                Dispatcher::AllGather => {
+                    // All-gather dispatcher: every rank gathers the EP group's tokens, keeps
+                    // those of its experts, and reduce-scatters the outputs back.
+                    let b = x.t_rank * self.hidden * ACT * x.ep;
+                    book(e, &ALL_GATHER_DISPATCH, x.g_ep, b, w);
+                }
+            }
+        }
+        if x.mt > 1.0 {
+            // Seed 000 §7.5 (15): the expert group's tokens (datasize = moe_tp × what one rank
+            // receives) are spread over its moe_tp ranks — scheme 1 by scatter/gather from a
+            // master rank, scheme 2 by all-gather/reduce-scatter after a group-wise all-to-all.
+            let data = x.t_rank * x.recv * self.hidden * ACT * x.mt;
+            let calls = match plan.moe_tp_scheme {
+                MoeTpScheme::ScatterGather => &MOE_TP_SCHEME1,
+                MoeTpScheme::GroupAllToAll => &MOE_TP_SCHEME2,
+            };
+            book(e, calls, x.g_mt, data, w);
+        }
+    }
+
+    /// The all-to-all dispatcher. Seed 000 §7.5: dispatch and combine each move top_k ×
+    /// tokens × hidden. Capacity-padded dispatch (GShard) sends `cf · top_k` rows per token to
+    /// every rank, dynamic top-1/top-2 included (seed 004 §3.2: padding to two experts saves
+    /// nothing): an equal all-to-all whose sizes are static, so no host round trip. Dropless
+    /// dispatch is seed 004's unequal all-to-all: `k_eff` rows per token on average (1 +
+    /// two_expert_fraction under dynamic routing), the busiest rank `ep_imb` times the mean
+    /// (its receive side: every rank sends the same), plus `cpufetch` for the split sizes.
+    fn ep_all_to_all<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: f64) {
+        let h = self.hidden;
+        let rows = ["EP dispatch all-to-all", "EP combine all-to-all"];
+        let grads = ["EP combine-grad all-to-all", "EP dispatch-grad all-to-all"];
+        let calls = rows
+            .iter()
+            .map(|w| (*w, Pass::Forward))
+            .chain(grads.iter().map(|w| (*w, Pass::Backward)));
+        let mean = x.t_rank * self.k_eff * h * ACT;
+        for (what, pass) in calls {
+            let call = |bytes| {
+                Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(Hide::Behind(w))
+            };
+            match self.capacity {
+                Some(_) => e.emit(call(x.t_rank * x.recv * h * ACT)),
+                None => e.emit_a2a(call(mean), mean * x.ep_imb),
+            }
+        }
+    }
+
+    /// DeepEP normal kernels across nodes (DeepSeek-V3 report §3.2.2): a token goes over the
+    /// network once per distinct destination node, rank i to rank i of that node on its own
+    /// NIC, then to its experts' GPUs over NVLink; the RDMA and NVLink stages are pipelined, so
+    /// the slower one sets the time. Dropless: the busiest rank moves `ep_imb` times the mean;
+    /// with a capacity, every rank moves the padded `cf · top_k` rows (as the all-to-all
+    /// branch). The network stage is priced as a direct all-to-all between the nodes' NIC
+    /// shares; DeepEP keeps it on one rail (rank i to rank i), which the cost model charges as
+    /// cross-rail: the same unless the fabric is oversubscribed.
+    fn ep_deepep_internode<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: f64) {
+        let g = x.g_ep;
+        let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
+        let inter = GroupPlacement {
+            size: g.nodes,
+            ranks_per_node: 1,
+            nodes: g.nodes,
+        };
+        let intra = GroupPlacement {
+            size: g.ranks_per_node,
+            ranks_per_node: g.ranks_per_node,
+            nodes: 1,
+        };
+        let rho = node_dedup(self.experts, self.top_k, g.nodes as f64);
+        let ci = self
+            .cost
+            .alltoall_unequal(inter, rho * max, rho * mean, x.algo);
+        let cn = self.cost.alltoall_unequal(intra, max, mean, x.algo);
+        let c = if ci.time >= cn.time { ci } else { cn };
+        for (what, pass) in DEEPEP_CALLS {
+            let call = Comm::new(CommKind::Ep, what, pass, AllToAll, g, mean);
+            e.emit_priced(call.hide(Hide::Behind(w)), c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_dedup;
+
+    fn choose(n: u128, k: u128) -> u128 {
+        (0..k).fold(1u128, |acc, i| acc * (n - i) / (i + 1))
+    }
+
+    #[test]
+    fn node_dedup_matches_the_hypergeometric_count() {
+        // Qwen3-235B on EP 32 over 4 nodes: 128 experts, 32 per node, top-8.
+        let p0 = choose(96, 8) as f64 / choose(128, 8) as f64;
+        let want = 4.0 * (1.0 - p0) / 8.0;
+        assert!((node_dedup(128.0, 8.0, 4.0) - want).abs() < 1e-12);
+        assert!(want < 0.5);
+        // One node, or one expert per token: nothing to deduplicate.
+        assert_eq!(node_dedup(128.0, 8.0, 1.0), 1.0);
+        assert!((node_dedup(64.0, 1.0, 8.0) - 1.0).abs() < 1e-12);
+        // More nodes, fewer shared destinations: the ratio rises towards 1.
+        assert!(node_dedup(256.0, 8.0, 8.0) > node_dedup(256.0, 8.0, 2.0));
+    }
+}

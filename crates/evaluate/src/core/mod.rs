@@ -1,0 +1,312 @@
+//! The evaluator: per-(model, cluster) precomputation, and per plan the communication
+//! inventory, the stage times, the pipeline composition and the metrics.
+//!
+//! Split by what each part prices:
+//! - [`classes`]: the layer classes precomputed from the graph ([`classes::ClassId`]);
+//! - [`ctx`]: the per-plan context (degrees, tokens, groups);
+//! - [`compute`]: each class's GEMMs, attention core and elementwise kernels;
+//! - [`recompute`]: what recompute runs again;
+//! - [`costs`]: one micro-batch of each class, compute and communication parts;
+//! - [`tp`], [`cp`], [`ep`], [`dp`]: the collectives of each kind of parallelism;
+//! - [`pipeline`]: the stages, the busiest one, the pipeline hops;
+//! - [`optimizer`]: the optimizer step;
+//! - [`step`]: `run`, composing them into the step time, breakdown and metrics;
+//! - [`emit`], [`memo`]: booking a communication row, and the per-evaluation price cache;
+//! - [`floor`]: the same computation with the open knobs at their best.
+
+use std::sync::OnceLock;
+
+use autoplan_cluster::{Cluster, Gpu, Precision};
+use autoplan_cost::compute::{arch_efficiency, gemm_peak, peak_flops, ArchEfficiency, GemmPricer};
+use autoplan_cost::CostModel;
+use autoplan_graph::ModelSpec;
+use autoplan_plan::{Invalid, Plan, Recompute, StageLayout};
+
+mod classes;
+mod compute;
+mod costs;
+mod cp;
+mod ctx;
+mod dp;
+mod emit;
+mod ep;
+mod floor;
+mod memo;
+mod optimizer;
+mod pipeline;
+mod recompute;
+mod step;
+mod tp;
+
+use crate::comm::{CommRow, Pass};
+use crate::flops::ModelFlops;
+use crate::{AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSummary};
+use classes::Class;
+use ep::BALANCED_R;
+
+/// A partial plan for branch-and-bound: the degrees fixed so far. The current bound
+/// ([`Evaluator::lower_bound`]) holds for every completion and does not tighten with them yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Partial {
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub recompute: Option<Recompute>,
+}
+
+/// Scores plans of one model on one cluster. See the crate docs.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    model: ModelSpec,
+    cluster: Cluster,
+    gpu: Gpu,
+    cost: CostModel,
+    opts: EvalOptions,
+    precision: Precision,
+    /// The attention core runs in 16 bits even in FP8 training (FP8 covers the linear layers).
+    attn_precision: Precision,
+    /// Datasheet dense peak at the training precision (MFU's and HFU's denominator).
+    peak: f64,
+    /// The rate GEMMs are priced from (`autoplan_cost::compute::gemm_peak`: FP8 derated).
+    gemm_peak: f64,
+    classes: Vec<Class>,
+    flops: ModelFlops,
+    seq: f64,
+    hidden: f64,
+    vocab: f64,
+    global_batch: u32,
+    blocks: u32,
+    dense_blocks: u32,
+    mtp: u32,
+    kv_heads: f64,
+    experts: f64,
+    top_k: f64,
+    k_eff: f64,
+    imbalance: f64,
+    capacity: Option<f64>,
+    /// Max/mean expert load per GPU under `placement=balanced:R`
+    /// ([`crate::balanced_imbalance`]), one slot per EP degree dividing the experts and `R ≤
+    /// BALANCED_R`, filled on first use ([`Evaluator::ep_imbalance`]): models and searches
+    /// that never ask pay nothing, later evaluations read it without allocating.
+    balanced: Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])>,
+    /// The GPU's efficiency constants (`EvalOptions::efficiency`, else `ARCH_TABLE`'s).
+    eff: ArchEfficiency,
+    /// GEMM times at the training precision under `eff`.
+    gemm: GemmPricer,
+    /// GEMM times at the 16-bit precision of the attention core (FP8 runs' LM head).
+    gemm16: GemmPricer,
+    /// `gemm_eff_max`: a GEMM in full waves (u = 1); none runs faster (admissible bounds).
+    eff_max: f64,
+    /// Forward FLOPs per token of the routed-expert GEMMs (all MoE layers and MTP modules).
+    expert_gemm_fwd: f64,
+    /// The MTP class's GEMMs are its projection followed by exactly those of the attention,
+    /// MLP/MoE and head classes (so their times can be reused).
+    mtp_reuse: bool,
+    mem: autoplan_memory::ModelMemory,
+    /// The memory options, with `flash_attention` and `fp32_main_grads` following
+    /// `EvalOptions::attention` and `grad_bytes`.
+    mem_opts: autoplan_memory::MemoryOptions,
+}
+
+impl Evaluator {
+    /// Precompute everything that does not depend on the plan.
+    pub fn new(model: &ModelSpec, cluster: &Cluster, opts: EvalOptions) -> Evaluator {
+        let layers = model.layers();
+        let classes = classes::classes_of(model);
+        let precision = model.training.precision;
+        let (experts, top_k, k_eff, imbalance, capacity) = match &model.moe {
+            Some(m) => (
+                m.experts as f64,
+                m.top_k as f64,
+                m.expected_experts_per_token(),
+                m.load_imbalance.max(1.0),
+                m.capacity_factor,
+            ),
+            None => (0.0, 0.0, 0.0, 1.0, None),
+        };
+        let gpu = cluster.gpu.clone();
+        let mtp_reuse = classes::mtp_reuses(&classes);
+        let eff = opts.efficiency.unwrap_or(*arch_efficiency(gpu.arch));
+        let gemm = GemmPricer::new(&gpu, &eff, precision);
+        let attn_precision = if precision == Precision::Fp8 {
+            Precision::Bf16
+        } else {
+            precision
+        };
+        // Full waves (u = 1): no GEMM beats it.
+        let eff_max = eff.gemm_eff_max;
+        Evaluator {
+            model: model.clone(),
+            cluster: cluster.clone(),
+            cost: CostModel::new(cluster),
+            opts,
+            precision,
+            attn_precision,
+            peak: peak_flops(&gpu, precision),
+            gemm_peak: gemm_peak(&gpu, &eff, precision),
+            gpu,
+            classes,
+            flops: ModelFlops::of(model),
+            seq: model.training.seq_len as f64,
+            hidden: model.hidden as f64,
+            vocab: model.vocab as f64,
+            global_batch: model.training.global_batch,
+            blocks: model.layers,
+            dense_blocks: model.dense_blocks(),
+            mtp: model.mtp_modules,
+            kv_heads: model.kv_heads() as f64,
+            experts,
+            top_k,
+            k_eff,
+            imbalance,
+            capacity,
+            balanced: ep::balanced_table(experts as u32),
+            gemm,
+            gemm16: GemmPricer::new(&cluster.gpu, &eff, attn_precision),
+            eff,
+            eff_max,
+            mtp_reuse,
+            expert_gemm_fwd: layers
+                .iter()
+                .flat_map(|l| l.gemms.iter().filter(move |g| g.count > 1 && l.experts > 0))
+                .map(autoplan_graph::Gemm::flops_per_token)
+                .sum(),
+            mem: autoplan_memory::ModelMemory::new(model),
+            mem_opts: autoplan_memory::MemoryOptions {
+                flash_attention: opts.attention == AttentionKernel::Flash,
+                fp32_main_grads: opts.grad_bytes >= 4.0,
+                ..opts.memory
+            },
+        }
+    }
+
+    pub fn model(&self) -> &ModelSpec {
+        &self.model
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    pub fn options(&self) -> &EvalOptions {
+        &self.opts
+    }
+
+    /// FLOPs per token in the MFU/HFU conventions.
+    pub fn model_flops(&self) -> &ModelFlops {
+        &self.flops
+    }
+
+    /// Fast path: the metrics, or why the plan cannot run. Allocation-free.
+    pub fn evaluate(&self, plan: &Plan) -> Result<Metrics, Infeasible> {
+        self.run(plan, &mut ()).map(|o| o.metrics)
+    }
+
+    /// The per-GPU memory peak of `plan` alone, without the step time: the same validity checks
+    /// as [`Evaluator::evaluate`] and the same number (its `memory_peak_bytes`, or the
+    /// `OutOfMemory` peak), whatever the HBM. The search's memory floors call it.
+    pub fn memory_peak_bytes(&self, plan: &Plan) -> Result<f64, Infeasible> {
+        plan.check(&self.model, self.cluster.gpus())?;
+        self.layout(plan)?;
+        Ok(self.memory_peak(plan))
+    }
+
+    /// The memory breakdown of `plan`'s most loaded GPU, fitting or not (what `report` shows;
+    /// an out-of-memory plan has no report). The same validity checks as `evaluate`.
+    pub fn memory_breakdown(
+        &self,
+        plan: &Plan,
+    ) -> Result<autoplan_memory::MemoryBreakdown, Infeasible> {
+        plan.check(&self.model, self.cluster.gpus())?;
+        self.layout(plan)?;
+        Ok(self.memory(plan))
+    }
+
+    /// The full report: breakdown, per-layer communication table, stages, memory.
+    pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
+        let mut rows: Vec<CommRow> = Vec::new();
+        let o = self.run(plan, &mut rows)?;
+        // Per-layer rows in layer order, then the pipeline, then the once-per-step collectives.
+        rows.sort_by_key(|r| match (r.pass, r.layer) {
+            (Pass::Step, _) => 2,
+            (_, None) => 1,
+            _ => 0,
+        });
+        let x = self.ctx(plan);
+        let mut stages = Vec::with_capacity(plan.pp as usize);
+        let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
+        let layout = self.layout(plan)?;
+        let mut start = 0;
+        let (_, pp_t) = self.pp_hop(&x);
+        for i in 0..plan.pp {
+            let st = self.stage(plan, &x, &costs, &layout, i, start, pp_t);
+            start += st.blocks;
+            stages.push(StageSummary {
+                stage: i,
+                blocks: st.blocks,
+                dense_blocks: st.dense,
+                moe_blocks: st.moe,
+                time_per_microbatch_s: st.t,
+            });
+        }
+        let memory = self.memory(plan);
+        let groups = vec![
+            ("tp", x.g_tp.into()),
+            ("cp", x.g_cp.into()),
+            ("dp×cp (gradients)", x.g_dp.into()),
+            ("ep", x.g_ep.into()),
+            ("moe_tp", x.g_mt.into()),
+            ("edp", x.g_edp.into()),
+            ("pp hop", x.hop_pp.into()),
+        ];
+        Ok(Report {
+            metrics: o.metrics,
+            breakdown: o.breakdown,
+            microbatches: o.micro,
+            tokens_per_step: self.global_batch as f64 * self.seq,
+            flops: self.flops,
+            comm: rows,
+            stages,
+            bottleneck_stage: o.bottleneck,
+            memory,
+            hbm_bytes: self.gpu.hbm_bytes,
+            groups,
+        })
+    }
+
+    /// An admissible lower bound on the step time of every completion of `partial` on all of the
+    /// cluster's GPUs: the forward + backward GEMM and causal attention FLOPs of one step at the
+    /// highest GEMM efficiency, spread perfectly over the GPUs, with no communication, bubble,
+    /// memory-bound work or recompute (which `recompute_layers` may reduce to nothing). Padded
+    /// expert GEMMs with a capacity below the routed load count at the capacity.
+    pub fn lower_bound(&self, _partial: &Partial) -> f64 {
+        let tokens = self.global_batch as f64 * self.seq;
+        let capped = match self.capacity {
+            Some(cf) => (cf * self.top_k / self.k_eff.max(1e-9)).min(1.0),
+            None => 1.0,
+        };
+        let gemm = self.flops.gemm_fwd - self.expert_gemm_fwd * (1.0 - capped);
+        let per_token = 3.0 * (gemm + self.flops.attn_fwd_causal);
+        let gpus = self.cluster.gpus().max(1) as f64;
+        tokens * per_token / (gpus * self.gemm_peak * self.eff_max)
+    }
+
+    /// The pipeline layout of a checked plan.
+    fn layout(&self, plan: &Plan) -> Result<StageLayout, Infeasible> {
+        plan.stage_blocks(&self.model)
+            .ok_or(Infeasible::Invalid(Invalid::UnevenStages {
+                first: plan.first_stage_layers,
+                last: plan.last_stage_layers,
+                blocks: self.blocks,
+                pp: plan.pp,
+            }))
+    }
+
+    fn memory_peak(&self, plan: &Plan) -> f64 {
+        self.memory(plan).total
+    }
+
+    /// Memory of the most loaded GPU (autoplan-memory; allocation-free).
+    fn memory(&self, plan: &Plan) -> autoplan_memory::MemoryBreakdown {
+        self.mem.breakdown(plan, &self.mem_opts)
+    }
+}

@@ -1,0 +1,212 @@
+//! Pipeline parallelism: where the blocks go, what each stage costs per micro-batch, the
+//! busiest stage that sets the pace, and the activation send/recv between stages.
+
+use autoplan_cost::{Algorithm, Collective};
+use autoplan_plan::{Plan, Recompute, StageLayout};
+
+use super::classes::{ClassId, NCLASS};
+use super::compute::ACT;
+use super::costs::ClassCost;
+use super::ctx::Ctx;
+use super::emit::Comm;
+use super::recompute::rc_frac;
+use super::Evaluator;
+use crate::comm::{CommKind, Pass, Sink};
+
+/// Where the layers go and what each stage costs.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct StageTime {
+    pub(super) t: f64,
+    pub(super) compute: f64,
+    pub(super) recompute: f64,
+    pub(super) exposed: [f64; 5],
+    pub(super) blocks: u32,
+    pub(super) dense: u32,
+    pub(super) moe: u32,
+    pub(super) params_dense: f64,
+    pub(super) params_expert: f64,
+    pub(super) fwd: f64,
+    pub(super) bwd: f64,
+}
+
+/// All stages of a plan: the busiest (`bottleneck`, index `bi`, time `tmax`), the sum of the
+/// stage times and the stage holding the most parameters (`pmax`, the DP reduction's).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct StageScan {
+    pub(super) tmax: f64,
+    pub(super) sum: f64,
+    pub(super) bottleneck: StageTime,
+    pub(super) bi: u32,
+    pub(super) pmax: StageTime,
+}
+
+impl Evaluator {
+    /// Blocks on stage `i` whose first block is `start`: (total, dense, moe). The layout is
+    /// `Plan::stage_blocks` (autoplan-plan); dense blocks are the model's first `dense_blocks`.
+    pub(super) fn stage_blocks(&self, layout: &StageLayout, i: u32, start: u32) -> (u32, u32, u32) {
+        let n = layout.blocks(i);
+        let end = start + n;
+        let dense = self
+            .dense_blocks
+            .min(end)
+            .saturating_sub(start.min(self.dense_blocks));
+        (n, dense, n.saturating_sub(dense))
+    }
+
+    /// How many layers of each class a stage holds: the embedding on the first stage, the
+    /// blocks `(n, dense, moe)`, the final norm, head, cross-entropy and MTP modules on the
+    /// last.
+    pub(super) fn class_counts(
+        &self,
+        first: bool,
+        last: bool,
+        (n, dense, moe): (u32, u32, u32),
+    ) -> [f64; NCLASS] {
+        let mut counts = [0.0; NCLASS];
+        counts[ClassId::Emb as usize] = f64::from(u8::from(first));
+        counts[ClassId::Attn as usize] = n as f64;
+        counts[ClassId::Mlp as usize] = dense as f64;
+        counts[ClassId::Moe as usize] = moe as f64;
+        counts[ClassId::Norm as usize] = f64::from(u8::from(last));
+        counts[ClassId::Head as usize] = counts[ClassId::Norm as usize];
+        counts[ClassId::Ce as usize] = counts[ClassId::Norm as usize];
+        counts[ClassId::Mtp as usize] = if last { self.mtp as f64 } else { 0.0 };
+        counts
+    }
+
+    /// Stage `i` (first block `start`) of one micro-batch from the class costs `c` and the
+    /// pipeline hop's `pp_t` seconds.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn stage(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        c: &[ClassCost; NCLASS],
+        layout: &StageLayout,
+        i: u32,
+        start: u32,
+        pp_t: f64,
+    ) -> StageTime {
+        let (n, dense, moe) = self.stage_blocks(layout, i, start);
+        let counts = self.class_counts(i == 0, i + 1 == x.pp, (n, dense, moe));
+        let rc_frac = rc_frac(plan, n);
+        let mut s = StageTime {
+            blocks: n,
+            dense,
+            moe,
+            ..StageTime::default()
+        };
+        for id in ClassId::ALL {
+            let (k, cc) = (id as usize, &c[id as usize]);
+            let w = counts[k];
+            if w == 0.0 {
+                continue;
+            }
+            s.fwd += w * cc.fwd;
+            s.bwd += w * cc.bwd;
+            s.compute += w * (cc.fwd + cc.bwd);
+            if id.is_block() {
+                match plan.recompute {
+                    Recompute::Full => s.recompute += w * rc_frac * cc.rc_full,
+                    Recompute::Selective => s.recompute += w * rc_frac * cc.rc_sel,
+                    Recompute::None => {}
+                }
+                let kinds = Self::recompute_comm(plan, id);
+                for (j, v) in cc.rc_comm.iter().enumerate() {
+                    if kinds >> j & 1 == 1 {
+                        s.exposed[j] += w * rc_frac * v;
+                    }
+                }
+            }
+            for (e, v) in s.exposed.iter_mut().zip(cc.exposed.iter()) {
+                *e += w * v;
+            }
+            let cl = &self.classes[k];
+            s.params_dense += w * cl.non_expert_params;
+            s.params_expert += w * cl.expert_params;
+        }
+        s.params_dense /= x.tp;
+        s.params_expert /= x.ep * x.mt;
+        s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
+        s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
+        s
+    }
+
+    /// Every stage of `layout` in order: the busiest, the sum, the one with the most
+    /// parameters. Middle stages with the same block mix cost the same: the previous one is
+    /// reused. `run` and the step floor both scan with it.
+    #[inline]
+    pub(super) fn scan_stages(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        costs: &[ClassCost; NCLASS],
+        layout: &StageLayout,
+        pp_t: f64,
+    ) -> StageScan {
+        let mut out = StageScan::default();
+        let mut start = 0;
+        let mut prev: Option<StageTime> = None;
+        for i in 0..x.pp {
+            let (n, dense, _) = self.stage_blocks(layout, i, start);
+            let middle = i > 0 && i + 1 < x.pp;
+            let s = match prev {
+                Some(p) if middle && p.blocks == n && p.dense == dense => p,
+                _ => self.stage(plan, x, costs, layout, i, start, pp_t),
+            };
+            prev = middle.then_some(s);
+            start += s.blocks;
+            out.sum += s.t;
+            if s.t > out.tmax {
+                out.tmax = s.t;
+                out.bottleneck = s;
+                out.bi = i;
+            }
+            if s.params_dense + s.params_expert > out.pmax.params_dense + out.pmax.params_expert {
+                out.pmax = s;
+            }
+        }
+        out
+    }
+
+    /// Pipeline point-to-point of one micro-batch: (bytes, seconds per transfer). One
+    /// activation (b·s/cp·h, /tp under SP) forward and one gradient backward per micro-batch
+    /// per stage boundary (seed 000 §7.4).
+    pub(super) fn pp_hop(&self, x: &Ctx) -> (f64, f64) {
+        let bytes = x.m_tok * self.hidden * ACT / if x.sp { x.tp } else { 1.0 };
+        let t = if x.pp > 1 {
+            self.coll(Collective::SendRecv, x.hop_pp, bytes, x.algo)
+                .time
+        } else {
+            0.0
+        };
+        (bytes, t)
+    }
+
+    /// The pipeline's table rows: the activation and gradient send/recv, `micro` per step
+    /// each on the critical path. Megatron overlaps the extra virtual-stage transfers of the
+    /// interleaved schedule (listed, not exposed).
+    pub(super) fn pipeline_rows<S: Sink>(&self, x: &Ctx, sink: &mut S, micro: f64) {
+        if x.pp <= 1 {
+            return;
+        }
+        let (pp_bytes, pp_t) = self.pp_hop(x);
+        let calls = 2.0 * micro * x.vpp;
+        let names = [
+            ("pipeline activation send/recv", Pass::Forward),
+            ("pipeline gradient send/recv", Pass::Backward),
+        ];
+        for (what, pass) in names {
+            let c = Comm::new(
+                CommKind::Pp,
+                what,
+                pass,
+                Collective::SendRecv,
+                x.hop_pp,
+                pp_bytes,
+            )
+            .calls(calls / 2.0);
+            sink.push(c.row(None, Algorithm::PointToPoint, pp_t, micro * pp_t));
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Tensor parallelism: the collectives of the TP group per class (Megatron's f/g all-reduces,
+//! their sequence-parallel all-gather/reduce-scatter form, the TP→SP all-to-all of seed 001,
+//! the vocab-parallel embedding, LM head and cross-entropy, the MTP module's).
+
+use autoplan_cost::Collective::{self, AllGather, AllReduce, AllToAll, ReduceScatter};
+use autoplan_plan::{Plan, TpSpTransition};
+
+use super::classes::{Class, ClassId};
+use super::compute::ACT;
+use super::ctx::Ctx;
+use super::emit::{Comm, Emitter, Hide};
+use super::Evaluator;
+use crate::comm::{CommKind, Pass, Sink};
+
+/// One TP collective of a table: what it does, its pass, the collective.
+type TpCall = (&'static str, Pass, Collective);
+
+/// Sequence parallelism (Korthikanti 2022 §4.2.2): all-gather before the column-parallel GEMM,
+/// reduce-scatter after the row-parallel one, forward and (swapped) backward.
+const ATTN_SP: [TpCall; 4] = [
+    ("attention input all-gather (SP)", Pass::Forward, AllGather),
+    (
+        "attention out reduce-scatter (SP)",
+        Pass::Forward,
+        ReduceScatter,
+    ),
+    (
+        "attention out-grad all-gather (SP)",
+        Pass::Backward,
+        AllGather,
+    ),
+    (
+        "attention input-grad reduce-scatter (SP)",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+const MLP_SP: [TpCall; 4] = [
+    ("mlp input all-gather (SP)", Pass::Forward, AllGather),
+    ("mlp out reduce-scatter (SP)", Pass::Forward, ReduceScatter),
+    ("mlp out-grad all-gather (SP)", Pass::Backward, AllGather),
+    (
+        "mlp input-grad reduce-scatter (SP)",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+/// Seed 003 §4: the conjugate f/g pair without SP.
+const ATTN_FG: [TpCall; 2] = [
+    ("attention out all-reduce (g)", Pass::Forward, AllReduce),
+    (
+        "attention input-grad all-reduce (f)",
+        Pass::Backward,
+        AllReduce,
+    ),
+];
+const MLP_FG: [TpCall; 2] = [
+    ("mlp out all-reduce (g)", Pass::Forward, AllReduce),
+    ("mlp input-grad all-reduce (f)", Pass::Backward, AllReduce),
+];
+/// Megatron SharedExpertMLP: all-gather in, reduce-scatter out, on the SP input.
+const SHARED_EXPERT_SP: [TpCall; 4] = [
+    (
+        "shared-expert input all-gather (SP)",
+        Pass::Forward,
+        AllGather,
+    ),
+    (
+        "shared-expert out reduce-scatter (SP)",
+        Pass::Forward,
+        ReduceScatter,
+    ),
+    (
+        "shared-expert out-grad all-gather (SP)",
+        Pass::Backward,
+        AllGather,
+    ),
+    (
+        "shared-expert input-grad reduce-scatter (SP)",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+const HEAD_SP: [TpCall; 2] = [
+    ("lm-head input all-gather (SP)", Pass::Forward, AllGather),
+    (
+        "lm-head input-grad reduce-scatter (SP)",
+        Pass::Backward,
+        ReduceScatter,
+    ),
+];
+const HEAD_F: [TpCall; 1] = [(
+    "lm-head input-grad all-reduce (f)",
+    Pass::Backward,
+    AllReduce,
+)];
+
+/// The TP collectives of one class with the forward GEMM time `gemm` to hide behind.
+struct Tp<'p> {
+    plan: &'p Plan,
+    x: &'p Ctx,
+    gemm: f64,
+}
+
+impl Tp<'_> {
+    /// A TP collective of `bytes` in `pass`, hidden per the plan's TP overlap behind the GEMMs
+    /// of the same pass (forward `gemm`, backward twice that).
+    #[inline]
+    fn overlapped(&self, what: &'static str, pass: Pass, op: Collective, bytes: f64) -> Comm {
+        let window = match pass {
+            Pass::Forward => self.gemm,
+            _ => 2.0 * self.gemm,
+        };
+        let hide = if self.plan.tp_overlap {
+            Hide::Tiled {
+                tp: self.x.tp,
+                window,
+            }
+        } else {
+            Hide::Nothing
+        };
+        Comm::new(CommKind::Tp, what, pass, op, self.x.g_tp, bytes).hide(hide)
+    }
+
+    /// A TP collective that nothing hides.
+    #[inline]
+    fn exposed(&self, what: &'static str, pass: Pass, op: Collective, bytes: f64) -> Comm {
+        Comm::new(CommKind::Tp, what, pass, op, self.x.g_tp, bytes)
+    }
+
+    /// Books every call of `calls`, each of `bytes`, overlapped.
+    #[inline]
+    fn book<S: Sink>(&self, e: &mut Emitter<'_, S>, calls: &[TpCall], bytes: f64) {
+        for &(what, pass, op) in calls {
+            e.emit(self.overlapped(what, pass, op, bytes));
+        }
+    }
+}
+
+impl Evaluator {
+    /// The TP collectives of class `id` (`gemm`: its forward GEMM time).
+    pub(super) fn tp_comm<S: Sink>(
+        &self,
+        plan: &Plan,
+        c: &Class,
+        id: ClassId,
+        x: &Ctx,
+        gemm: f64,
+        e: &mut Emitter<'_, S>,
+    ) {
+        if x.tp <= 1.0 {
+            return;
+        }
+        let tp = Tp { plan, x, gemm };
+        let a = x.m_tok * self.hidden * ACT;
+        match id {
+            ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, a, e),
+            ClassId::Moe if self.classes[ClassId::Moe as usize].has_tp_shared_experts() => {
+                // Shared experts run tensor-parallel over `tp` on the sequence-parallel input
+                // (Megatron SharedExpertMLP): all-gather in, reduce-scatter out.
+                tp.book(e, &SHARED_EXPERT_SP, a);
+            }
+            ClassId::Emb => {
+                // Vocab-parallel embedding (seed 003 §4): partial lookups all-reduced; with SP
+                // reduce-scattered straight into the sequence layout.
+                let (what, op) = if x.sp {
+                    ("vocab-parallel embedding reduce-scatter", ReduceScatter)
+                } else {
+                    ("vocab-parallel embedding all-reduce", AllReduce)
+                };
+                e.emit(tp.exposed(what, Pass::Forward, op, a));
+            }
+            ClassId::Head => tp.book(e, if x.sp { &HEAD_SP } else { &HEAD_F }, a),
+            ClassId::Ce => {
+                // Parallel cross-entropy (seed 003 §5.2): all-reduce of the b·s row max, the
+                // target logit and the sum of exponentials (fp32), not an all-gather of logits.
+                let b = x.m_tok * 4.0;
+                let what = "cross-entropy max/target/sum-exp all-reduce";
+                e.emit(tp.exposed(what, Pass::Forward, AllReduce, b).calls(3.0));
+            }
+            ClassId::Mtp => {
+                let (f, b) = (x.m_tok * c.tp_fwd * ACT, x.m_tok * c.tp_bwd * ACT);
+                e.emit(tp.overlapped("mtp module all-reduces (fwd)", Pass::Forward, AllReduce, f));
+                e.emit(tp.overlapped("mtp module all-reduces (bwd)", Pass::Backward, AllReduce, b));
+            }
+            _ => {}
+        }
+    }
+
+    /// Seed 003 §4: the conjugate f/g pair of Megatron's attention and MLP: one all-reduce of
+    /// b·s·h forward (g, after the row-parallel GEMM) and one backward (f, the input gradient).
+    /// With SP (Korthikanti 2022 §4.2.2) each becomes an all-gather before the column-parallel
+    /// GEMM + a reduce-scatter after the row-parallel one, forward and (swapped) backward, each
+    /// (t−1)/t of b·s·h. `a`: the b·s·h activation bytes.
+    fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, a: f64, e: &mut Emitter<'_, S>) {
+        let attn = id == ClassId::Attn;
+        if attn && tp.plan.tp_sp_transition == TpSpTransition::AllToAll {
+            // Seed 001 scheme 2: all-to-all of the attention output (b·s·a·d_v/t per
+            // rank) to the sequence layout, then a replicated out_linear.
+            let x = tp.x;
+            let y = x.m_tok * c.o_elems / x.tp * ACT;
+            let (f, b) = (Pass::Forward, Pass::Backward);
+            // The all-to-alls are not tiled with a GEMM: all exposed.
+            let a2a = |what, pass| tp.exposed(what, pass, AllToAll, y);
+            e.emit(tp.overlapped("attention input all-gather (SP)", f, AllGather, a));
+            e.emit(a2a("attention out TP→SP all-to-all (seed 001)", f));
+            e.emit(tp.overlapped(
+                "attention input grad reduce-scatter (SP)",
+                b,
+                ReduceScatter,
+                a,
+            ));
+            e.emit(a2a("attention out SP→TP all-to-all (grad)", b));
+        } else if tp.x.sp {
+            tp.book(e, if attn { &ATTN_SP } else { &MLP_SP }, a);
+        } else {
+            tp.book(e, if attn { &ATTN_FG } else { &MLP_FG }, a);
+        }
+    }
+}
