@@ -14,7 +14,7 @@ fn show_deepseek_v3_json_reports_671b_total() {
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // DeepSeek-V3 report §1: 671B total, 37B activated (DeepSeek's count excludes the
-    // embedding table; `active_params` includes it, see ARCHITECTURE.md).
+    // embedding table; `active_params` includes it, see docs/decisions.md).
     let total = v["total_params"].as_f64().unwrap();
     assert!((total / 671e9 - 1.0).abs() < 0.005, "{total}");
     let active = v["active_params_excluding_embedding"].as_f64().unwrap();

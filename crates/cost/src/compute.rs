@@ -26,8 +26,8 @@
 //! 3072 × 4096 ran at 677 TF/s as 16 cuBLAS calls and 729 as one grouped kernel
 //! (`results/h100/grouped.csv`), like a large GEMM. It stands for per-expert costs that the
 //! published MoE runs show and the kernels do not (without it the ModelZoo Qwen3-235B tp 4 /
-//! ep 8 row, 512 tokens per expert, is predicted 26% fast at the best refit); ARCHITECTURE.md,
-//! "Calibration", says how that was measured.
+//! ep 8 row, 512 tokens per expert, is predicted 26% fast at the best refit);
+//! docs/calibration.md ("Compute") says how that was measured.
 //! `r` is the FP8 rate: FP8 GEMMs reach a smaller share of their peak than BF16 GEMMs of theirs
 //! (measured on the H100: 0.86–0.91 of the 2× the peaks promise, `results/h100/ratio.csv`).
 //! `latency` is a kernel's launch, prologue and epilogue plus the framework's gap per GEMM
@@ -112,7 +112,7 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
 ///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
 ///   `autoplan validate --fit v100|a100|h100` over `data/published_runs.csv`
-///   (procedure in ARCHITECTURE.md, "Calibration"), every link and collective constant and the
+///   (procedure in docs/calibration.md, "Compute"), every link and collective constant and the
 ///   measured Hopper constants fixed beforehand. `eff_max` is an end-to-end
 ///   efficiency: it absorbs what the analytical step does not itemise (fused epilogues,
 ///   framework overhead), hence at or below cuBLAS's isolated rate (H100: 0.69 against 0.71 of

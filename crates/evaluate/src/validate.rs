@@ -726,7 +726,7 @@ pub struct FitPoint {
     pub worst_error: f64,
 }
 
-/// The calibration procedure of ARCHITECTURE.md ("Calibration"): with every link and collective
+/// The calibration procedure of docs/calibration.md ("Compute"): with every link and collective
 /// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows
 /// [`recompute_not_given`] skips) for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
 /// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst

@@ -1,5 +1,5 @@
 //! The heuristic's gap to the proven optimum over a fixed grid of small instances (the numbers
-//! quoted in README's placement section). Run with
+//! quoted in docs/placement.md). Run with
 //! `cargo test -p autoplan-placement --test gap_survey -- --nocapture` to see them.
 
 use autoplan_placement::*;

@@ -72,7 +72,7 @@ proptest! {
         prop_assert!(lp <= opt * (1.0 + 1e-6), "LP bound {} above optimum {}", lp, opt);
         let cb = bound::combinatorial_bound(&inst);
         prop_assert!(cb <= opt * (1.0 + 1e-6), "combinatorial bound {} above optimum {}", cb, opt);
-        // Observed worst gap on these instances: see README (placement section).
+        // Observed worst gap on these instances: see docs/placement.md.
         prop_assert!(gap(hv, opt) <= 0.10, "gap {} (heuristic {}, optimum {})", gap(hv, opt), hv, opt);
     }
 

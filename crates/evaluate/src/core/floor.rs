@@ -27,12 +27,13 @@
 //!
 //! What stays the floor's own: the loops over the open values and their caches (valid
 //! (recompute, schedule) pairs, rank orders with the same groups, stage layouts), the
-//! regrouped sum `m·t_max + bubble + rest`, and [`knob_matters`]' rules.
+//! regrouped sum `m·t_max + bubble + rest`.
 //!
 //! Kept in step with `run` by `crates/search/tests/floor.rs`: with nothing open the floor
 //! equals the step time.
 
 use autoplan_cluster::GroupPlacement;
+use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
     CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
     StageLayout, TpSpTransition, Zero,
@@ -62,33 +63,18 @@ struct OpenKnobs<'a> {
     schemes: &'a [MoeTpScheme],
 }
 
-/// The knobs whose relevance to a plan the floor decides ([`knob_matters`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FloorKnob {
-    Dispatcher,
-    MoeTpScheme,
-}
-
-/// The floor's "does this knob matter for this plan" rules, in one place: where a knob
-/// cannot change the plan's cost its first open value stands for all.
-/// - the dispatcher moves nothing without EP (`ep = 1`), nor the `moe_tp` scheme without
-///   `moe_tp`;
-/// - the TP→SP transition and the CP exchange are always tried (their parts price nothing
-///   where they do not apply: [`CommPart::applies`]);
-/// - ZeRO 1 and 2 take the same time ([`zero_time_class`]).
-fn knob_matters(knob: FloorKnob, x: &Ctx) -> bool {
-    match knob {
-        FloorKnob::Dispatcher => x.ep > 1.0,
-        FloorKnob::MoeTpScheme => x.mt > 1.0,
-    }
-}
-
 /// ZeRO stages with the same step time (`dp_comm` and `run` only ask `≥ 1` and `≥ 3`; 1 and
 /// 2 differ in memory): the floor prices one stage of each class.
 fn zero_time_class(z: Zero) -> (bool, bool) {
     (z >= Zero(1), z >= Zero(3))
 }
 
+/// Where a knob cannot change the plan's cost its first open value stands for all; whether it
+/// can is the plan crate's one rule, [`Knob::matters`] (the dispatcher and the `moe_tp`
+/// scheme; the TP→SP transition and the CP exchange are always tried, their parts pricing
+/// nothing where they do not apply: [`CommPart::applies`]); ZeRO 1 and 2 take the same time
+/// ([`zero_time_class`]).
+///
 /// `values` if the knob matters, else its first value alone.
 #[inline]
 fn tried<T>(matters: bool, values: &[T]) -> &[T] {
@@ -299,8 +285,12 @@ impl Evaluator {
                 }
             }
             CommPart::Ep => {
-                let ds = tried(knob_matters(FloorKnob::Dispatcher, x), knobs.dispatchers);
-                let ss = tried(knob_matters(FloorKnob::MoeTpScheme, x), knobs.schemes);
+                // EP parts apply to MoE classes only. The dispatcher also matters with
+                // `moe_tp > 1` at `ep = 1` (its buffer, a memory fact): there the values tried
+                // price alike and the minimum is unchanged.
+                let ctx = Context::new(q, true);
+                let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
+                let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
                 for &d in ds {
                     for &s in ss {
                         q.dispatcher = d;
