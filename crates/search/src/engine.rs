@@ -450,10 +450,10 @@ struct Ctx<'a, O: Objective, B: Observer + ?Sized> {
 /// current rayon thread pool (install a pool to choose the thread count). The result is the
 /// same for any number of threads.
 ///
-/// The steps: drop the recompute entries the model cannot take ([`admitted`]), enumerate the
-/// (degrees, mbs) tasks ([`tasks`]), bound every task and order the survivors best first
-/// ([`Ctx::best_first`]), walk them on the worker threads ([`Ctx::walk`]), and rank the merged
-/// top-K ([`outcome`]).
+/// The steps: drop the recompute entries the model cannot take (`admitted`), enumerate the
+/// (degrees, mbs) tasks (`tasks`), bound every task and order the survivors best first
+/// (`Ctx::best_first`), walk them on the worker threads (`Ctx::walk`), and rank the merged
+/// top-K (`outcome`).
 pub fn search<O: Objective, B: Observer + ?Sized>(
     objective: &O,
     space: &Space,
