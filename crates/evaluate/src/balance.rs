@@ -33,7 +33,7 @@ pub fn balanced_imbalance(
     redundant_per_gpu: usize,
     load_imbalance: f64,
 ) -> f64 {
-    if experts == 0 || ep == 0 {
+    if experts == 0 || ep <= 1 {
         return 1.0;
     }
     let w = power_profile(experts, load_imbalance);
@@ -44,7 +44,7 @@ pub fn balanced_imbalance(
 /// same inputs as [`balanced_imbalance`]: the GPU holding the hottest expert (load
 /// `load_imbalance` × mean) together with `k − 1` experts of average load, where `k = E/P` is
 /// the number of experts per GPU: `(load_imbalance + k − 1) / k`. For k = 1 it is the expert
-/// imbalance itself. Never below [`balanced_imbalance`] with no redundancy (a balanced packing
+/// imbalance itself; for one EP rank (`ep ≤ 1`) it is 1. Never below [`balanced_imbalance`] with no redundancy (a balanced packing
 /// of the same experts), as the unit test checks.
 ///
 /// ```
@@ -52,7 +52,9 @@ pub fn balanced_imbalance(
 /// assert_eq!(contiguous_imbalance(256, 64, 3.0), 1.5); // (3 + 4 − 1) / 4
 /// ```
 pub fn contiguous_imbalance(experts: usize, ep: usize, load_imbalance: f64) -> f64 {
-    if experts == 0 || ep == 0 {
+    // One EP rank holds every expert: its load is the mean (found by the search oracle,
+    // `crates/search/tests/oracle.rs`; the formula below assumes other GPUs to compare with).
+    if experts == 0 || ep <= 1 {
         return 1.0;
     }
     let m = if load_imbalance.is_nan() {
@@ -159,6 +161,15 @@ mod tests {
         assert!((pack_max_over_mean(&[3.0, 1.0], 2, 1) - 1.0).abs() < 1e-12);
         // Loads 5,1,1,1 on 2 GPUs, 2 slots each, no replicas: 5+1 | 1+1 -> 6/4.
         assert!((pack_max_over_mean(&[5.0, 1.0, 1.0, 1.0], 2, 0) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_ep_rank_is_balanced_whatever_the_expert_skew() {
+        for m in [1.0, 1.5, 3.0, 40.0] {
+            assert_eq!(contiguous_imbalance(64, 1, m), 1.0);
+            assert_eq!(balanced_imbalance(64, 1, 2, m), 1.0);
+        }
+        assert!(contiguous_imbalance(64, 2, 3.0) > 1.0);
     }
 
     #[test]

@@ -320,7 +320,15 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
     };
     let mut schedules = Vec::new();
     if !Knob::Schedule.matters(&ctx) {
-        schedules.push((0, None));
+        // Without a pipeline every schedule that is valid prices alike: take the space's
+        // first one that is (interleaved needs pp > 1, DualPipe an even pp ≥ 2:
+        // `Plan::check`), not its first entry, which may be invalid here (found by the
+        // oracle, `tests/oracle.rs`).
+        let valid = space
+            .schedule
+            .iter()
+            .position(|s| matches!(s, Schedule::OneF1B | Schedule::ZeroBubble));
+        schedules.push((valid.unwrap_or(0), None));
     } else {
         for (i, &schedule) in space.schedule.iter().enumerate() {
             if Knob::Vpp.matters(&Context { schedule, ..ctx }) {

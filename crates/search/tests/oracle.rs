@@ -487,26 +487,7 @@ fn small_space() -> impl Strategy<Value = Space> {
         .prop_map(
             |((tp, pp, cp, ep, moe_tp, mbs), (rc, zero, sch, vpp), knobs, rest)| {
                 let (sp, cpc, tpsp, mts, disp, algo) = knobs;
-                let (order, tpo, epo, mut place) = rest;
-                // KNOWN DISCREPANCY, kept out of the draw (behaviour is frozen in issue 15):
-                // at pp = 1 the engine tries the space's first schedule only, so a space whose
-                // first schedule is interleaved (`vpp = 1` at pp = 1: invalid) ranks no pp = 1
-                // plan, while zero-bubble or DualPipe at pp = 1 are valid. Every drawn space
-                // lists 1f1b (first).
-                let sch = if sch.contains("1f1b") {
-                    sch
-                } else {
-                    sch.replacen('[', "[\"1f1b\", ", 1)
-                };
-                // KNOWN DISCREPANCY, kept out of the draw: at ep = 1 the engine tries the
-                // contiguous placement only (it "cannot matter"), but the evaluator prices the
-                // load of the one EP rank differently under `balanced` (max/mean 1) and
-                // `contiguous` (`(m + E − 1)/E`, autoplan-placement's `contiguous_imbalance`),
-                // so a balanced placement at ep = 1 can be faster than anything the engine
-                // ranks. Balanced placements are drawn only where ep > 1.
-                if ep.trim_matches(['[', ']']).split(", ").any(|e| e == "1") {
-                    place = "[\"contiguous\"]".to_string();
-                }
+                let (order, tpo, epo, place) = rest;
                 let text = format!(
                     "[degrees]\ntp = {tp}\npp = {pp}\ncp = {cp}\nep = {ep}\nmoe_tp = {moe_tp}\n\
                      [batch]\nmbs = {mbs}\n[memory]\nrecompute = {rc}\nzero = {zero}\n\
