@@ -733,7 +733,9 @@ mod tests {
         assert_eq!(e.item, "tp=8");
         assert!(e.reason.contains("fixed twice (first `tp=1`)"), "{e}");
         // Aliases name the same knob.
-        let e = s.fix("rank_order=tp-cp-dp-pp, order=tp-dp-cp-pp").unwrap_err();
+        let e = s
+            .fix("rank_order=tp-cp-dp-pp, order=tp-dp-cp-pp")
+            .unwrap_err();
         assert!(e.reason.contains("`order` is fixed twice"), "{e}");
     }
 
@@ -759,7 +761,14 @@ mod tests {
             );
         }
         // What a plan shows where the knob does not apply: accepted, though not listed.
-        for item in ["sp=off", "zero=0", "vpp=1", "schedule=1f1b", "ep=1", "moe_tp=1"] {
+        for item in [
+            "sp=off",
+            "zero=0",
+            "vpp=1",
+            "schedule=1f1b",
+            "ep=1",
+            "moe_tp=1",
+        ] {
             let mut s = resolve_space("moe").unwrap();
             s.zero = vec![Zero(1)];
             s.schedule = vec![Schedule::Interleaved];
