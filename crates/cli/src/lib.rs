@@ -3,6 +3,7 @@
 
 pub mod cmd;
 mod fmt;
+pub mod outfile;
 
 pub use autoplan_cluster as cluster;
 pub use autoplan_cost as cost;

@@ -7,6 +7,7 @@
 
 use autoplan_graph::{Attention, ModelSpec};
 
+use crate::knob::Knob;
 use crate::{Plan, RecomputeModules, Schedule};
 
 /// Why a plan cannot run a model on a cluster. Every variant carries the numbers involved.
@@ -86,6 +87,24 @@ pub enum Invalid {
     CpSeq { cp: u32, seq_len: u32 },
     #[error("recompute_layers={layers} given with recompute=none")]
     RecomputeLayersWithoutRecompute { layers: u32 },
+    #[error(
+        "recompute_layers={layers} is more than the {max} blocks of the largest model chunk \
+         ({blocks} blocks on the largest of pp={pp} stages, vpp={vpp} chunks each): it counts \
+         the blocks recomputed per (virtual) pipeline stage"
+    )]
+    RecomputeLayersExceedStage {
+        layers: u32,
+        max: u32,
+        blocks: u32,
+        pp: u32,
+        vpp: u32,
+    },
+    #[error("{knob}={value} does not apply to {model}: it has no experts (MoE layers); leave {knob} out")]
+    MoeKnobWithoutMoe {
+        knob: &'static str,
+        value: String,
+        model: String,
+    },
     #[error("recompute module {module} does not apply to {model}: {reason}")]
     RecomputeModule {
         module: &'static str,
@@ -326,6 +345,20 @@ impl Plan {
                         model: model.name.clone(),
                     });
                 }
+                // The other expert knobs set on a dense model would mean nothing (and reach
+                // `--emit megatron`): an error rather than silently ignored. The search
+                // leaves them at `Plan::default()`'s value, where they do not apply.
+                let dflt = Plan::default();
+                if let Some(k) = Knob::ALL
+                    .into_iter()
+                    .find(|k| k.moe_only() && !k.same(self, &dflt))
+                {
+                    return Err(Invalid::MoeKnobWithoutMoe {
+                        knob: k.key(),
+                        value: k.value(self),
+                        model: model.name.clone(),
+                    });
+                }
             }
             Some(m) => {
                 let shared = m.shared_experts as u64 * m.shared_ffn_hidden as u64;
@@ -427,6 +460,23 @@ impl Plan {
         }
         if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
             return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
+        }
+        // recompute_layers counts blocks of one model chunk (autoplan-memory recomputes the
+        // first N of each virtual stage; Megatron's `--recompute-num-layers`): more than the
+        // largest chunk holds is a mistake, not "all of them".
+        if let Some(layers) = self.recompute_layers {
+            let vpp = self.vpp.max(1);
+            let blocks = stages.max_blocks();
+            let max = blocks.div_ceil(vpp);
+            if layers > max {
+                return Err(Invalid::RecomputeLayersExceedStage {
+                    layers,
+                    max,
+                    blocks,
+                    pp: self.pp,
+                    vpp,
+                });
+            }
         }
         self.check_recompute(model)
     }

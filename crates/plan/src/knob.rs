@@ -635,6 +635,24 @@ impl Knob {
         }
     }
 
+    /// Whether the knob applies to MoE models only: it cannot matter for a dense model
+    /// whatever the plan's degrees and schedule, and can for a model with experts
+    /// ([`Self::matters`] with every degree > 1 and the interleaved schedule, dense and MoE):
+    /// `ep`, `moe_tp`, `moe_tp_scheme`, `dispatcher`, `ep_overlap`, `placement`.
+    pub fn moe_only(self) -> bool {
+        let every = |moe| Context {
+            tp: 2,
+            cp: 2,
+            dp: 2,
+            pp: 2,
+            ep: 2,
+            moe_tp: 2,
+            schedule: Schedule::Interleaved,
+            moe,
+        };
+        !self.matters(&every(false)) && self.matters(&every(true))
+    }
+
     /// The Megatron-LM (Megatron-Core ≥ 0.12 `pretrain_gpt.py`) flag the knob maps to
     /// directly: the degree or size for the numeric knobs, the value's
     /// [`Named::megatron`] name for the enumerated ones, a bare switch for `sp` and the
@@ -749,5 +767,21 @@ mod tests {
         }
         assert!(!Knob::Placement.matters(&ctx));
         assert!(!Knob::Dispatcher.matters(&Context::new(&moe, false)));
+    }
+
+    #[test]
+    fn moe_only_knobs_are_the_expert_ones() {
+        let moe_only: Vec<Knob> = Knob::ALL.into_iter().filter(|k| k.moe_only()).collect();
+        assert_eq!(
+            moe_only,
+            [
+                Knob::Ep,
+                Knob::MoeTp,
+                Knob::MoeTpScheme,
+                Knob::Dispatcher,
+                Knob::Placement,
+                Knob::EpOverlap
+            ]
+        );
     }
 }

@@ -345,6 +345,95 @@ fn check_gives_the_exact_reason() {
 }
 
 #[test]
+fn knobs_a_dense_model_has_no_use_for_are_invalid() {
+    let llama = model("llama3-8b"); // 32 blocks, dense
+    let with = |s: &str| Plan::parse_for_gpus(s, 8).unwrap();
+    assert_eq!(with("tp=8").check(&llama, 8), Ok(()));
+    assert!(matches!(
+        with("tp=8,ep=2").check(&llama, 8),
+        Err(Invalid::ExpertDegreesWithoutMoe { ep: 2, .. })
+    ));
+    assert!(matches!(
+        with("tp=8,moe_tp=2").check(&llama, 8),
+        Err(Invalid::ExpertDegreesWithoutMoe { moe_tp: 2, .. })
+    ));
+    for (plan, knob, value) in [
+        ("tp=8,dispatcher=deepep", "dispatcher", "deepep"),
+        ("tp=8,placement=balanced:1", "placement", "balanced:1"),
+        ("tp=8,ep_overlap=on", "ep_overlap", "on"),
+        (
+            "tp=8,moe_tp_scheme=scatter-gather",
+            "moe_tp_scheme",
+            "scatter-gather",
+        ),
+    ] {
+        let e = with(plan).check(&llama, 8).unwrap_err();
+        assert_eq!(
+            e,
+            Invalid::MoeKnobWithoutMoe {
+                knob,
+                value: value.into(),
+                model: "llama3-8b".into()
+            },
+            "{plan}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("{knob}={value} does not apply to llama3-8b")),
+            "{msg}"
+        );
+    }
+    // Their defaults are what every dense plan holds: fine, even spelled out.
+    assert_eq!(
+        with("tp=8,dispatcher=all-to-all,ep_overlap=off,placement=contiguous").check(&llama, 8),
+        Ok(())
+    );
+    // On an MoE model they apply.
+    let mixtral = model("mixtral-8x7b");
+    assert_eq!(
+        with("tp=1,ep=8,dispatcher=deepep,ep_overlap=on,placement=balanced:1").check(&mixtral, 8),
+        Ok(())
+    );
+}
+
+#[test]
+fn recompute_layers_beyond_a_stage_are_invalid() {
+    let llama = model("llama3-8b"); // 32 blocks
+    let with = |s: &str| Plan::parse_for_gpus(s, 8).unwrap();
+    assert_eq!(
+        with("tp=8,recompute=full,recompute_layers=999").check(&llama, 8),
+        Err(Invalid::RecomputeLayersExceedStage {
+            layers: 999,
+            max: 32,
+            blocks: 32,
+            pp: 1,
+            vpp: 1
+        })
+    );
+    assert_eq!(
+        with("tp=8,recompute=full,recompute_layers=32").check(&llama, 8),
+        Ok(())
+    );
+    // pp = 4: 8 blocks a stage; interleaved ×2: 4 per chunk.
+    assert_eq!(
+        with("tp=2,pp=4,recompute=full,recompute_layers=8").check(&llama, 8),
+        Ok(())
+    );
+    assert!(matches!(
+        with("tp=2,pp=4,recompute=full,recompute_layers=9").check(&llama, 8),
+        Err(Invalid::RecomputeLayersExceedStage { max: 8, .. })
+    ));
+    let i = "tp=2,pp=4,schedule=interleaved,vpp=2,recompute=full,recompute_layers";
+    assert_eq!(with(&format!("{i}=4")).check(&llama, 8), Ok(()));
+    let e = with(&format!("{i}=5")).check(&llama, 8).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("recompute_layers=5 is more than the 4 blocks of the largest model chunk"),
+        "{e}"
+    );
+}
+
+#[test]
 fn stage_layout_examples() {
     let mut m = model("gpt3-175b");
     let p = |s: &str| s.parse::<Plan>().unwrap();

@@ -391,7 +391,14 @@ impl Space {
     /// Keys and values are the plan string's (`autoplan_plan::knob`, so every plan the search
     /// prints can be fixed), plus the space files' spellings (`tp_sp_transition`,
     /// `rank_order`, `all-reduce-slice`, `true`/`false`); `dp` restricts what the GPUs leave.
+    ///
+    /// `--fix` narrows, never widens: a value must be one the space lists for the knob, or the
+    /// value every plan shows where the knob does not apply (`Plan::default()`'s, e.g. `sp=off`
+    /// with tp = 1, `ep=1` on a dense model, `vpp=1` without the interleaved schedule), so
+    /// every plan the search prints can be fixed back. A knob given twice is an error (as in
+    /// `evaluate --plan`), whatever the spelling of its key.
     pub fn fix(&mut self, assignments: &str) -> Result<(), FixError> {
+        let mut seen: Vec<(Knob, String)> = Vec::new();
         for part in assignments
             .split(',')
             .map(str::trim)
@@ -406,10 +413,56 @@ impl Space {
                 .ok_or_else(|| err("expected key=value".into()))?;
             let knob = Knob::from_key(key)
                 .ok_or_else(|| err(format!("unknown key; expected one of {}", fix_keys())))?;
+            if let Some((_, first)) = seen.iter().find(|(k, _)| *k == knob) {
+                return Err(err(format!(
+                    "`{}` is fixed twice (first `{first}`); give each knob once",
+                    knob.key()
+                )));
+            }
+            seen.push((knob, part.to_string()));
             let plan = parse_knob(knob, value).map_err(err)?;
+            if !self.admits(knob, &plan) {
+                return Err(err(format!(
+                    "{}={} is not in the space (it lists {}={}); --fix narrows the space to one \
+                     of its values, edit the space file to try others",
+                    knob.key(),
+                    knob.value(&plan),
+                    knob.key(),
+                    self.values(knob).join("|"),
+                )));
+            }
             self.restrict(knob, &plan).map_err(err)?;
         }
         Ok(())
+    }
+
+    /// Whether `--fix` may restrict `knob` to `plan`'s value: one the space lists, or the
+    /// default a plan shows where the knob does not apply (a knob that can be irrelevant:
+    /// [`Knob::matters`] is false for it in the smallest context). `dp` is not a list, and the
+    /// knobs the search does not decide are refused by [`Space::restrict`].
+    fn admits(&self, knob: Knob, plan: &Plan) -> bool {
+        if self.count(knob) == 0 {
+            return true;
+        }
+        let smallest = knob::Context::new(&Plan::default(), false);
+        let collapsible = !knob.matters(&smallest);
+        (collapsible && knob.same(plan, &Plan::default()))
+            || (0..self.count(knob)).any(|i| {
+                let mut q = *plan;
+                self.set(knob, i, &mut q);
+                knob.same(&q, plan)
+            })
+    }
+
+    /// The space's values of `knob`, as the plan string writes them.
+    fn values(&self, knob: Knob) -> Vec<String> {
+        (0..self.count(knob))
+            .map(|i| {
+                let mut q = Plan::default();
+                self.set(knob, i, &mut q);
+                knob.value(&q)
+            })
+            .collect()
     }
 
     /// Restrict `knob`'s list to `plan`'s value; an error for a knob the space does not list.
@@ -645,6 +698,7 @@ mod tests {
         assert!(s.fix("recompute=most").unwrap_err().reason.contains("full"));
         assert!(s.fix("tp").is_err());
         // Module sets, in the plan string's syntax.
+        let mut s = resolve_space("default").unwrap();
         s.fix("recompute=selective:moe_act+layernorm").unwrap();
         assert_eq!(
             s.recompute,
@@ -655,7 +709,9 @@ mod tests {
         );
         let err = s.fix("recompute=selective:attention").unwrap_err().reason;
         assert!(err.contains("mla_up_proj"), "{err}");
-        // The plan string's keys and values, as `search` prints them.
+        // The plan string's keys and values, as `search` prints them (`sp=off`: what plans
+        // with tp = 1 show, though the space lists sp = [true]).
+        let mut s = resolve_space("default").unwrap();
         s.fix("sp=off,transition=all-to-all,tp_overlap=on,order=tp-dp-cp-pp,dp=4")
             .unwrap();
         assert_eq!(s.sp, vec![false]);
@@ -663,10 +719,69 @@ mod tests {
         assert_eq!(s.tp_overlap, vec![true]);
         assert_eq!(s.order, vec!["tp-dp-cp-pp".parse().unwrap()]);
         assert_eq!(s.dp, Some(4));
+        let mut s = resolve_space("default").unwrap();
         s.fix("tp_sp_transition=all-reduce-slice").unwrap();
         assert_eq!(s.tp_sp_transition, vec![TpSpTransition::AllReduceSlice]);
         let err = s.fix("first_stage_layers=2").unwrap_err().reason;
         assert!(err.contains("not a decision"), "{err}");
+    }
+
+    #[test]
+    fn fix_rejects_a_knob_given_twice() {
+        let mut s = resolve_space("default").unwrap();
+        let e = s.fix("tp=1,tp=8").unwrap_err();
+        assert_eq!(e.item, "tp=8");
+        assert!(e.reason.contains("fixed twice (first `tp=1`)"), "{e}");
+        // Aliases name the same knob.
+        let e = s
+            .fix("rank_order=tp-cp-dp-pp, order=tp-dp-cp-pp")
+            .unwrap_err();
+        assert!(e.reason.contains("`order` is fixed twice"), "{e}");
+    }
+
+    #[test]
+    fn fix_narrows_and_never_widens() {
+        let quick = resolve_space("quick").unwrap();
+        for (item, listed) in [
+            ("schedule=dualpipe", "schedule=1f1b|interleaved"),
+            ("tp=16", "tp=1|2|4|8"),
+            ("cp=2", "cp=1"),
+            ("zero=3", "zero=1"),
+            ("vpp=4", "vpp=2"),
+            ("recompute=none", "recompute=selective|full"),
+            ("dispatcher=deepep", "dispatcher=all-to-all"),
+            ("placement=balanced:1", "placement=contiguous"),
+            ("tp_overlap=on", "tp_overlap=off"),
+        ] {
+            let e = quick.clone().fix(item).unwrap_err();
+            assert_eq!(e.item, item);
+            assert!(
+                e.reason.contains("is not in the space") && e.reason.contains(listed),
+                "{item}: {e}"
+            );
+        }
+        // What a plan shows where the knob does not apply: accepted, though not listed.
+        for item in [
+            "sp=off",
+            "zero=0",
+            "vpp=1",
+            "schedule=1f1b",
+            "ep=1",
+            "moe_tp=1",
+        ] {
+            let mut s = resolve_space("moe").unwrap();
+            s.zero = vec![Zero(1)];
+            s.schedule = vec![Schedule::Interleaved];
+            s.ep = vec![8];
+            s.moe_tp = vec![2];
+            s.fix(item).unwrap_or_else(|e| panic!("{item}: {e}"));
+        }
+        // Always-relevant knobs have no such default.
+        let mut s = resolve_space("quick").unwrap();
+        s.mbs = vec![2];
+        assert!(s.fix("mbs=1").is_err());
+        // dp is not a list.
+        quick.clone().fix("dp=3").unwrap();
     }
 
     #[test]

@@ -112,16 +112,31 @@ fn memory_and_pipeline(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<
 
 /// The knob loops below one (degrees, memory, pipeline) plan: every value of every knob.
 fn knobs(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<(Plan, Metrics)>) {
+    // Nor does a dense model take the other expert knobs (`Plan::check` refuses them set):
+    // `Plan::default()`'s values whatever the space lists, as for ep and moe_tp above.
+    let moe = ev.model().moe.is_some();
+    let d = Plan::default();
+    fn only<T: Copy>(moe: bool, list: &[T], default: T) -> Vec<T> {
+        if moe {
+            list.to_vec()
+        } else {
+            vec![default]
+        }
+    }
+    let moe_tp_schemes = only(moe, &space.moe_tp_scheme, d.moe_tp_scheme);
+    let dispatchers = only(moe, &space.dispatcher, d.dispatcher);
+    let ep_overlaps = only(moe, &space.ep_overlap, d.ep_overlap);
+    let placements = only(moe, &space.placement, d.placement);
     for &sp in &space.sp {
         for &cp_comm in &space.cp_comm {
             for &tp_sp_transition in &space.tp_sp_transition {
-                for &moe_tp_scheme in &space.moe_tp_scheme {
-                    for &dispatcher in &space.dispatcher {
+                for &moe_tp_scheme in &moe_tp_schemes {
+                    for &dispatcher in &dispatchers {
                         for &algo in &space.algo {
                             for &order in &space.order {
                                 for &tp_overlap in &space.tp_overlap {
-                                    for &ep_overlap in &space.ep_overlap {
-                                        for &placement in &space.placement {
+                                    for &ep_overlap in &ep_overlaps {
+                                        for &placement in &placements {
                                             let plan = Plan {
                                                 sp,
                                                 cp_comm,

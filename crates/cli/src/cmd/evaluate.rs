@@ -60,6 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
 
     if let Some(Emit::Megatron) = args.emit {
+        // Only a valid plan is exported: no flag for a knob the model has no use for.
+        plan.check(&model, cluster.gpus())
+            .with_context(|| format!("--plan {:?}: not exported", args.plan))?;
         let flags = plan
             .megatron_args(&model)
             .with_context(|| "the plan has no Megatron-LM equivalent")?;

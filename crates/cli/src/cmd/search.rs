@@ -30,7 +30,9 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Fix decisions, e.g. "tp=8,pp=16,recompute=full": keys and values as in the plan string
-    /// (any item of a printed plan), or as in the space files.
+    /// (any item of a printed plan), or as in the space files. Narrows the space: each knob
+    /// once, to a value the space lists (or the default a plan shows where the knob does not
+    /// apply, e.g. sp=off with tp=1); anything else is an error.
     #[arg(long)]
     pub fix: Option<String>,
     #[command(flatten)]

@@ -5,9 +5,14 @@
 //! cuts any torn tail and skips the whole cases; when the run ends the file is rewritten in
 //! canonical case order (to a temporary file, then renamed), so its bytes do not depend on
 //! thread count, interruptions or shards.
+//!
+//! Output paths go through [`crate::outfile`]: a symlinked `--out`/`-o` writes the file the
+//! link points to, a device or other non-regular file is refused, and the sweep holds an
+//! exclusive lock on its output for the whole run (a second sweep of the same file fails at
+//! once; so does a `merge -o` into it).
 
-use std::fs::{self, OpenOptions};
-use std::io::{IsTerminal, Seek, SeekFrom, Write};
+use std::fs;
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,7 +26,9 @@ pub struct Args {
     /// Sweep spec (TOML), e.g. search_spaces/sweeps/nightly.toml.
     #[arg(long)]
     pub spec: PathBuf,
-    /// Output CSV, e.g. results/nightly.csv (schema: results/README.md).
+    /// Output CSV, e.g. results/nightly.csv (schema: results/README.md). A symbolic link is
+    /// followed (the file it points to is written); devices and other non-regular files are
+    /// refused. Locked while the sweep runs: a second sweep of the same file fails at once.
     #[arg(long)]
     pub out: PathBuf,
     /// Worker threads; 0 = one per core. The output does not depend on it.
@@ -46,7 +53,8 @@ pub struct MergeArgs {
     /// Sweep CSVs to merge (e.g. the shards of one spec).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Output CSV (default: standard output).
+    /// Output CSV (default: standard output), replaced atomically. A symbolic link is followed
+    /// (the file it points to is replaced); devices and other non-regular files are refused.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
     /// The spec the inputs come from: checks that together they hold exactly its cases.
@@ -98,7 +106,7 @@ impl Summary {
 
 /// Sweep `cases` (already sliced to a shard) into the CSV at `out` with `planner`; see the
 /// module docs for the file discipline. Refuses to overwrite an existing non-empty file unless
-/// resuming.
+/// resuming, a file another sweep holds, and non-regular files (symlinks are followed).
 pub fn sweep_file<P: Planner + ?Sized>(
     cases: &[Case],
     out: &Path,
@@ -106,13 +114,18 @@ pub fn sweep_file<P: Planner + ?Sized>(
     opts: &FileOptions,
 ) -> anyhow::Result<Summary> {
     let name = out.display().to_string();
-    let existing = match fs::read(out) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("{name}: cannot read")),
-    };
-    let resume = match existing {
-        Some(bytes) if !bytes.is_empty() => {
+    let target = crate::outfile::target(out).with_context(|| format!("{name}: cannot write"))?;
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    // Held until the end, the final rewrite included: one writer per file.
+    let mut file = crate::outfile::open_locked(&target)
+        .with_context(|| format!("{name}: cannot open for writing"))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("{name}: cannot read"))?;
+    let resume = match bytes {
+        bytes if !bytes.is_empty() => {
             if !opts.resume {
                 bail!("{name} exists: pass --resume to finish it, or remove it to start afresh");
             }
@@ -132,15 +145,6 @@ pub fn sweep_file<P: Planner + ?Sized>(
             done: Default::default(),
         },
     };
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    }
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(out)
-        .with_context(|| format!("{name}: cannot open for writing"))?;
     // Cut the torn tail (a partial row, the first rows of a case) and append after the rest.
     file.set_len(resume.keep as u64)
         .and_then(|_| file.seek(SeekFrom::End(0)))
@@ -172,8 +176,8 @@ pub fn sweep_file<P: Planner + ?Sized>(
         Err(RunError::Sink(e)) => return Err(e).with_context(|| format!("{name}: cannot write")),
         Err(e) => return Err(anyhow::anyhow!("{e}")),
     }
+    canonicalize(&target, &name)?;
     drop(file);
-    canonicalize(out)?;
     Ok(Summary {
         cases: cases.len(),
         resumed: resume.done.len(),
@@ -189,27 +193,15 @@ fn write_block(file: &mut fs::File, rows: &str) -> std::io::Result<()> {
 
 /// Rewrite `out` in canonical case order (via a temporary file and a rename, so a kill leaves
 /// either the old or the new file), unless it already is.
-fn canonicalize(out: &Path) -> anyhow::Result<()> {
-    let name = out.display().to_string();
-    let text = fs::read_to_string(out).with_context(|| format!("{name}: cannot read back"))?;
-    let canonical = autoplan_sweep::merge(&[(&name, &text)], None)?;
+/// `target` is the resolved output ([`crate::outfile::target`]), `name` the path as given.
+fn canonicalize(target: &Path, name: &str) -> anyhow::Result<()> {
+    let text = fs::read_to_string(target).with_context(|| format!("{name}: cannot read back"))?;
+    let canonical = autoplan_sweep::merge(&[(name, &text)], None)?;
     if canonical != text {
-        write_atomic(out, &canonical)?;
+        crate::outfile::replace(target, &canonical)
+            .with_context(|| format!("{name}: cannot write"))?;
     }
     Ok(())
-}
-
-fn write_atomic(out: &Path, text: &str) -> anyhow::Result<()> {
-    let mut tmp = out.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, out)
-    };
-    write().with_context(|| format!("{}: cannot write", out.display()))
 }
 
 fn progress_bar(len: usize, done: usize, wanted: bool) -> ProgressBar {
@@ -291,7 +283,16 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     };
     let merged = autoplan_sweep::merge(&inputs, expected.as_deref())?;
     match &args.out {
-        Some(out) => write_atomic(out, &merged)?,
+        Some(out) => {
+            let name = out.display();
+            let target =
+                crate::outfile::target(out).with_context(|| format!("{name}: cannot write"))?;
+            // Not into a file a sweep is writing (its rows would be lost on its next append).
+            let _lock = crate::outfile::open_locked(&target)
+                .with_context(|| format!("{name}: cannot open for writing"))?;
+            crate::outfile::replace(&target, &merged)
+                .with_context(|| format!("{name}: cannot write"))?;
+        }
         None => std::io::stdout().lock().write_all(merged.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
