@@ -68,26 +68,117 @@ pub(crate) struct Model {
     pub(crate) scale: f64,
 }
 
+/// The program under construction: its variables, constraints and their counts.
+struct Builder {
+    vars: ProblemVariables,
+    constraints: Vec<good_lp::Constraint>,
+    binaries: usize,
+    continuous: usize,
+}
+
+impl Builder {
+    /// A 0/1 variable: binary in the MILP (warm-started at `initial` when given), else relaxed
+    /// to [0, 1].
+    fn indicator(&mut self, integral: bool, initial: Option<f64>) -> Variable {
+        if integral {
+            self.binaries += 1;
+            let def = variable().binary();
+            self.vars.add(match initial {
+                Some(x) => def.initial(x),
+                None => def,
+            })
+        } else {
+            self.continuous += 1;
+            self.vars.add(variable().clamp(0.0, 1.0))
+        }
+    }
+}
+
+/// Per-rank dispatch/combine send/receive time expressions, the per-GPU compute loads and the
+/// thesis sum (all scaled).
+struct RankTimes {
+    dsend: Vec<Expression>,
+    drecv: Vec<Expression>,
+    csend: Vec<Expression>,
+    crecv: Vec<Expression>,
+    load: Vec<Expression>,
+    thesis: Expression,
+}
+
+/// Builds the program of `mode`: the variables R (placement), y (pairs that pay α) and w
+/// (routing fractions) with their constraints, then the objective.
 pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
-    let (p, e_n) = (inst.gpus(), inst.experts());
-    let t = inst.topology();
-    let bpt = inst.bytes_per_token();
-    // Coefficients are in units of the contiguous placement's objective, so the LP sees
-    // numbers near 1 rather than microseconds.
-    let reference = evaluate_nearest(inst, &baseline::contiguous(inst)).objective_s;
-    let scale = if reference > 0.0 {
-        1.0 / reference
-    } else {
-        1.0
+    let scale = scale_of(inst);
+    let mut b = Builder {
+        vars: ProblemVariables::new(),
+        constraints: Vec::new(),
+        binaries: 0,
+        continuous: 0,
     };
-    let mut vars = ProblemVariables::new();
-    let mut constraints = Vec::new();
-    let (mut binaries, mut continuous) = (0, 0);
     let integral = matches!(mode, Mode::Binary(_));
     let hint = match mode {
         Mode::Binary(h) => h,
         _ => None,
     };
+    let r = placement_vars(&mut b, inst, &mode, integral, hint);
+    let y = pair_vars(&mut b, inst, integral, hint);
+    let w = routing_vars(&mut b, inst, &mode, &r, &y);
+    placement_constraints(&mut b, inst, &r);
+    let times = rank_times(inst, scale, &y, &w);
+    let objective = objective(&mut b, inst, times);
+    Model {
+        vars: b.vars,
+        objective,
+        constraints: b.constraints,
+        r,
+        w,
+        binaries: b.binaries,
+        continuous: b.continuous,
+        scale,
+    }
+}
+
+/// Coefficients are in units of the contiguous placement's objective, so the LP sees numbers
+/// near 1 rather than microseconds.
+fn scale_of(inst: &Instance) -> f64 {
+    let reference = evaluate_nearest(inst, &baseline::contiguous(inst)).objective_s;
+    if reference > 0.0 {
+        1.0 / reference
+    } else {
+        1.0
+    }
+}
+
+/// R_je for every (GPU j, expert e), indexed `j·E + e` (none for a fixed placement).
+fn placement_vars(
+    b: &mut Builder,
+    inst: &Instance,
+    mode: &Mode,
+    integral: bool,
+    hint: Option<(&Placement, &Routing)>,
+) -> Vec<Option<Variable>> {
+    let (p, e_n) = (inst.gpus(), inst.experts());
+    let mut r = vec![None; p * e_n];
+    if !matches!(mode, Mode::Fixed(_)) {
+        for (k, slot) in r.iter_mut().enumerate() {
+            let initial =
+                hint.map(|(pl, _)| f64::from(u8::from(pl.gpus[k / e_n].contains(&(k % e_n)))));
+            *slot = Some(b.indicator(integral, initial));
+        }
+    }
+    r
+}
+
+/// y_ij for every pair i ≠ j whose α is positive, indexed `i·P + j` (warm-started with the
+/// pairs the hint's routing uses).
+fn pair_vars(
+    b: &mut Builder,
+    inst: &Instance,
+    integral: bool,
+    hint: Option<(&Placement, &Routing)>,
+) -> Vec<Option<Variable>> {
+    let (p, e_n) = (inst.gpus(), inst.experts());
+    let t = inst.topology();
     let mut used_pairs = vec![false; p * p];
     if let Some((_, routing)) = hint {
         for (k, flows) in routing.flows.iter().enumerate() {
@@ -99,47 +190,32 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
             }
         }
     }
-    let mut r = vec![None; p * e_n];
-    if !matches!(mode, Mode::Fixed(_)) {
-        for (k, slot) in r.iter_mut().enumerate() {
-            let v = if integral {
-                binaries += 1;
-                let def = variable().binary();
-                vars.add(match hint {
-                    Some((pl, _)) => {
-                        def.initial(f64::from(u8::from(pl.gpus[k / e_n].contains(&(k % e_n)))))
-                    }
-                    None => def,
-                })
-            } else {
-                continuous += 1;
-                vars.add(variable().clamp(0.0, 1.0))
-            };
-            *slot = Some(v);
-        }
-    }
-    let hosts = |j: usize, e: usize| match mode {
-        Mode::Fixed(pl) => pl.gpus[j].contains(&e),
-        _ => true,
-    };
     let mut y = vec![None; p * p];
     for i in 0..p {
         for j in 0..p {
             if i != j && t.alpha(i, j) + t.alpha(j, i) > 0.0 {
-                y[i * p + j] = Some(if integral {
-                    binaries += 1;
-                    let def = variable().binary();
-                    vars.add(match hint {
-                        Some(_) => def.initial(f64::from(u8::from(used_pairs[i * p + j]))),
-                        None => def,
-                    })
-                } else {
-                    continuous += 1;
-                    vars.add(variable().clamp(0.0, 1.0))
-                });
+                let initial = hint.map(|_| f64::from(u8::from(used_pairs[i * p + j])));
+                y[i * p + j] = Some(b.indicator(integral, initial));
             }
         }
     }
+    y
+}
+
+/// w_ije for every demand (i, e) and every GPU j that may host e, with `Σ_j w_ije = 1`,
+/// `w_ije ≤ R_je` and `w_ije ≤ y_ij`; returned as (i, e, j, var).
+fn routing_vars(
+    b: &mut Builder,
+    inst: &Instance,
+    mode: &Mode,
+    r: &[Option<Variable>],
+    y: &[Option<Variable>],
+) -> Vec<(usize, usize, usize, Variable)> {
+    let (p, e_n) = (inst.gpus(), inst.experts());
+    let hosts = |j: usize, e: usize| match mode {
+        Mode::Fixed(pl) => pl.gpus[j].contains(&e),
+        _ => true,
+    };
     let mut w = Vec::new();
     for i in 0..p {
         for e in 0..e_n {
@@ -151,27 +227,33 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
                 if !hosts(j, e) {
                     continue;
                 }
-                let v = vars.add(variable().clamp(0.0, 1.0));
-                continuous += 1;
+                let v = b.vars.add(variable().clamp(0.0, 1.0));
+                b.continuous += 1;
                 sum.add_mul(1.0, v);
                 if let Some(rv) = r[j * e_n + e] {
-                    constraints.push(Expression::from(v).leq(rv));
+                    b.constraints.push(Expression::from(v).leq(rv));
                 }
                 if let Some(yv) = y[i * p + j] {
-                    constraints.push(Expression::from(v).leq(yv));
+                    b.constraints.push(Expression::from(v).leq(yv));
                 }
                 w.push((i, e, j, v));
             }
-            constraints.push(sum.eq(1.0));
+            b.constraints.push(sum.eq(1.0));
         }
     }
+    w
+}
+
+/// `Σ_e R_je ≤ L` (slots) and `Σ_j R_je ≥ 1` (every expert exists), where R is a variable.
+fn placement_constraints(b: &mut Builder, inst: &Instance, r: &[Option<Variable>]) {
+    let (p, e_n) = (inst.gpus(), inst.experts());
     for j in 0..p {
         if r[j * e_n].is_some() {
             let mut s = Expression::with_capacity(e_n);
             for e in 0..e_n {
                 s.add_mul(1.0, r[j * e_n + e].expect("R exists"));
             }
-            constraints.push(s.leq(inst.slots() as f64));
+            b.constraints.push(s.leq(inst.slots() as f64));
         }
     }
     if r[0].is_some() {
@@ -180,10 +262,21 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
             for j in 0..p {
                 s.add_mul(1.0, r[j * e_n + e].expect("R exists"));
             }
-            constraints.push(s.geq(1.0));
+            b.constraints.push(s.geq(1.0));
         }
     }
-    // Per-rank dispatch/combine send/receive time expressions, and the thesis sum.
+}
+
+/// The α terms of the pairs (y) and the β and compute terms of the routing (w), per rank.
+fn rank_times(
+    inst: &Instance,
+    scale: f64,
+    y: &[Option<Variable>],
+    w: &[(usize, usize, usize, Variable)],
+) -> RankTimes {
+    let p = inst.gpus();
+    let t = inst.topology();
+    let bpt = inst.bytes_per_token();
     let mut dsend: Vec<Expression> = (0..p).map(|_| Expression::default()).collect();
     let mut drecv = dsend.clone();
     let mut csend = dsend.clone();
@@ -202,7 +295,7 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
             }
         }
     }
-    for &(i, e, j, v) in &w {
+    for &(i, e, j, v) in w {
         let c = inst.demand(i, e);
         load[j].add_mul(c * inst.compute_s_per_token() * scale, v);
         if i == j {
@@ -216,41 +309,46 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
         crecv[i].add_mul(cb, v);
         thesis.add_mul(d + cb, v);
     }
+    RankTimes {
+        dsend,
+        drecv,
+        csend,
+        crecv,
+        load,
+        thesis,
+    }
+}
+
+/// The objective (module docs): `M ≥` every GPU's compute load when compute is priced, plus
+/// the thesis sum or `T_d + T_c` over the per-rank times.
+fn objective(b: &mut Builder, inst: &Instance, times: RankTimes) -> Expression {
+    let p = inst.gpus();
     let mut objective = Expression::default();
     if inst.compute_s_per_token() > 0.0 {
-        let m = vars.add(variable().min(0.0));
-        continuous += 1;
-        for l in load {
-            constraints.push(l.leq(m));
+        let m = b.vars.add(variable().min(0.0));
+        b.continuous += 1;
+        for l in times.load {
+            b.constraints.push(l.leq(m));
         }
         objective.add_mul(1.0, m);
     }
     match inst.objective() {
-        Objective::Thesis => objective += thesis,
+        Objective::Thesis => objective += times.thesis,
         Objective::Synchronous => {
-            let td = vars.add(variable().min(0.0));
-            let tc = vars.add(variable().min(0.0));
-            continuous += 2;
+            let td = b.vars.add(variable().min(0.0));
+            let tc = b.vars.add(variable().min(0.0));
+            b.continuous += 2;
             for g in 0..p {
-                constraints.push(dsend[g].clone().leq(td));
-                constraints.push(drecv[g].clone().leq(td));
-                constraints.push(csend[g].clone().leq(tc));
-                constraints.push(crecv[g].clone().leq(tc));
+                b.constraints.push(times.dsend[g].clone().leq(td));
+                b.constraints.push(times.drecv[g].clone().leq(td));
+                b.constraints.push(times.csend[g].clone().leq(tc));
+                b.constraints.push(times.crecv[g].clone().leq(tc));
             }
             objective.add_mul(1.0, td);
             objective.add_mul(1.0, tc);
         }
     }
-    Model {
-        vars,
-        objective,
-        constraints,
-        r,
-        w,
-        binaries,
-        continuous,
-        scale,
-    }
+    objective
 }
 
 /// Read the routing fractions of a solved model (dropping noise below 1e-9, renormalised).

@@ -1,0 +1,112 @@
+//! One stage's breakdown: parameters sharded by ZeRO into weights, gradients and optimizer
+//! state, activations times the micro-batches in flight (DualPipe: two stages), transient
+//! buffers.
+
+use autoplan_plan::{Dispatcher, Plan, Schedule};
+
+use crate::{MemoryBreakdown, MemoryOptions, ModelMemory, B16};
+
+impl ModelMemory {
+    /// The breakdown of a GPU of stage `stage` (DualPipe: of rank `stage`, holding two stages).
+    pub(crate) fn stage(&self, plan: &Plan, opts: &MemoryOptions, stage: u32) -> MemoryBreakdown {
+        let pp = plan.pp.max(1);
+        let (dense, moe) = self.stage_blocks(plan, stage);
+        let mut p = self.stage_params(plan, stage, dense, moe);
+        let (stored, working, recomputed, mut logits) =
+            self.stage_acts(plan, opts, stage, dense, moe);
+        let in_flight = self.in_flight(plan, stage);
+        // One block's working set, or less when under one recomputed block is in flight.
+        let mut activations = stored * in_flight + working * (in_flight * recomputed).min(1.0);
+        if plan.schedule == Schedule::DualPipe && pp > 1 {
+            // DualPipe rank `stage` also holds the mirror stage pp−1−stage.
+            let mirror = pp - 1 - stage;
+            if mirror != stage {
+                let (d2, m2) = self.stage_blocks(plan, mirror);
+                let q = self.stage_params(plan, mirror, d2, m2);
+                p.dense += q.dense;
+                p.expert += q.expert;
+                p.o_extra += q.o_extra;
+                let (s2, w2, r2, l2) = self.stage_acts(plan, opts, mirror, d2, m2);
+                // (pp+1) micro-batches of a stage's activations: half of them of each stage.
+                let mirror_acts = s2 * in_flight + w2 * (in_flight * r2).min(1.0);
+                activations = (activations + mirror_acts) / 2.0;
+                logits += l2;
+            }
+        }
+
+        let zero = plan.zero.0;
+        let d_dense = (plan.dp.max(1) * plan.cp.max(1)) as f64;
+        let d_exp = plan.edp().max(1) as f64;
+        let shard = |z: u8, d: f64| if zero >= z { d } else { 1.0 };
+        let (wb, gb) = (
+            self.weight_bytes,
+            if opts.fp32_main_grads {
+                4.0
+            } else {
+                self.weight_bytes
+            },
+        );
+        // Without fp32 main grads the optimizer keeps an fp32 master-gradient copy (if the
+        // weights are 16-bit).
+        let ob = self.optimizer_bytes
+            + if !opts.fp32_main_grads && wb < 4.0 {
+                4.0
+            } else {
+                0.0
+            };
+        let per_param = |d: f64| wb / shard(3, d) + gb / shard(2, d) + ob / shard(1, d);
+        let weights = wb * (p.dense / shard(3, d_dense) + p.expert / shard(3, d_exp));
+        let grads = gb * (p.dense / shard(2, d_dense) + p.expert / shard(2, d_exp));
+        let optimizer = ob * (p.dense / shard(1, d_dense) + p.expert / shard(1, d_exp));
+        let extra = p.o_extra * per_param(d_dense);
+
+        // Transient: ZeRO-3 gathers one block (when it is sharded), MoE dispatch buffers.
+        let mut transient: f64 = 0.0;
+        if zero >= 3 {
+            let mut gather = 0.0;
+            if d_dense > 1.0 {
+                gather += wb * p.largest_dense_block;
+            }
+            if d_exp > 1.0 {
+                gather += wb * p.largest_expert_block;
+            }
+            transient = gather;
+        }
+        let has_moe =
+            moe > 0.0 || (stage + 1 == pp && self.mtp_block_is_moe && self.mtp_modules > 0.0);
+        if has_moe {
+            transient = transient.max(self.dispatch_buffers(plan));
+        }
+        MemoryBreakdown {
+            weights,
+            grads,
+            optimizer,
+            activations,
+            logits,
+            extra,
+            transient,
+            reserve: opts.reserve_bytes,
+            total: 0.0,
+            stage,
+            in_flight,
+        }
+        .finish()
+    }
+
+    /// The MoE dispatch buffers of one micro-batch: the all-to-all's send and receive buffers,
+    /// or the all-gathered tokens of the EP group and the received ones.
+    fn dispatch_buffers(&self, plan: &Plan) -> f64 {
+        let tp = plan.tp.max(1) as f64;
+        let seq_div = if plan.sp { tp } else { 1.0 };
+        let tokens = self.seq_len * plan.mbs as f64 / plan.cp.max(1) as f64 / seq_div;
+        let moe_tp = plan.moe_tp.max(1) as f64;
+        let row = B16 * self.hidden;
+        let received = tokens * self.top_k * self.load_factor * moe_tp * row;
+        match plan.dispatcher {
+            // DeepEP's buffers hold what an all-to-all's do (its RDMA and NVLink staging
+            // buffers are allocated once, inside the framework reserve).
+            Dispatcher::AllToAll | Dispatcher::DeepEp => tokens * self.top_k * row + received,
+            Dispatcher::AllGather => tokens * plan.ep.max(1) as f64 * moe_tp * row + received,
+        }
+    }
+}
