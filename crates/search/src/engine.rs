@@ -26,10 +26,17 @@ use rayon::prelude::*;
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
 
+/// The most plans a front end lets a user rank (`search --top`, a sweep's `top_k`). A ranking
+/// is read by a person or kept per case in a sweep CSV: 10,000 rows is more than either uses,
+/// and a K near the size of the space only disables the pruning (the K-th best time bounds
+/// nothing). The engine itself takes any K: its lists grow with the plans found, not with K.
+pub const MAX_TOP_K: usize = 10_000;
+
 /// Options of one search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchOptions {
-    /// How many plans to return (at least 1).
+    /// How many plans to return (at least 1; any size: nothing is allocated in proportion to
+    /// it, see [`MAX_TOP_K`] for the front ends' bound).
     pub top_k: usize,
     /// Evaluate every plan of the space, no pruning (to check the bounds, and for benches).
     pub exhaustive: bool,
@@ -386,7 +393,9 @@ struct Local<M> {
 impl<M: Copy> Local<M> {
     fn new(k: usize) -> Self {
         Local {
-            top: Vec::with_capacity(k + 1),
+            // Room for a small K up front; a large K grows with the plans actually found (a
+            // caller's `top_k = usize::MAX` must not allocate, let alone overflow).
+            top: Vec::with_capacity(k.min(64).saturating_add(1)),
             stats: Stats::default(),
             min_memory: f64::INFINITY,
         }

@@ -96,6 +96,17 @@ impl SweepSpec {
     pub fn parse(source: Source) -> Result<SweepSpec, InputError> {
         let raw: RawSpec = source.parse()?;
         let top_k = positive(&source, &["top_k"], raw.top_k)?;
+        // The search's bound on a ranking (see `MAX_TOP_K`: more rows than a CSV reader uses).
+        if top_k as usize > autoplan_search::MAX_TOP_K {
+            return Err(source.invalid(
+                &["top_k"],
+                top_k,
+                format!(
+                    "must be in [1, {}] (plans kept per case)",
+                    autoplan_search::MAX_TOP_K
+                ),
+            ));
+        }
         nonempty_unique(&source, "models", &raw.models)?;
         nonempty_unique(&source, "spaces", &raw.spaces)?;
         let seq_lens = positive_list(&source, "seq_lens", &raw.seq_lens)?;
