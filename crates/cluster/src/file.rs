@@ -185,7 +185,7 @@ impl RawClusterFile {
             efficiency,
         } = self;
         let check = |path: &[&str], v: f64, why: Option<String>| match why {
-            Some(reason) => Err(src.invalid(path, v, reason)),
+            Some(reason) => Err(src.invalid_number(path, v, reason)),
             None => Ok(v),
         };
 
@@ -334,7 +334,7 @@ impl RawClusterFile {
         }
         let over = network.oversubscription;
         if !(over.is_finite() && (1.0..=OVERSUBSCRIPTION_MAX).contains(&over)) {
-            return Err(src.invalid(
+            return Err(src.invalid_number(
                 &["network", "oversubscription"],
                 over,
                 format!(
@@ -355,7 +355,7 @@ impl RawClusterFile {
         // 1 % is far below any measured link utilisation (0.8–0.97); a smaller fraction only
         // turns bandwidths into subnormals and times into infinity.
         if !(e.bwurate >= 0.01 && e.bwurate <= 1.0) {
-            return Err(src.invalid(
+            return Err(src.invalid_number(
                 &["efficiency", "bwurate"],
                 e.bwurate,
                 "a fraction of the nominal bandwidth: must be in [0.01, 1]",
