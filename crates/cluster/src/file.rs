@@ -130,7 +130,11 @@ fn range(v: f64, lo: f64, open_low: bool, hi: f64) -> Option<String> {
     } else if lo == 0.0 && !open_low && v < 0.0 {
         Some(format!("must not be negative: expected {expected}"))
     } else if if open_low { v <= lo } else { v < lo } {
-        let what = if v <= 0.0 { "must be positive" } else { "too small" };
+        let what = if v <= 0.0 {
+            "must be positive"
+        } else {
+            "too small"
+        };
         Some(format!("{what}: expected {expected}"))
     } else if v > hi {
         Some(format!("too large: expected {expected}"))
@@ -220,9 +224,17 @@ impl RawClusterFile {
             ));
         }
         let hbm_gib = gpu.hbm_gib;
-        check(&["gpu", "hbm_gib"], hbm_gib, range(hbm_gib, 0.0, true, HBM_GIB_MAX))?;
+        check(
+            &["gpu", "hbm_gib"],
+            hbm_gib,
+            range(hbm_gib, 0.0, true, HBM_GIB_MAX),
+        )?;
         let (lo, hi) = GBPS_RANGE;
-        let hbm_gbps = check(&["gpu", "hbm_gbps"], gpu.hbm_gbps, range(gpu.hbm_gbps, lo, false, hi))?;
+        let hbm_gbps = check(
+            &["gpu", "hbm_gbps"],
+            gpu.hbm_gbps,
+            range(gpu.hbm_gbps, lo, false, hi),
+        )?;
 
         // [node]
         let gpn = node.gpus_per_node;
@@ -241,7 +253,11 @@ impl RawClusterFile {
             ));
         }
         let intra_bw = node.intra_bw_gbps;
-        check(&["node", "intra_bw_gbps"], intra_bw, range(intra_bw, lo, false, hi))?;
+        check(
+            &["node", "intra_bw_gbps"],
+            intra_bw,
+            range(intra_bw, lo, false, hi),
+        )?;
         let intra_lat = node.intra_latency_us;
         check(
             &["node", "intra_latency_us"],
@@ -290,7 +306,11 @@ impl RawClusterFile {
             (None, Some(g)) => g / gpn,
         };
         if nodes.checked_mul(gpn).is_none_or(|g| g > crate::MAX_GPUS) {
-            let field = if network.gpus.is_some() { "gpus" } else { "nodes" };
+            let field = if network.gpus.is_some() {
+                "gpus"
+            } else {
+                "nodes"
+            };
             return Err(src.invalid(
                 &["network", field],
                 network.gpus.unwrap_or(nodes),
@@ -301,7 +321,11 @@ impl RawClusterFile {
             ));
         }
         let inter_bw = network.inter_bw_gbps;
-        check(&["network", "inter_bw_gbps"], inter_bw, range(inter_bw, lo, false, hi))?;
+        check(
+            &["network", "inter_bw_gbps"],
+            inter_bw,
+            range(inter_bw, lo, false, hi),
+        )?;
         if network.nics_per_node > NICS_MAX {
             return Err(src.invalid(
                 &["network", "nics_per_node"],
@@ -366,7 +390,11 @@ impl RawClusterFile {
             ("sync_lat_us", e.sync_lat_us),
             ("cpufetch_us", e.cpufetch_us),
         ] {
-            check(&["efficiency", key], v, range(v, 0.0, false, LATENCY_US_MAX))?;
+            check(
+                &["efficiency", key],
+                v,
+                range(v, 0.0, false, LATENCY_US_MAX),
+            )?;
         }
 
         Ok(Cluster {

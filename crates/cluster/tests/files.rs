@@ -467,7 +467,12 @@ fn implausible_values_name_the_range() {
         "gpu.tflops.bf16",
         "too large",
     );
-    assert_invalid("hbm_gib = 80", "hbm_gib = 1e308", "gpu.hbm_gib", "(0, 16384]");
+    assert_invalid(
+        "hbm_gib = 80",
+        "hbm_gib = 1e308",
+        "gpu.hbm_gib",
+        "(0, 16384]",
+    );
     assert_invalid(
         "intra_latency_us = 2.0",
         "intra_latency_us = 1e300",

@@ -183,11 +183,7 @@ fn count(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
         return Err(src.invalid(path, v, "must be positive"));
     }
     if v > MAX_WORKLOAD {
-        return Err(src.invalid(
-            path,
-            v,
-            format!("too large: expected [1, {MAX_WORKLOAD}]"),
-        ));
+        return Err(src.invalid(path, v, format!("too large: expected [1, {MAX_WORKLOAD}]")));
     }
     Ok(v as u32)
 }

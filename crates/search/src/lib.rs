@@ -30,7 +30,7 @@ pub mod testing;
 use autoplan_plan::{Plan, Recompute, RecomputeModules};
 
 pub use case::{search_case, CaseOutcome};
-pub use engine::{search, NoFit, MAX_TOP_K, Observer, Outcome, Ranked, SearchOptions, Stats};
+pub use engine::{search, NoFit, Observer, Outcome, Ranked, SearchOptions, Stats, MAX_TOP_K};
 pub use evaluator::Scorer;
 pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};
 

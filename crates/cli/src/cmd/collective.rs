@@ -136,6 +136,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
+    for r in &rows {
+        super::ensure_finite(
+            &format!("{op} with {}", r.algorithm),
+            &[
+                ("time", r.time_s),
+                ("algbw", r.algbw_gbps),
+                ("busbw", r.busbw_gbps),
+            ],
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {
@@ -338,6 +348,12 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
                 reason: u.reason,
             }),
         }
+    }
+    for r in &ok {
+        super::ensure_finite(
+            &format!("row `{}`", r.id),
+            &[("predicted", r.predicted), ("error", r.error)],
+        )?;
     }
     let failed = ok.iter().filter(|r| !r.pass).count();
     let mut out = std::io::stdout().lock();
