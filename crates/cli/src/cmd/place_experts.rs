@@ -161,7 +161,7 @@ fn check_flags(args: &Args) -> anyhow::Result<()> {
     if let Some(s) = args.zipf {
         // Beyond 100 every load but the hottest expert's is below 2^-100 of it: one-hot.
         if !(s.is_finite() && (0.0..=100.0).contains(&s)) {
-            bail!("--zipf {s}: expected an exponent in [0, 100]");
+            bail!("--zipf = {s}: expected an exponent in [0, 100]");
         }
     }
     if let Some(tl) = args.time_limit {
