@@ -33,7 +33,13 @@ const FORMATS: [&str; 3] = ["table", "json", "csv"];
 fn search_in_every_format() {
     for f in FORMATS {
         let base = [
-            "search", "--model", "llama3-8b", "--cluster", "a100x64", "--format", f,
+            "search",
+            "--model",
+            "llama3-8b",
+            "--cluster",
+            "a100x64",
+            "--format",
+            f,
         ];
         quiet(&base);
         let mut explain = base.to_vec();

@@ -198,6 +198,16 @@ impl Source {
     }
 }
 
+/// A number as an error message quotes it: as written for ordinary magnitudes (`0.96`, `80`),
+/// in exponent form when it is huge or tiny (`1e300`, `5e-324`).
+pub fn short_number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e16).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,15 +250,5 @@ mod tests {
         );
         let err = src.invalid(&["gpu", "missing"], 0, "x");
         assert_eq!(err.to_string(), "c.toml: gpu.missing = 0: x");
-    }
-}
-
-/// A number as an error message quotes it: as written for ordinary magnitudes (`0.96`, `80`),
-/// in exponent form when it is huge or tiny (`1e300`, `5e-324`).
-pub fn short_number(v: f64) -> String {
-    if v != 0.0 && v.is_finite() && !(1e-6..1e16).contains(&v.abs()) {
-        format!("{v:e}")
-    } else {
-        v.to_string()
     }
 }

@@ -283,7 +283,7 @@ fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
             &r.predicted.to_string(),
             &r.error.to_string(),
             &r.plan.to_string(),
-            &o.reason.to_string(),
+            o.reason,
         ])?;
     }
     for s in &v.skipped {
