@@ -293,11 +293,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let merged = autoplan_sweep::merge(&inputs, expected.as_deref())?;
     match &args.out {
         Some(out) => write_atomic(out, &merged)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(merged.as_bytes())?;
-            out.flush()?;
-        }
+        None => std::io::stdout().lock().write_all(merged.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
 }
