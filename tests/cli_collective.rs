@@ -184,7 +184,8 @@ fn bad_input_is_a_clear_error() {
     ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("multiple"), "{err}");
+    // A file that cannot be read is an I/O error: exit 4 (issue 21's scheme).
     let (code, _, err) = autoplan(&["collective", "--validate", "/no/such/file.csv"]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(4));
     assert!(err.contains("/no/such/file.csv"), "{err}");
 }

@@ -72,7 +72,7 @@ fn evaluate_json_has_the_promised_keys() {
 }
 
 #[test]
-fn invalid_and_oversized_plans_exit_2_with_the_reason() {
+fn invalid_plans_exit_2_and_oversized_ones_3_with_the_reason() {
     let (code, _, err) = autoplan(&[
         "evaluate",
         "--model",
@@ -101,7 +101,8 @@ fn invalid_and_oversized_plans_exit_2_with_the_reason() {
         "--format",
         "json",
     ]);
-    assert_eq!(code, Some(2));
+    // Valid but out of memory: infeasible, exit 3.
+    assert_eq!(code, Some(3));
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["fits"], serde_json::Value::Bool(false));
     let excess = v["excess_gib"].as_f64().unwrap();
@@ -157,7 +158,7 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     // A row skipped for its unstated recompute says so, with the memory that rules out none.
     let id = "bridge2511_h100_GPT-OSS-120B_64gpu_bf16";
     let (code, out, _) = autoplan(&["validate", "--runs", runs, "--explain", id]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(3), "out of memory: infeasible");
     assert!(
         out.contains("skipped: recompute not given") && out.contains("memory per GPU"),
         "{out}"

@@ -11,7 +11,8 @@ use autoplan::cmd;
 #[command(
     name = "autoplan",
     version,
-    about = "Plan how to train large dense and MoE transformers on GPU clusters"
+    about = "Plan how to train large dense and MoE transformers on GPU clusters",
+    after_help = autoplan::exit::AFTER_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -59,17 +60,5 @@ fn main() -> ExitCode {
         Command::Models => cmd::show::models(),
         Command::Clusters => cmd::show::clusters(),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            // A closed pipe (`autoplan search | head`) is not an error.
-            if let Some(io) = err.downcast_ref::<std::io::Error>() {
-                if io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return ExitCode::SUCCESS;
-                }
-            }
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    autoplan::exit::finish(result)
 }

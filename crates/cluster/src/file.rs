@@ -28,7 +28,7 @@
 //! link_delay_us = 2.7         # seed 000 link_delay, µs
 //!
 //! [efficiency]                # seed 000 §5
-//! bwurate = 0.96              # (0, 1]
+//! bwurate = 0.96              # [0.01, 1]
 //! start_lat_us = 6.0
 //! sync_lat_us = 8.0
 //! cpufetch_us = 5.0
@@ -119,26 +119,47 @@ pub struct RawEfficiency {
     pub cpufetch_us: f64,
 }
 
-/// Why a value is impossible; `None` when it is fine.
-fn positive(v: f64) -> Option<&'static str> {
+/// Why a value is outside `[lo, hi]` (or `(lo, hi]` when `open_low`); `None` when it is fine.
+/// Every number of a cluster file has such a range: finite, and physically plausible, so that
+/// nothing computed from it overflows to infinity or divides by a subnormal.
+fn range(v: f64, lo: f64, open_low: bool, hi: f64) -> Option<String> {
+    let l = if open_low { "(" } else { "[" };
+    let expected = format!("a finite number in {l}{lo}, {hi}]");
     if !v.is_finite() {
-        Some("must be a finite number")
-    } else if v <= 0.0 {
-        Some("must be positive")
+        Some(format!("must be {expected}"))
+    } else if lo == 0.0 && !open_low && v < 0.0 {
+        Some(format!("must not be negative: expected {expected}"))
+    } else if if open_low { v <= lo } else { v < lo } {
+        let what = if v <= 0.0 {
+            "must be positive"
+        } else {
+            "too small"
+        };
+        Some(format!("{what}: expected {expected}"))
+    } else if v > hi {
+        Some(format!("too large: expected {expected}"))
     } else {
         None
     }
 }
 
-fn non_negative(v: f64) -> Option<&'static str> {
-    if !v.is_finite() {
-        Some("must be a finite number")
-    } else if v < 0.0 {
-        Some("must not be negative")
-    } else {
-        None
-    }
-}
+/// Dense peak TFLOP/s of one precision: [0.1, 1e6]. 0.1 is below any GPU's FP32 peak (a V100
+/// has 15.7); 1e6 (an exaFLOP/s per GPU) is 400× a B200's dense FP8 peak.
+const TFLOPS_RANGE: (f64, f64) = (0.1, 1e6);
+/// HBM per GPU, GiB: (0, 16384]. 16 TiB is 50× the largest HBM stack shipped (288 GiB).
+const HBM_GIB_MAX: f64 = 16384.0;
+/// Bandwidths in GB/s (HBM, NVLink, the network share): [0.01, 1e6]. 10 MB/s is slower than
+/// any link a GPU cluster uses; 1 PB/s is 100× HBM3e (8 TB/s).
+const GBPS_RANGE: (f64, f64) = (0.01, 1e6);
+/// A NIC's line rate, Gb/s: [0.1, 1e6] (a 100 Mb/s NIC to 1 Pb/s; 800 Gb/s ships today).
+const NIC_GBIT_RANGE: (f64, f64) = (0.1, 1e6);
+/// Latencies and delays in µs: [0, 1e6]. One second per hop or per collective start is already
+/// far beyond any fabric (µs for NVLink, tens of µs across a data-centre network).
+const LATENCY_US_MAX: f64 = 1e6;
+/// Network oversubscription: [1, 1024] (1 = full bisection; real fabrics are ≤ 8:1).
+const OVERSUBSCRIPTION_MAX: f64 = 1024.0;
+/// NICs per node: at most 1024 (8–16 today).
+const NICS_MAX: u32 = 1024;
 
 impl Cluster {
     /// Parse and validate a cluster file. Syntax errors, unknown fields and missing fields come
@@ -167,8 +188,8 @@ impl RawClusterFile {
             network,
             efficiency,
         } = self;
-        let check = |path: &[&str], v: f64, why: Option<&str>| match why {
-            Some(reason) => Err(src.invalid(path, v, reason)),
+        let check = |path: &[&str], v: f64, why: Option<String>| match why {
+            Some(reason) => Err(src.invalid_number(path, v, reason)),
             None => Ok(v),
         };
 
@@ -190,7 +211,8 @@ impl RawClusterFile {
             ("fp32", Precision::Fp32, t.fp32),
         ] {
             if let Some(v) = v {
-                check(&["gpu", "tflops", key], v, positive(v))?;
+                let (lo, hi) = TFLOPS_RANGE;
+                check(&["gpu", "tflops", key], v, range(v, lo, false, hi))?;
                 peak_flops.push((p, v * TFLOPS));
             }
         }
@@ -201,8 +223,18 @@ impl RawClusterFile {
                 "give the dense peak of at least one precision (fp32, tf32, fp16, bf16, fp8)",
             ));
         }
-        let hbm_gib = check(&["gpu", "hbm_gib"], gpu.hbm_gib, positive(gpu.hbm_gib))?;
-        let hbm_gbps = check(&["gpu", "hbm_gbps"], gpu.hbm_gbps, positive(gpu.hbm_gbps))?;
+        let hbm_gib = gpu.hbm_gib;
+        check(
+            &["gpu", "hbm_gib"],
+            hbm_gib,
+            range(hbm_gib, 0.0, true, HBM_GIB_MAX),
+        )?;
+        let (lo, hi) = GBPS_RANGE;
+        let hbm_gbps = check(
+            &["gpu", "hbm_gbps"],
+            gpu.hbm_gbps,
+            range(gpu.hbm_gbps, lo, false, hi),
+        )?;
 
         // [node]
         let gpn = node.gpus_per_node;
@@ -213,13 +245,24 @@ impl RawClusterFile {
                 "a node needs at least one GPU",
             ));
         }
+        if gpn > crate::MAX_GPUS_PER_NODE {
+            return Err(src.invalid(
+                &["node", "gpus_per_node"],
+                gpn,
+                format!("must be in [1, {}]", crate::MAX_GPUS_PER_NODE),
+            ));
+        }
         let intra_bw = node.intra_bw_gbps;
-        check(&["node", "intra_bw_gbps"], intra_bw, positive(intra_bw))?;
+        check(
+            &["node", "intra_bw_gbps"],
+            intra_bw,
+            range(intra_bw, lo, false, hi),
+        )?;
         let intra_lat = node.intra_latency_us;
         check(
             &["node", "intra_latency_us"],
             intra_lat,
-            non_negative(intra_lat),
+            range(intra_lat, 0.0, false, LATENCY_US_MAX),
         )?;
 
         // [network]
@@ -262,15 +305,34 @@ impl RawClusterFile {
             }
             (None, Some(g)) => g / gpn,
         };
-        if nodes.checked_mul(gpn).is_none() {
+        if nodes.checked_mul(gpn).is_none_or(|g| g > crate::MAX_GPUS) {
+            let field = if network.gpus.is_some() {
+                "gpus"
+            } else {
+                "nodes"
+            };
             return Err(src.invalid(
-                &["network", "nodes"],
-                nodes,
-                format!("{nodes} nodes × {gpn} GPUs overflows the GPU count"),
+                &["network", field],
+                network.gpus.unwrap_or(nodes),
+                format!(
+                    "{nodes} nodes × {gpn} GPUs: a cluster has at most {} GPUs",
+                    crate::MAX_GPUS
+                ),
             ));
         }
         let inter_bw = network.inter_bw_gbps;
-        check(&["network", "inter_bw_gbps"], inter_bw, positive(inter_bw))?;
+        check(
+            &["network", "inter_bw_gbps"],
+            inter_bw,
+            range(inter_bw, lo, false, hi),
+        )?;
+        if network.nics_per_node > NICS_MAX {
+            return Err(src.invalid(
+                &["network", "nics_per_node"],
+                network.nics_per_node,
+                format!("must be in [0, {NICS_MAX}]"),
+            ));
+        }
         if network.nics_per_node == 0 && nodes > 1 {
             return Err(src.invalid(
                 &["network", "nics_per_node"],
@@ -279,7 +341,8 @@ impl RawClusterFile {
             ));
         }
         if let Some(nic) = network.nic_gbit {
-            check(&["network", "nic_gbit"], nic, positive(nic))?;
+            let (nlo, nhi) = NIC_GBIT_RANGE;
+            check(&["network", "nic_gbit"], nic, range(nic, nlo, false, nhi))?;
             // The GPU's share of the node's NIC line rate (Gb/s → GB/s: ÷ 8).
             let share = nic / 8.0 * f64::from(network.nics_per_node) / f64::from(gpn);
             if inter_bw > share * (1.0 + 1e-9) {
@@ -294,23 +357,32 @@ impl RawClusterFile {
             }
         }
         let over = network.oversubscription;
-        if !over.is_finite() || over < 1.0 {
-            return Err(src.invalid(
+        if !(over.is_finite() && (1.0..=OVERSUBSCRIPTION_MAX).contains(&over)) {
+            return Err(src.invalid_number(
                 &["network", "oversubscription"],
                 over,
-                "must be at least 1 (1 = full bisection bandwidth)",
+                format!(
+                    "must be at least 1 (1 = full bisection bandwidth) and at most \
+                     {OVERSUBSCRIPTION_MAX}"
+                ),
             ));
         }
         let delay = network.link_delay_us;
-        check(&["network", "link_delay_us"], delay, non_negative(delay))?;
+        check(
+            &["network", "link_delay_us"],
+            delay,
+            range(delay, 0.0, false, LATENCY_US_MAX),
+        )?;
 
         // [efficiency]
         let e = &efficiency;
-        if !(e.bwurate > 0.0 && e.bwurate <= 1.0) {
-            return Err(src.invalid(
+        // 1 % is far below any measured link utilisation (0.8–0.97); a smaller fraction only
+        // turns bandwidths into subnormals and times into infinity.
+        if !(e.bwurate >= 0.01 && e.bwurate <= 1.0) {
+            return Err(src.invalid_number(
                 &["efficiency", "bwurate"],
                 e.bwurate,
-                "a fraction of the nominal bandwidth: must be in (0, 1]",
+                "a fraction of the nominal bandwidth: must be in [0.01, 1]",
             ));
         }
         for (key, v) in [
@@ -318,7 +390,11 @@ impl RawClusterFile {
             ("sync_lat_us", e.sync_lat_us),
             ("cpufetch_us", e.cpufetch_us),
         ] {
-            check(&["efficiency", key], v, non_negative(v))?;
+            check(
+                &["efficiency", key],
+                v,
+                range(v, 0.0, false, LATENCY_US_MAX),
+            )?;
         }
 
         Ok(Cluster {

@@ -189,6 +189,11 @@ impl Cluster {
             return Err(ResizeError::Zero {
                 cluster: self.name.clone(),
             });
+        } else if gpus > MAX_GPUS {
+            return Err(ResizeError::TooMany {
+                cluster: self.name.clone(),
+                gpus,
+            });
         } else if gpus < gpn {
             c.nodes = 1;
             c.node.gpus_per_node = gpus;
@@ -210,6 +215,8 @@ impl Cluster {
 pub enum ResizeError {
     #[error("cluster {cluster}: cannot have 0 GPUs")]
     Zero { cluster: String },
+    #[error("cluster {cluster}: {gpus} GPUs: expected at most {MAX_GPUS} (see MAX_GPUS)")]
+    TooMany { cluster: String, gpus: u32 },
     #[error(
         "cluster {cluster}: {gpus} GPUs is neither a multiple of its {gpus_per_node} GPUs per node \
          nor fewer than one node"
@@ -323,3 +330,12 @@ impl GroupPlacement {
         true
     }
 }
+
+/// The most GPUs a cluster may have (files, `--gpus`): 2^20 = 1,048,576, ten times the largest
+/// training clusters built so far (~100k GPUs), so any real cluster fits, while GPU counts,
+/// their products with a model's dimensions and the search's divisor lists stay small.
+pub const MAX_GPUS: u32 = 1 << 20;
+
+/// The most GPUs in one node (`node.gpus_per_node`): 1024, above the largest NVLink domains
+/// announced (576 GPUs).
+pub const MAX_GPUS_PER_NODE: u32 = 1024;

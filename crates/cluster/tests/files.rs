@@ -254,7 +254,7 @@ fn non_finite_values() {
         "bwurate = 0.96",
         "bwurate = nan",
         "efficiency.bwurate",
-        "(0, 1]",
+        "[0.01, 1]",
     );
 }
 
@@ -264,13 +264,13 @@ fn bwurate_outside_unit_interval() {
         "bwurate = 0.96",
         "bwurate = 1.5",
         "efficiency.bwurate",
-        "(0, 1]",
+        "[0.01, 1]",
     );
     assert_invalid(
         "bwurate = 0.96",
         "bwurate = 0",
         "efficiency.bwurate",
-        "(0, 1]",
+        "[0.01, 1]",
     );
 }
 
@@ -448,4 +448,66 @@ proptest! {
             prop_assert!(c.network.oversubscription >= 1.0);
         }
     }
+}
+
+/// Issue 21: every number has a plausible finite range. A subnormal peak passed validation and
+/// made `evaluate` print a NaN step time; an HBM of 1e308 GiB printed an infinite headroom.
+#[test]
+fn implausible_values_name_the_range() {
+    let peak = "tflops = { bf16 = 312, fp16 = 312, tf32 = 156, fp32 = 19.5 }";
+    assert_invalid(
+        peak,
+        "tflops = { bf16 = 5e-324 }",
+        "gpu.tflops.bf16",
+        "[0.1, 1000000]",
+    );
+    assert_invalid(
+        peak,
+        "tflops = { bf16 = 1e300 }",
+        "gpu.tflops.bf16",
+        "too large",
+    );
+    assert_invalid(
+        "hbm_gib = 80",
+        "hbm_gib = 1e308",
+        "gpu.hbm_gib",
+        "(0, 16384]",
+    );
+    assert_invalid(
+        "intra_latency_us = 2.0",
+        "intra_latency_us = 1e300",
+        "node.intra_latency_us",
+        "[0, 1000000]",
+    );
+    assert_invalid(
+        "oversubscription = 1.0",
+        "oversubscription = 1e9",
+        "network.oversubscription",
+        "at most 1024",
+    );
+    assert_invalid(
+        "bwurate = 0.96",
+        "bwurate = 5e-324",
+        "efficiency.bwurate",
+        "[0.01, 1]",
+    );
+    assert_invalid(
+        "nodes = 8",
+        "nodes = 4000000",
+        "network.nodes",
+        "at most 1048576 GPUs",
+    );
+    assert_invalid(
+        "gpus_per_node = 8",
+        "gpus_per_node = 4096",
+        "node.gpus_per_node",
+        "[1, 1024]",
+    );
+}
+
+#[test]
+fn resize_is_bounded() {
+    let c = autoplan_cluster::resolve_cluster("a100x64").unwrap();
+    let err = c.with_gpus(u32::MAX).unwrap_err().to_string();
+    assert!(err.contains("at most 1048576"), "{err}");
 }

@@ -171,12 +171,21 @@ fn dim(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
     Ok(v as u32)
 }
 
-/// A positive workload count (sequence length, batch), at most `u32::MAX`.
+/// The longest training sequence and the largest global batch (sequences) accepted: 2^24 =
+/// 16,777,216 each. The longest contexts trained are ~10M tokens and the largest global batches
+/// a few tens of thousands of sequences; the bound keeps tokens per step (≤ 2^48) and every
+/// product with the model's dimensions exact and finite.
+pub const MAX_WORKLOAD: u64 = 1 << 24;
+
+/// A positive workload count (sequence length, batch), at most [`MAX_WORKLOAD`].
 fn count(src: &Source, path: &[&str], v: u64) -> Result<u32, InputError> {
     if v == 0 {
         return Err(src.invalid(path, v, "must be positive"));
     }
-    u32::try_from(v).map_err(|_| src.invalid(path, v, format!("too large (at most {})", u32::MAX)))
+    if v > MAX_WORKLOAD {
+        return Err(src.invalid(path, v, format!("too large: expected [1, {MAX_WORKLOAD}]")));
+    }
+    Ok(v as u32)
 }
 
 fn opt_dim(src: &Source, path: &[&str], v: Option<u64>) -> Result<Option<u32>, InputError> {
@@ -204,7 +213,7 @@ fn absent<T: std::fmt::Display>(
 
 fn finite_at_least(src: &Source, path: &[&str], v: f64, min: f64) -> Result<f64, InputError> {
     if !v.is_finite() || v < min {
-        return Err(src.invalid(path, v, format!("must be a finite number ≥ {min}")));
+        return Err(src.invalid_number(path, v, format!("must be a finite number ≥ {min}")));
     }
     Ok(v)
 }
@@ -519,14 +528,36 @@ impl RawMoe {
                 }
             }
         };
+        // (0, 1024]: a capacity of `experts / top_k` already lets one expert take every
+        // token, so a larger factor changes nothing; 1024 covers any setting in use (1–2)
+        // while keeping the padded token counts finite.
         let capacity_factor = match self.capacity_factor {
-            Some(c) if !(c.is_finite() && c > 0.0) => {
-                return Err(src.invalid(&p("capacity_factor"), c, "must be a positive number"))
+            Some(c) if !(c.is_finite() && c > 0.0 && c <= 1024.0) => {
+                return Err(src.invalid_number(
+                    &p("capacity_factor"),
+                    c,
+                    "must be a positive number: expected (0, 1024]",
+                ))
             }
             c => c,
         };
+        // max/mean tokens per expert lies in [1, experts]: at worst every token goes to one
+        // expert, which then holds `experts` times the mean.
         let load_imbalance = match self.load_imbalance {
-            Some(v) => finite_at_least(src, &p("load_imbalance"), v, 1.0)?,
+            Some(v) => {
+                let v = finite_at_least(src, &p("load_imbalance"), v, 1.0)?;
+                if v > f64::from(experts) {
+                    return Err(src.invalid_number(
+                        &p("load_imbalance"),
+                        v,
+                        format!(
+                            "too large: max/mean tokens per expert is at most moe.experts = \
+                             {experts} (expected [1, {experts}])"
+                        ),
+                    ));
+                }
+                v
+            }
             None => 1.0, // perfectly balanced, documented in the file format
         };
         Ok(Moe {
@@ -572,6 +603,8 @@ impl RawTraining {
 pub enum TrainingError {
     #[error("training.{field} = 0: must be positive")]
     Zero { field: &'static str },
+    #[error("training.{field} = {value}: too large: expected [1, {MAX_WORKLOAD}]")]
+    TooLarge { field: &'static str, value: u32 },
     #[error("training.seq_len = {seq_len}: exceeds the model's learned position table ({max_positions})")]
     SeqLenExceedsPositions { seq_len: u32, max_positions: u32 },
     #[error("training.precision = {0:?}: training precision must be bf16, fp16 or fp8")]
@@ -596,6 +629,14 @@ impl ModelSpec {
             return Err(TrainingError::Zero {
                 field: "global_batch",
             });
+        }
+        for (field, value) in [
+            ("seq_len", training.seq_len),
+            ("global_batch", training.global_batch),
+        ] {
+            if u64::from(value) > MAX_WORKLOAD {
+                return Err(TrainingError::TooLarge { field, value });
+            }
         }
         if self.positions == Positions::Learned && training.seq_len > self.max_positions {
             return Err(TrainingError::SeqLenExceedsPositions {

@@ -227,7 +227,7 @@ mod layers;
 pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
 pub use file::{
     AttentionKind, RawAttention, RawModel, RawModelFile, RawMoe, RawTraining, RoutingKind,
-    TrainingError, MAX_DIM, MAX_LAYERS,
+    TrainingError, MAX_DIM, MAX_LAYERS, MAX_WORKLOAD,
 };
 pub use hf::HF_MODEL_TYPES;
 pub use layers::{Gemm, Layer, LayerKind, TpSplit};

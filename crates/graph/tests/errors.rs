@@ -393,3 +393,26 @@ fn sliding_window_fields_are_checked() {
     let e = err(m, "sliding_window = 128", "sliding_window = -1");
     expect(&e, &[&format!("gpt-oss-120b.toml:{line}:18:"), "-1"]);
 }
+
+/// Issue 21: every numeric field has a stated range; out of it, the error names it.
+#[test]
+fn workload_and_moe_numbers_have_ranges() {
+    let e = err("llama3-8b", "seq_len = 8192", "seq_len = 16777217");
+    expect(
+        &e,
+        &["training.seq_len = 16777217: too large: expected [1, 16777216]"],
+    );
+    let e = err("mixtral-8x7b", "top_k = 2", "top_k = 2\nload_imbalance = 9");
+    expect(&e, &["moe.load_imbalance = 9: too large", "[1, 8]"]);
+    let e = err(
+        "mixtral-8x7b",
+        "top_k = 2",
+        "top_k = 2\ncapacity_factor = 1e300",
+    );
+    expect(&e, &["moe.capacity_factor = 1e300", "(0, 1024]"]);
+    let m = resolve_model("llama3-8b").unwrap();
+    let mut t = m.training.clone();
+    t.global_batch = u32::MAX;
+    let e = m.with_training(t).unwrap_err().to_string();
+    expect(&e, &["training.global_batch = 4294967295: too large"]);
+}

@@ -144,6 +144,11 @@ impl Source {
         }
     }
 
+    /// [`Source::invalid`] for a number: written short (`1e300`, not 301 digits).
+    pub fn invalid_number(&self, path: &[&str], v: f64, reason: impl fmt::Display) -> InputError {
+        self.invalid(path, short_number(v), reason)
+    }
+
     /// The line and column of the key at `path`, if present. Array elements are addressed by
     /// their decimal index (`["clusters", "2", "name"]`).
     pub fn locate(&self, path: &[&str]) -> Option<Location> {
@@ -190,6 +195,16 @@ impl Source {
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
         Location { line, column }
+    }
+}
+
+/// A number as an error message quotes it: as written for ordinary magnitudes (`0.96`, `80`),
+/// in exponent form when it is huge or tiny (`1e300`, `5e-324`).
+pub fn short_number(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e16).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
     }
 }
 

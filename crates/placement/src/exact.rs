@@ -62,8 +62,17 @@ pub fn binaries(inst: &Instance) -> usize {
     p * inst.experts() + y
 }
 
+/// The longest time limit of the exact solver: one day, in seconds. Beyond it (or NaN,
+/// infinity, a negative number) the limit is no longer a duration the solver can take.
+pub const MAX_TIME_LIMIT_S: f64 = 86_400.0;
+
 /// Solve the placement MILP of `inst` exactly (microlp branch and bound).
 pub fn solve_exact(inst: &Instance, opts: &ExactOptions) -> Result<ExactResult, ExactError> {
+    if let Some(tl) = opts.time_limit_s {
+        if !(tl.is_finite() && tl > 0.0 && tl <= MAX_TIME_LIMIT_S) {
+            return Err(ExactError::TimeLimit(tl));
+        }
+    }
     let nb = binaries(inst);
     if nb > opts.max_binaries {
         return Err(ExactError::TooLarge {

@@ -38,6 +38,8 @@ pub enum ExactError {
     TooLarge { binaries: usize, limit: usize },
     #[error("MILP solver (microlp) failed: {0}")]
     Solver(String),
+    #[error("time limit {0} s: expected a finite number of seconds in (0, {max}]", max = crate::exact::MAX_TIME_LIMIT_S)]
+    TimeLimit(f64),
 }
 
 impl From<ResolutionError> for ExactError {

@@ -2,6 +2,20 @@
 
 use autoplan_cluster::Cluster;
 
+/// The largest EP group an instance takes: 512 GPUs. The heuristic's local search grows about
+/// cubically with the group (1 s at 512 GPUs, 14 s at 1024 on one core); the largest EP groups
+/// in use are 64 (training) to 320 (DeepSeek-V3 inference).
+pub const MAX_EP: usize = 512;
+/// The most experts of one MoE layer: 4096, ten times the largest published routed-expert
+/// count (384).
+pub const MAX_EXPERTS: usize = 4096;
+/// The most expert slots per GPU: [`MAX_EXPERTS`] (a GPU holds at most one copy of each).
+pub const MAX_SLOTS: usize = MAX_EXPERTS;
+/// The most slots of the whole group, EP × slots per GPU: 8,192, twice the most
+/// experts. It bounds the placement the solvers search (a few seconds at the corner, 512 GPUs ×
+/// 16 slots, on one core).
+pub const MAX_TOTAL_SLOTS: usize = 8_192;
+
 /// Why an instance cannot be built. Every variant names the offending quantity and value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InstanceError {
@@ -47,6 +61,12 @@ pub enum InstanceError {
     BadScalar { field: &'static str, value: f64 },
     #[error("topology has {got} GPUs, expected {expected}")]
     TopologyShape { got: usize, expected: usize },
+    #[error("{what} = {value}: expected [1, {max}]")]
+    TooLarge {
+        what: &'static str,
+        value: usize,
+        max: usize,
+    },
 }
 
 /// The α-β link model of seed 004 §4.1.2 for every ordered GPU pair of the EP group:
@@ -74,6 +94,13 @@ impl Topology {
         let p = node_of.len();
         if p == 0 {
             return Err(InstanceError::EmptyGroup(0));
+        }
+        if p > MAX_EP {
+            return Err(InstanceError::TooLarge {
+                what: "EP group size",
+                value: p,
+                max: MAX_EP,
+            });
         }
         for (name, m) in [("alpha", &alpha), ("1/beta", &inv_beta)] {
             if m.len() != p * p {
@@ -145,6 +172,13 @@ impl Topology {
         let available = cluster.gpus() as usize;
         if ep == 0 {
             return Err(InstanceError::EmptyGroup(0));
+        }
+        if ep > MAX_EP {
+            return Err(InstanceError::TooLarge {
+                what: "EP group size",
+                value: ep,
+                max: MAX_EP,
+            });
         }
         if ep > available {
             return Err(InstanceError::GroupTooLarge {
@@ -302,6 +336,21 @@ impl Instance {
         }
         if slots == 0 {
             return Err(InstanceError::NoSlots(slots));
+        }
+        for (what, value, max) in [
+            ("number of experts", experts, MAX_EXPERTS),
+            ("slots per GPU", slots, MAX_SLOTS),
+        ] {
+            if value > max {
+                return Err(InstanceError::TooLarge { what, value, max });
+            }
+        }
+        if ep * slots > MAX_TOTAL_SLOTS {
+            return Err(InstanceError::TooLarge {
+                what: "EP × slots per GPU",
+                value: ep * slots,
+                max: MAX_TOTAL_SLOTS,
+            });
         }
         if ep * slots < experts {
             return Err(InstanceError::TooFewSlots { experts, ep, slots });

@@ -52,7 +52,10 @@ mod matrix;
 pub use eval::{evaluate, evaluate_nearest, Metrics, Placement, PlacementError, Routing};
 pub use exact::{ExactError, ExactOptions, ExactResult, ExactStatus};
 pub use heuristic::{HeuristicOptions, SearchStats};
-pub use instance::{Instance, InstanceError, InstanceOptions, Objective, Topology};
+pub use instance::{
+    Instance, InstanceError, InstanceOptions, Objective, Topology, MAX_EP, MAX_EXPERTS, MAX_SLOTS,
+    MAX_TOTAL_SLOTS,
+};
 pub use matrix::{alpha_beta_from_timings, parse_alpha_beta_csv, MatrixError};
 
 /// One solver's answer and its cost.

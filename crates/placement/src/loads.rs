@@ -127,21 +127,44 @@ fn number(file: &str, line: usize, field: &str, text: &str) -> Result<f64, Loads
         reason: reason.to_string(),
     };
     let v: f64 = text.trim().parse().map_err(|_| err("not a number"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(err("must be a finite number >= 0"));
+    if !(v.is_finite() && (0.0..=MAX_TOKENS).contains(&v)) {
+        return Err(err("must be a finite number in [0, 2^53]"));
     }
     Ok(v)
 }
 
-fn index(file: &str, line: usize, field: &str, text: &str) -> Result<usize, LoadsError> {
-    text.trim().parse().map_err(|_| LoadsError::Field {
+/// A source GPU or expert id: an integer in `0..max` (the instance's bounds, [`MAX_EP`] and
+/// [`MAX_EXPERTS`]): the parser allocates a `sources × experts` matrix from the largest ids.
+///
+/// [`MAX_EP`]: crate::MAX_EP
+/// [`MAX_EXPERTS`]: crate::MAX_EXPERTS
+fn index(
+    file: &str,
+    line: usize,
+    field: &str,
+    text: &str,
+    max: usize,
+) -> Result<usize, LoadsError> {
+    let err = |reason: String| LoadsError::Field {
         file: file.to_string(),
         line,
         field: field.to_string(),
         value: text.to_string(),
-        reason: "not a non-negative integer".to_string(),
-    })
+        reason,
+    };
+    let v: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| err(format!("not an integer in [0, {}]", max - 1)))?;
+    if v >= max {
+        return Err(err(format!("expected an id in [0, {}]", max - 1)));
+    }
+    Ok(v)
 }
+
+/// Tokens on one row: at most 2^53 (exact in a double; ~10^15 tokens, a million times a
+/// layer's routed tokens per step), so that sums and times stay finite.
+const MAX_TOKENS: f64 = 9_007_199_254_740_992.0;
 
 /// Parse a CSV trace (see the module docs). `file` names it in errors.
 pub fn parse_csv(file: &str, text: &str) -> Result<Loads, LoadsError> {
@@ -187,14 +210,14 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Loads, LoadsError> {
         }
         let (src, e, tok) = if matrix {
             (
-                index(file, ln, "source", &f[0])?,
-                index(file, ln, "expert", &f[1])?,
+                index(file, ln, "source", &f[0], crate::MAX_EP)?,
+                index(file, ln, "expert", &f[1], crate::MAX_EXPERTS)?,
                 number(file, ln, "tokens", &f[2])?,
             )
         } else {
             (
                 0,
-                index(file, ln, "expert", &f[0])?,
+                index(file, ln, "expert", &f[0], crate::MAX_EXPERTS)?,
                 number(file, ln, "tokens", &f[1])?,
             )
         };
@@ -253,14 +276,37 @@ pub fn parse_json(file: &str, text: &str) -> Result<Loads, LoadsError> {
         reason: e.to_string(),
     })?;
     let check = |v: &[f64], what: &str| -> Result<(), LoadsError> {
-        match v.iter().position(|x| !x.is_finite() || *x < 0.0) {
+        match v
+            .iter()
+            .position(|x| !(x.is_finite() && (0.0..=MAX_TOKENS).contains(x)))
+        {
             Some(k) => Err(LoadsError::Shape {
                 file: file.to_string(),
-                reason: format!("{what}[{k}] = {}: must be a finite number >= 0", v[k]),
+                reason: format!(
+                    "{what}[{k}] = {}: must be a finite number in [0, 2^53]",
+                    v[k]
+                ),
             }),
             None => Ok(()),
         }
     };
+    let too_many = |what: &str, n: usize, max: usize| LoadsError::Shape {
+        file: file.to_string(),
+        reason: format!("{n} {what}: expected at most {max}"),
+    };
+    if let Some(t) = &raw.experts {
+        if t.len() > crate::MAX_EXPERTS {
+            return Err(too_many("experts", t.len(), crate::MAX_EXPERTS));
+        }
+    }
+    if let Some(m) = &raw.tokens {
+        if m.len() > crate::MAX_EP {
+            return Err(too_many("source GPUs", m.len(), crate::MAX_EP));
+        }
+        if let Some(r) = m.first().filter(|r| r.len() > crate::MAX_EXPERTS) {
+            return Err(too_many("experts", r.len(), crate::MAX_EXPERTS));
+        }
+    }
     match (raw.experts, raw.tokens) {
         (Some(t), None) if !t.is_empty() => {
             check(&t, "experts")?;
@@ -291,6 +337,27 @@ pub fn parse_json(file: &str, text: &str) -> Result<Loads, LoadsError> {
 mod tests {
     use super::*;
 
+    /// Issue 21: ids at or above the bounds (2^63 wrapped `max + 1`) are a located error.
+    #[test]
+    fn huge_ids_are_located_errors() {
+        let e = parse_csv("t.csv", "expert,tokens\n0,1\n9223372036854775808,2\n").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(
+                "t.csv:3: expert = \"9223372036854775808\": expected an id in [0, 4095]"
+            ),
+            "{msg}"
+        );
+        let e = parse_csv("t.csv", "source,expert,tokens\n18446744073709551615,0,1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.csv:2: source = "), "{e}");
+        let e = parse_csv("t.csv", "expert,tokens\n0,1e300\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[0, 2^53]"), "{e}");
+    }
+
     #[test]
     fn csv_totals_and_matrix() {
         let t = parse_csv("a.csv", "expert,tokens\n0,10\n1,30\n").unwrap();
@@ -307,7 +374,7 @@ mod tests {
         let e = parse_csv("a.csv", "expert,tokens\n0,10\n1,-3\n").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "a.csv:3: tokens = \"-3\": must be a finite number >= 0"
+            "a.csv:3: tokens = \"-3\": must be a finite number in [0, 2^53]"
         );
         let e = parse_csv("a.csv", "expert,tokens\n0,1\n0,2\n").unwrap_err();
         assert!(e.to_string().contains("a.csv:3: expert"), "{e}");

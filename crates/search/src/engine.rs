@@ -283,7 +283,9 @@ struct Local<M> {
 impl<M: Copy> Local<M> {
     fn new(k: usize) -> Self {
         Local {
-            top: Vec::with_capacity(k + 1),
+            // Room for a small K up front; a large K grows with the plans actually found (a
+            // caller's `top_k = usize::MAX` must not allocate, let alone overflow).
+            top: Vec::with_capacity(k.min(64).saturating_add(1)),
             stats: Stats::default(),
             min_memory: f64::INFINITY,
         }

@@ -33,7 +33,7 @@ use autoplan_plan::{Plan, Recompute, RecomputeModules};
 pub use case::{search_case, CaseOutcome};
 pub use engine::search;
 pub use evaluator::Scorer;
-pub use outcome::{NoFit, Observer, Outcome, Ranked, SearchOptions, Stats};
+pub use outcome::{NoFit, Observer, Outcome, Ranked, SearchOptions, Stats, MAX_TOP_K};
 pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};
 
 /// What the search needs to know about the model and the cluster to enumerate valid degrees.

@@ -2,10 +2,17 @@
 //! its [`Outcome`] (the [`Ranked`] plans, the [`Stats`], and [`NoFit`] when nothing fits).
 
 use autoplan_plan::Plan;
+/// The most plans a front end lets a user rank (`search --top`, a sweep's `top_k`). A ranking
+/// is read by a person or kept per case in a sweep CSV: 10,000 rows is more than either uses,
+/// and a K near the size of the space only disables the pruning (the K-th best time bounds
+/// nothing). The engine itself takes any K: its lists grow with the plans found, not with K.
+pub const MAX_TOP_K: usize = 10_000;
+
 /// Options of one search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchOptions {
-    /// How many plans to return (at least 1).
+    /// How many plans to return (at least 1; any size: nothing is allocated in proportion to
+    /// it, see [`MAX_TOP_K`] for the front ends' bound).
     pub top_k: usize,
     /// Evaluate every plan of the space, no pruning (to check the bounds, and for benches).
     pub exhaustive: bool,

@@ -96,10 +96,24 @@ impl SweepSpec {
     pub fn parse(source: Source) -> Result<SweepSpec, InputError> {
         let raw: RawSpec = source.parse()?;
         let top_k = positive(&source, &["top_k"], raw.top_k)?;
+        // The search's bound on a ranking (see `MAX_TOP_K`: more rows than a CSV reader uses).
+        if top_k as usize > autoplan_search::MAX_TOP_K {
+            return Err(source.invalid(
+                &["top_k"],
+                top_k,
+                format!(
+                    "must be in [1, {}] (plans kept per case)",
+                    autoplan_search::MAX_TOP_K
+                ),
+            ));
+        }
         nonempty_unique(&source, "models", &raw.models)?;
         nonempty_unique(&source, "spaces", &raw.spaces)?;
-        let seq_lens = positive_list(&source, "seq_lens", &raw.seq_lens)?;
-        let global_batches = positive_list(&source, "global_batches", &raw.global_batches)?;
+        // The model files' workload bound (2^24 tokens per sequence, sequences per batch).
+        let workload = autoplan_graph::MAX_WORKLOAD as u32;
+        let seq_lens = positive_list(&source, "seq_lens", &raw.seq_lens, workload)?;
+        let global_batches =
+            positive_list(&source, "global_batches", &raw.global_batches, workload)?;
         if raw.clusters.is_empty() {
             return Err(source.invalid(&["clusters"], "[]", "at least one [[clusters]] entry"));
         }
@@ -202,14 +216,28 @@ fn positive(source: &Source, path: &[&str], v: i64) -> Result<u32, InputError> {
     Ok(v as u32)
 }
 
-fn positive_list(source: &Source, key: &str, list: &[i64]) -> Result<Vec<u32>, InputError> {
+/// `v` in `[1, max]`, else an error naming the range.
+fn at_most(source: &Source, path: &[&str], v: i64, max: u32) -> Result<u32, InputError> {
+    let v = positive(source, path, v)?;
+    if v > max {
+        return Err(source.invalid(path, v, format!("too large: expected [1, {max}]")));
+    }
+    Ok(v)
+}
+
+fn positive_list(
+    source: &Source,
+    key: &str,
+    list: &[i64],
+    max: u32,
+) -> Result<Vec<u32>, InputError> {
     if list.is_empty() {
         return Err(source.invalid(&[key], "[]", "at least one value"));
     }
     let mut out = Vec::with_capacity(list.len());
     for (i, &v) in list.iter().enumerate() {
         let idx = i.to_string();
-        let v = positive(source, &[key, &idx], v)?;
+        let v = at_most(source, &[key, &idx], v, max)?;
         if out.contains(&v) {
             return Err(source.invalid(&[key, &idx], v, "listed twice"));
         }
@@ -250,7 +278,7 @@ fn cluster_entry(source: &Source, i: usize, c: &RawCluster) -> Result<ClusterEnt
             for (j, &g) in list.iter().enumerate() {
                 let jdx = j.to_string();
                 let path = ["clusters", idx.as_str(), "gpus", jdx.as_str()];
-                let g = positive(source, &path, g)?;
+                let g = at_most(source, &path, g, autoplan_cluster::MAX_GPUS)?;
                 if out.contains(&g) {
                     return Err(source.invalid(&path, g, "listed twice"));
                 }
@@ -259,8 +287,8 @@ fn cluster_entry(source: &Source, i: usize, c: &RawCluster) -> Result<ClusterEnt
             Some(out)
         }
         (None, Some(from), Some(to)) => {
-            let from = positive(source, &at("gpus_from"), from)?;
-            let to = positive(source, &at("gpus_to"), to)?;
+            let from = at_most(source, &at("gpus_from"), from, autoplan_cluster::MAX_GPUS)?;
+            let to = at_most(source, &at("gpus_to"), to, autoplan_cluster::MAX_GPUS)?;
             if to < from {
                 return Err(source.invalid(
                     &at("gpus_to"),
@@ -324,6 +352,34 @@ gpus_to = 256
 
     fn spec(text: &str) -> Result<SweepSpec, InputError> {
         SweepSpec::parse(Source::new("s.toml", text))
+    }
+
+    /// Issue 21: every number of a spec has a range (top_k, workloads, GPU counts).
+    #[test]
+    fn numbers_beyond_their_ranges_are_located() {
+        for (from, to, at, part) in [
+            (
+                "top_k = 2",
+                "top_k = 2147483647",
+                "s.toml:1:1:",
+                "must be in [1, 10000]",
+            ),
+            (
+                "[4096]",
+                "[16777217]",
+                "s.toml:3:",
+                "seq_lens.0 = 16777217: too large",
+            ),
+            (
+                "gpus_to = 256",
+                "gpus_to = 2147483648",
+                "s.toml:13:",
+                "[1, 1048576]",
+            ),
+        ] {
+            let e = spec(&SPEC.replace(from, to)).unwrap_err().to_string();
+            assert!(e.starts_with(at) && e.contains(part), "{e}");
+        }
     }
 
     #[test]

@@ -70,6 +70,7 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 /// "4096", "4096B", "256MB", "1.5GB" (powers of 1000), "1GiB", "64KiB" (powers of 1024), and
 /// "1G", "128M", "8K" (powers of 1024, as nccl-tests' -b/-e).
 pub fn parse_bytes(s: &str) -> Result<f64, String> {
+    const PIB: f64 = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
@@ -95,8 +96,12 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
         }
     };
     let bytes = value * mult;
-    if !bytes.is_finite() || bytes < 0.0 {
-        return Err(format!("{s:?}: a size must be a finite number ≥ 0"));
+    // At most 1 PiB: a thousand times the largest message a training step sends (a
+    // full-model gradient all-reduce is ~1 TB), and every time stays finite.
+    if !bytes.is_finite() || !(0.0..=PIB).contains(&bytes) {
+        return Err(format!(
+            "{s:?}: a size must be a finite number in [0, 1 PiB]"
+        ));
     }
     Ok(bytes)
 }
@@ -136,6 +141,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
+    for r in &rows {
+        super::ensure_finite(
+            &format!("{op} with {}", r.algorithm),
+            &[
+                ("time", r.time_s),
+                ("algbw", r.algbw_gbps),
+                ("busbw", r.busbw_gbps),
+            ],
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {
@@ -339,6 +354,12 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
             }),
         }
     }
+    for r in &ok {
+        super::ensure_finite(
+            &format!("row `{}`", r.id),
+            &[("predicted", r.predicted), ("error", r.error)],
+        )?;
+    }
     let failed = ok.iter().filter(|r| !r.pass).count();
     let mut out = std::io::stdout().lock();
     match format {
@@ -447,6 +468,7 @@ mod tests {
         assert!(parse_bytes("12XB").is_err());
         assert!(parse_bytes("GB").is_err());
         assert!(parse_bytes("-5").is_err());
+        assert!(parse_bytes("1e300").unwrap_err().contains("[0, 1 PiB]"));
     }
 
     #[test]

@@ -54,6 +54,15 @@ pub enum Emit {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // The report is several tables of different shapes (summary, breakdown, communication,
+    // memory): no one CSV. Refuse rather than print the human table under a CSV flag.
+    if args.format == Format::Csv && args.emit.is_none() {
+        anyhow::bail!(
+            "--format csv: evaluate prints a report of several tables, not one CSV; use \
+             --format json (every number), or `autoplan search --fix <the plan> --explain 1 \
+             --format csv` for the per-layer communication rows"
+        );
+    }
     let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
     let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
         .with_context(|| format!("--plan {:?}", args.plan))?;
@@ -97,6 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     match ev.report(&plan) {
         Ok(r) => {
+            super::ensure_finite_report(&format!("plan {:?}", args.plan), &r)?;
             match args.format {
                 Format::Json => {
                     let mut v = json(&r);
@@ -140,7 +150,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     memory_table(&mut err, mm)?;
                 }
             }
-            Ok(ExitCode::from(2))
+            // Reported above; an invalid plan is bad input (2), a valid one that does not fit
+            // is infeasible (3).
+            match e {
+                Infeasible::OutOfMemory { .. } => Err(crate::exit::Infeasible::reported().into()),
+                Infeasible::Invalid(_) => Ok(ExitCode::from(crate::exit::BAD_INPUT)),
+            }
         }
     }
 }

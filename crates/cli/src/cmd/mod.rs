@@ -126,3 +126,99 @@ pub(crate) fn load_inputs(
     }
     Ok((m, c))
 }
+
+/// The most worker threads `--threads` takes (search, sweep): 1024. More than the hardware
+/// threads of any one machine today (a two-socket server has ≤ 512), and the same bound on
+/// every machine, so a command line that works on one works on another; beyond the cores,
+/// threads only add spawning and merging (10,000 threads on 2 cores took over a minute).
+pub(crate) const MAX_THREADS: usize = 1024;
+
+/// `--threads N` against [1, MAX_THREADS] (`zero_means_all`: 0 = one per core is allowed).
+pub(crate) fn check_threads(n: usize, zero_means_all: bool) -> anyhow::Result<()> {
+    let lo = usize::from(!zero_means_all);
+    anyhow::ensure!(
+        (lo..=MAX_THREADS).contains(&n),
+        "--threads {n}: expected [{lo}, {MAX_THREADS}]{}",
+        if zero_means_all {
+            " (0 = one per core)"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+/// The finite-output guard: every number a command prints or exports is finite. A NaN or an
+/// infinity means an input slipped past its range or a computation overflowed; it is an error
+/// naming the quantity, never a printed `NaN`, `inf` or JSON `null`.
+pub(crate) fn ensure_finite(what: &str, values: &[(&str, f64)]) -> anyhow::Result<()> {
+    for (name, v) in values {
+        anyhow::ensure!(
+            v.is_finite(),
+            "{what}: {name} = {v} is not a finite number (an input outside its plausible range, \
+             or an overflow): nothing printed"
+        );
+    }
+    Ok(())
+}
+
+/// [`ensure_finite`] for a plan's metrics (`search` rows, `evaluate`, `validate`).
+pub(crate) fn ensure_finite_metrics(
+    what: &str,
+    m: &autoplan_evaluate::Metrics,
+    hbm_bytes: f64,
+) -> anyhow::Result<()> {
+    ensure_finite(
+        what,
+        &[
+            ("step time", m.step_time_s),
+            ("tokens/s", m.tokens_per_s),
+            ("tokens/s per GPU", m.tokens_per_s_per_gpu),
+            ("MFU", m.mfu),
+            ("HFU", m.hfu),
+            ("TFLOP/s per GPU", m.tflops_per_gpu),
+            ("hardware TFLOP/s per GPU", m.hw_tflops_per_gpu),
+            ("memory peak", m.memory_peak_bytes),
+            ("headroom", hbm_bytes - m.memory_peak_bytes),
+            ("exposed communication", m.exposed_comm_s),
+            ("pipeline bubble", m.bubble_s),
+        ],
+    )
+}
+
+/// [`ensure_finite`] for a full report: its metrics, step breakdown and communication rows.
+pub(crate) fn ensure_finite_report(
+    what: &str,
+    r: &autoplan_evaluate::Report,
+) -> anyhow::Result<()> {
+    ensure_finite_metrics(what, &r.metrics, r.hbm_bytes)?;
+    let b = &r.breakdown;
+    ensure_finite(
+        what,
+        &[
+            ("compute time", b.compute_s),
+            ("recompute time", b.recompute_s),
+            ("exposed TP time", b.tp_exposed_s),
+            ("exposed CP time", b.cp_exposed_s),
+            ("exposed EP time", b.ep_exposed_s),
+            ("exposed PP time", b.pp_exposed_s),
+            ("exposed DP time", b.dp_exposed_s),
+            ("bubble", b.bubble_s),
+            ("optimizer time", b.optimizer_s),
+            ("tokens per step", r.tokens_per_step),
+        ],
+    )?;
+    for row in &r.comm {
+        ensure_finite(
+            &format!("{what}, communication `{}`", row.what),
+            &[
+                ("bytes", row.bytes),
+                ("calls per step", row.calls_per_step),
+                ("time per call", row.time_per_call),
+                ("time", row.time),
+                ("exposed time", row.exposed),
+            ],
+        )?;
+    }
+    Ok(())
+}

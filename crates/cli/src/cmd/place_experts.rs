@@ -95,6 +95,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..SolveOptions::default()
     };
     let report = solve(&inst, &opts)?;
+    for c in candidates(&report) {
+        let m = &c.metrics;
+        super::ensure_finite(
+            &format!("placement `{}`", c.name),
+            &[
+                ("objective", m.objective_s),
+                ("all-to-all time", m.alltoall_time_s),
+                ("thesis objective", m.thesis_s),
+                ("compute time", m.compute_s),
+                ("cross-node bytes", m.cross_node_bytes),
+                ("max/mean load", m.max_over_mean_load),
+            ],
+        )?;
+    }
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Table => table(&mut out, &inst, &report, &describe)?,
@@ -107,7 +121,60 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every numeric flag against its range, before anything is allocated from it (the bounds
+/// are the placement crate's, see `MAX_EP` and friends for why).
+fn check_flags(args: &Args) -> anyhow::Result<()> {
+    use autoplan_placement::{MAX_EP, MAX_EXPERTS, MAX_SLOTS, MAX_TOTAL_SLOTS};
+    for (flag, v, max) in [
+        ("--experts", args.experts, MAX_EXPERTS),
+        ("--ep", args.ep, MAX_EP),
+        ("--slots", args.slots, MAX_SLOTS),
+    ] {
+        if !(1..=max).contains(&v) {
+            bail!("{flag} {v}: expected [1, {max}]");
+        }
+    }
+    if args.ep * args.slots > MAX_TOTAL_SLOTS {
+        bail!(
+            "--ep {} × --slots {} = {} slots: expected at most {MAX_TOTAL_SLOTS} in the group \
+             (the solvers' search grows with it)",
+            args.ep,
+            args.slots,
+            args.ep * args.slots
+        );
+    }
+    // Model dimensions: the model files' bound (2^24, ten times anything built).
+    let max_dim = autoplan_graph::MAX_DIM;
+    for (flag, v) in [
+        ("--hidden", args.hidden),
+        ("--expert-ffn-hidden", args.expert_ffn_hidden),
+    ] {
+        if !(1..=max_dim).contains(&v) {
+            bail!("{flag} {v}: expected [1, {max_dim}]");
+        }
+    }
+    // Routed pairs per GPU: (0, 2^40]; a step routes ~10^5 (4096 tokens × top-8).
+    let t = args.tokens_per_gpu;
+    if !(t.is_finite() && t > 0.0 && t <= (1u64 << 40) as f64) {
+        bail!("--tokens-per-gpu {t}: expected a number in (0, 2^40]");
+    }
+    if let Some(s) = args.zipf {
+        // Beyond 100 every load but the hottest expert's is below 2^-100 of it: one-hot.
+        if !(s.is_finite() && (0.0..=100.0).contains(&s)) {
+            bail!("--zipf = {s}: expected an exponent in [0, 100]");
+        }
+    }
+    if let Some(tl) = args.time_limit {
+        let max = autoplan_placement::exact::MAX_TIME_LIMIT_S;
+        if !(tl.is_finite() && tl > 0.0 && tl <= max) {
+            bail!("--time-limit {tl}: expected seconds in (0, {max}] (one day)");
+        }
+    }
+    Ok(())
+}
+
 fn build(args: &Args) -> anyhow::Result<(Instance, String)> {
+    check_flags(args)?;
     let cluster = resolve_cluster(&args.cluster)?;
     let mut topo = Topology::from_cluster(&cluster, args.ep)?;
     if let Some(path) = &args.alpha_beta {

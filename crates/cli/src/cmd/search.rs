@@ -10,10 +10,13 @@ use autoplan_evaluate::{EvalOptions, Metrics};
 use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::{
     resolve_space, search_case, CaseOutcome, Observer, Outcome, Scorer, SearchOptions, Stats,
+    MAX_TOP_K,
 };
 
 use super::Format;
+use crate::exit::Infeasible;
 use crate::fmt::{serde_name, GIB};
+use autoplan_search::Space;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -71,11 +74,25 @@ impl Observer for Bar {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(args.top > 0, "--top must be at least 1");
+    // Both rank plans: at most the search's bound (see `MAX_TOP_K` for why).
+    anyhow::ensure!(
+        (1..=MAX_TOP_K).contains(&args.top),
+        "--top {}: expected [1, {MAX_TOP_K}]",
+        args.top
+    );
     anyhow::ensure!(
         args.explain != Some(0),
         "--explain must be at least 1 (1 = the best plan)"
     );
+    if let Some(n) = args.explain {
+        anyhow::ensure!(
+            n <= MAX_TOP_K,
+            "--explain {n}: expected [1, {MAX_TOP_K}] (1 = the best plan)"
+        );
+    }
+    if let Some(n) = args.threads {
+        super::check_threads(n, false)?;
+    }
     let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
@@ -124,13 +141,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let observer = Bar(bar);
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
-        anyhow::ensure!(n > 0, "--threads must be at least 1");
         pool = pool.num_threads(n);
     }
     let pool = pool.build().context("cannot start the worker threads")?;
     let CaseOutcome { scorer, outcome } =
         pool.install(|| search_case(&model, &cluster, options, &space, &opts, &observer));
     observer.0.finish_and_clear();
+    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    for (i, r) in outcome.plans.iter().enumerate() {
+        super::ensure_finite_metrics(&format!("plan {} ({})", i + 1, r.plan), &r.metrics, hbm)?;
+    }
 
     // JSON and CSV with --explain: plan N's full report, as `evaluate` makes it.
     let explained = match (args.format, args.explain) {
@@ -140,6 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .exact
                     .report(&r.plan)
                     .map_err(|e| anyhow::anyhow!("plan {n} no longer evaluates: {e}"))?;
+                super::ensure_finite_report(&format!("plan {n}"), &report)?;
                 Some((n, r.plan, report))
             }
             None if outcome.plans.is_empty() => None,
@@ -196,6 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .exact
                     .report(&r.plan)
                     .map_err(|e| anyhow::anyhow!("plan {explain} no longer evaluates: {e}"))?;
+                super::ensure_finite_report(&format!("plan {explain}"), &report)?;
                 super::evaluate::table(out, &r.plan.to_string(), &scorer.exact, &r.plan, &report)?;
             } else if args.explain.is_some() && !outcome.plans.is_empty() {
                 anyhow::bail!(
@@ -207,8 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if outcome.plans.is_empty() {
-        eprintln!("error: {}", why_nothing(&scorer, &outcome));
-        return Ok(ExitCode::from(2));
+        return Err(Infeasible::new(why_nothing(&scorer, &space, &outcome)).into());
     }
     if args.stats && args.format != Format::Table {
         eprintln!("{}", stats_line(&outcome.stats));
@@ -216,7 +237,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn why_nothing(scorer: &Scorer, o: &Outcome<Metrics>) -> String {
+fn why_nothing(scorer: &Scorer, space: &Space, o: &Outcome<Metrics>) -> String {
+    if o.no_fit.is_none() {
+        if let Some(why) = batch_never_divides(scorer, space) {
+            return why;
+        }
+    }
     match o.no_fit {
         Some(nf) => format!(
             "no plan of the space fits in memory: the smallest needs at least {:.2} GiB per GPU, \
@@ -235,6 +261,65 @@ fn why_nothing(scorer: &Scorer, o: &Outcome<Metrics>) -> String {
             o.stats.invalid
         ),
     }
+}
+
+/// Why no plan is valid when the reason is the global batch: it must be a multiple of
+/// `dp × mbs`, and no data-parallel degree the space's tp, cp and pp leave on the cluster's GPUs
+/// (or its fixed dp) times any of its micro-batch sizes divides it. `None` when one does (the
+/// reason is elsewhere). The message names the nearest global batches that would divide.
+fn batch_never_divides(scorer: &Scorer, space: &Space) -> Option<String> {
+    let gpus = u64::from(scorer.exact.cluster().gpus());
+    let batch = u64::from(scorer.exact.model().training.global_batch);
+    let mut dps: Vec<u64> = Vec::new();
+    for &tp in &space.tp {
+        for &cp in &space.cp {
+            for &pp in &space.pp {
+                let shard = u64::from(tp) * u64::from(cp) * u64::from(pp);
+                if shard == 0 || gpus % shard != 0 {
+                    continue;
+                }
+                let dp = gpus / shard;
+                if space.dp.is_none_or(|d| u64::from(d) == dp) && !dps.contains(&dp) {
+                    dps.push(dp);
+                }
+            }
+        }
+    }
+    if dps.is_empty() || space.mbs.is_empty() {
+        return None;
+    }
+    dps.sort_unstable();
+    let units: Vec<u64> = dps
+        .iter()
+        .flat_map(|&dp| space.mbs.iter().map(move |&m| dp * u64::from(m)))
+        .collect();
+    if units.iter().any(|&u| batch % u == 0) {
+        return None;
+    }
+    // The nearest batches at or below and above that some dp × mbs divides.
+    let below = units
+        .iter()
+        .map(|&u| batch / u * u)
+        .filter(|&b| b > 0)
+        .max();
+    let above = units.iter().map(|&u| (batch / u + 1) * u).min();
+    let shown: Vec<String> = dps.iter().take(8).map(u64::to_string).collect();
+    let more = if dps.len() > 8 { ", ..." } else { "" };
+    let mbs: Vec<String> = space.mbs.iter().map(u32::to_string).collect();
+    let suggest = match (below, above) {
+        (Some(b), Some(a)) => format!("{b} or {a}"),
+        (None, Some(a)) => a.to_string(),
+        (Some(b), None) => b.to_string(),
+        (None, None) => "none".to_string(),
+    };
+    Some(format!(
+        "no valid plan: the global batch {batch} is not a multiple of dp × mbs for any \
+         data-parallel degree the space leaves on {gpus} GPUs (dp ∈ {{{}{more}}}, mbs ∈ {{{}}}); \
+         global batches that would divide: {suggest} (--global-batch), or choose --gpus so that \
+         a dp divides {batch}",
+        shown.join(", "),
+        mbs.join(", ")
+    ))
 }
 
 fn header(

@@ -224,6 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.max_cases == Some(0) {
         bail!("--max-cases 0: expected at least 1 case");
     }
+    super::check_threads(args.threads, true)?;
     let spec = SweepSpec::read(&args.spec)?;
     let planner = SearchPlanner::load(&spec)?;
     let cases = spec.cases(|name| planner.cluster_gpus(name))?;
@@ -312,7 +313,11 @@ pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         Ok(SweepTable::parse(&p.display().to_string(), &text)?)
     };
     let report = autoplan_sweep::diff(&read(&args.old)?, &read(&args.new)?, args.threshold);
-    print!("{report}");
+    // Through the checked writer: a reader that stops early (`| head`) ends the command
+    // quietly (exit.rs), where `print!` panicked.
+    let mut out = std::io::stdout().lock();
+    write!(out, "{report}")?;
+    out.flush()?;
     Ok(if report.is_empty() {
         ExitCode::SUCCESS
     } else {

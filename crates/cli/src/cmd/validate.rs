@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use autoplan_cluster::GpuArch;
 use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
@@ -72,19 +72,42 @@ pub fn validate_file(path: &Path) -> anyhow::Result<Validation> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(id) = &args.explain {
+        // One row's full report: several tables, as `evaluate` (which has no CSV either).
+        if args.format != Format::Table {
+            anyhow::bail!(
+                "--explain with --format {}: the row's report is printed as `evaluate` prints \
+                 it, a table only",
+                if args.format == Format::Json {
+                    "json"
+                } else {
+                    "csv"
+                }
+            );
+        }
         return explain(&args.runs, id);
     }
     if let Some(arch) = &args.fit {
         return fit_arch(&args.runs, arch, args.format);
     }
     let v = validate_file(&args.runs)?;
+    for r in v.rows.iter().chain(v.outliers.iter().map(|o| &o.row)) {
+        super::ensure_finite(
+            &format!("run `{}`", r.id),
+            &[("predicted", r.predicted), ("error", r.error)],
+        )?;
+    }
+    super::ensure_finite(
+        "validation",
+        &[("MAPE", v.mape), ("worst error", v.worst_error)],
+    )?;
     let mut out = std::io::stdout().lock();
     match args.format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         }
-        Format::Table | Format::Csv => table(&mut out, &v)?,
+        Format::Csv => csv_rows(&mut out, &v)?,
+        Format::Table => table(&mut out, &v)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -95,8 +118,11 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
         "v100" => GpuArch::V100,
         "a100" => GpuArch::A100,
         "h100" => GpuArch::H100,
-        other => anyhow::bail!("--fit {other}: the published rows cover v100, a100 and h100"),
+        other => bail!("--fit {other}: the published rows cover v100, a100 and h100"),
     };
+    if format == Format::Csv {
+        bail!("--fit with --format csv: the grid prints as a table or JSON (--format json)");
+    }
     let runs = load_runs(path)?;
     let cases: Vec<_> = runs
         .iter()
@@ -176,6 +202,7 @@ fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
     )?;
     match ev.report(&case.plan) {
         Ok(r) => {
+            super::ensure_finite_report(&format!("row `{id}`"), &r)?;
             // The measured step the row's figure implies (every figure but the step time is a
             // rate, ∝ 1/step), and both per block and micro-batch of the busiest stage.
             let step = r.metrics.step_time_s;
@@ -206,9 +233,73 @@ fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
             if let Ok(mm) = ev.memory_breakdown(&case.plan) {
                 super::evaluate::memory_table(&mut out, &mm)?;
             }
-            Ok(ExitCode::from(2))
+            out.flush()?;
+            // Reported above: out of memory is infeasible (3), an invalid plan bad input (2).
+            match e {
+                autoplan_evaluate::Infeasible::OutOfMemory { .. } => {
+                    Err(crate::exit::Infeasible::reported().into())
+                }
+                autoplan_evaluate::Infeasible::Invalid(_) => {
+                    Ok(ExitCode::from(crate::exit::BAD_INPUT))
+                }
+            }
         }
     }
+}
+
+/// `--format csv`: one row per published run, used or not: the table's columns unrounded, with
+/// `status` (`used`, `outlier`, `skipped`) and `note` (an outlier's or a skipped row's reason).
+fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "id",
+        "status",
+        "figure",
+        "measured",
+        "predicted",
+        "error",
+        "plan",
+        "note",
+    ])?;
+    for r in &v.rows {
+        w.write_record([
+            r.id.as_str(),
+            "used",
+            r.figure.name(),
+            &r.measured.to_string(),
+            &r.predicted.to_string(),
+            &r.error.to_string(),
+            &r.plan.to_string(),
+            "",
+        ])?;
+    }
+    for o in &v.outliers {
+        let r = &o.row;
+        w.write_record([
+            r.id.as_str(),
+            "outlier",
+            r.figure.name(),
+            &r.measured.to_string(),
+            &r.predicted.to_string(),
+            &r.error.to_string(),
+            &r.plan.to_string(),
+            o.reason,
+        ])?;
+    }
+    for s in &v.skipped {
+        w.write_record([
+            s.id.as_str(),
+            "skipped",
+            "",
+            "",
+            "",
+            "",
+            "",
+            &s.reason.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
 }
 
 fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
