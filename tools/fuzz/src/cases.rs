@@ -73,7 +73,8 @@ impl Case {
 
 pub fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty()
-        && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_./=:,+%@".contains(&c));
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_./=:,+%@".contains(&c));
     if plain {
         s.to_owned()
     } else {
@@ -160,7 +161,11 @@ impl Draft {
     }
 
     fn file(&mut self, name: &str, kind: Kind, text: &str) -> String {
-        self.files.push(InFile { name: name.to_owned(), kind, data: text.as_bytes().to_vec() });
+        self.files.push(InFile {
+            name: name.to_owned(),
+            kind,
+            data: text.as_bytes().to_vec(),
+        });
         name.to_owned()
     }
 
@@ -255,12 +260,30 @@ fn mutate_one(rng: &mut Rng, d: &mut Draft) {
     }
     let v = match f.name {
         "--bytes" if rng.chance(50) => *rng.pick(&[
-            "1e308GiB", "18446744073709551615", "18446744073709551616", "1TiB", "1.5MB", "16EiB",
-            "nanMB", "infGiB", "1Z", "-1MB", "0B", "",
+            "1e308GiB",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1TiB",
+            "1.5MB",
+            "16EiB",
+            "nanMB",
+            "infGiB",
+            "1Z",
+            "-1MB",
+            "0B",
+            "",
         ]),
         "--shard" => *rng.pick(&[
-            "0/0", "1/0", "0/2", "3/2", "4294967295/4294967295", "18446744073709551616/2", "1/2/3",
-            "a/b", "1/-1", "1/4294967295",
+            "0/0",
+            "1/0",
+            "0/2",
+            "3/2",
+            "4294967295/4294967295",
+            "18446744073709551616/2",
+            "1/2/3",
+            "a/b",
+            "1/-1",
+            "1/4294967295",
         ]),
         _ if rng.chance(75) => *rng.pick(mutate::EXTREMES),
         _ => *rng.pick(&["abc", "", "1,2", "0x10", "1.5", "+3", " 4", "1e3", "1", "0"]),
@@ -272,18 +295,20 @@ fn mutate_one(rng: &mut Rng, d: &mut Draft) {
 fn finish(index: u64, d: Draft, closed_stdout: bool) -> Case {
     let mut nonsense = None;
     for (file, p) in &d.planted {
-        let still = d
-            .files
-            .iter()
-            .find(|f| &f.name == file)
-            .is_some_and(|f| String::from_utf8_lossy(&f.data).lines().any(|l| l == p.line));
+        let still = d.files.iter().find(|f| &f.name == file).is_some_and(|f| {
+            String::from_utf8_lossy(&f.data)
+                .lines()
+                .any(|l| l == p.line)
+        });
         if still {
             nonsense = Some(format!("{file}: {}", p.why));
         }
     }
     let has = |n: &str| d.get(n).is_some();
     for f in d.numeric {
-        let Some((_, Some(v))) = d.get(f.name) else { continue };
+        let Some((_, Some(v))) = d.get(f.name) else {
+            continue;
+        };
         // A flag given twice is refused by the parser: no verdict on its value.
         if d.flags.iter().filter(|(n, _)| n == f.name).count() > 1 {
             continue;
@@ -425,11 +450,23 @@ fn evaluate(rng: &mut Rng, c: &Corpus) -> Draft {
     let mut d = Draft::new("evaluate", FLAGS);
     let g = rng.pick(&c.plans).clone();
     let (model, cluster, plan) = if rng.chance(70) {
-        (Corpus::find(&c.models, &g.model), Corpus::find(&c.clusters, &g.cluster), g.plan.clone())
+        (
+            Corpus::find(&c.models, &g.model),
+            Corpus::find(&c.clusters, &g.cluster),
+            g.plan.clone(),
+        )
     } else {
         // Another model and cluster: drop dp so that it defaults to the GPUs left over.
-        let plan: Vec<&str> = g.plan.split(',').filter(|kv| !kv.starts_with("dp=")).collect();
-        (Some(rng.pick(&c.models)), Some(rng.pick(&c.clusters)), plan.join(","))
+        let plan: Vec<&str> = g
+            .plan
+            .split(',')
+            .filter(|kv| !kv.starts_with("dp="))
+            .collect();
+        (
+            Some(rng.pick(&c.models)),
+            Some(rng.pick(&c.clusters)),
+            plan.join(","),
+        )
     };
     let model = model.unwrap_or(&c.models[0]).clone();
     let cluster = cluster.unwrap_or(&c.clusters[0]).clone();
@@ -495,7 +532,12 @@ fn validate(rng: &mut Rng, c: &Corpus) -> Draft {
     d.flag("--runs", f);
     d.format(rng, 40);
     if rng.chance(20) {
-        let ids: Vec<&str> = runs.text.lines().skip(1).filter_map(|l| l.split(',').next()).collect();
+        let ids: Vec<&str> = runs
+            .text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').next())
+            .collect();
         if !ids.is_empty() {
             d.flag("--explain", *rng.pick(&ids));
         }
@@ -520,7 +562,13 @@ fn collective(rng: &mut Rng, c: &Corpus) -> Draft {
     let mut d = Draft::new("collective", FLAGS);
     match rng.below(4) {
         0 => {
-            let machine = *rng.pick(&["dgx-a100x8", "dgx-a100x16", "dgx-h100x16", "dgx-h100x64", "hgx-h800x8"]);
+            let machine = *rng.pick(&[
+                "dgx-a100x8",
+                "dgx-a100x16",
+                "dgx-h100x16",
+                "dgx-h100x64",
+                "hgx-h800x8",
+            ]);
             d.flag("--cluster", machine);
         }
         1 => {
@@ -533,23 +581,44 @@ fn collective(rng: &mut Rng, c: &Corpus) -> Draft {
     d.flag(
         "--op",
         *rng.pick(&[
-            "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "scatter",
-            "gather", "sendrecv", "barrier",
+            "allreduce",
+            "allgather",
+            "reducescatter",
+            "alltoall",
+            "broadcast",
+            "reduce",
+            "scatter",
+            "gather",
+            "sendrecv",
+            "barrier",
         ]),
     );
     d.flag("--ranks", *rng.pick(&["2", "4", "8", "16", "32", "64"]));
     if rng.chance(20) {
         d.flag("--ranks-per-node", *rng.pick(&["1", "2", "4", "8"]));
     }
-    d.flag("--bytes", *rng.pick(&["4096", "1MB", "256MB", "1GiB", "8K", "64M"]));
+    d.flag(
+        "--bytes",
+        *rng.pick(&["4096", "1MB", "256MB", "1GiB", "8K", "64M"]),
+    );
     if rng.chance(15) {
         d.flag(
             "--algo",
-            *rng.pick(&["ring", "tree", "direct", "double-binary-tree", "halving-doubling", "hierarchical"]),
+            *rng.pick(&[
+                "ring",
+                "tree",
+                "direct",
+                "double-binary-tree",
+                "halving-doubling",
+                "hierarchical",
+            ]),
         );
     }
     if rng.chance(20) {
-        d.flag("--mode", *rng.pick(&["cheapest", "nccl-like", "nccl-tuner"]));
+        d.flag(
+            "--mode",
+            *rng.pick(&["cheapest", "nccl-like", "nccl-tuner"]),
+        );
     }
     d.format(rng, 40);
     d
@@ -571,13 +640,25 @@ fn place_experts(rng: &mut Rng, c: &Corpus) -> Draft {
     let mut d = Draft::new("place-experts", FLAGS);
     let thesis = rng.chance(20);
     let (e, p) = if thesis {
-        let k = if rng.chance(50) { "thesis-2node" } else { "thesis-4node" };
+        let k = if rng.chance(50) {
+            "thesis-2node"
+        } else {
+            "thesis-4node"
+        };
         d.flag("--cluster", k);
         d.switch("--comm-only");
         (8, 8)
     } else {
-        let name = *rng.pick(&["h800x2048", "dgx-h100", "a100x64", "h100x256", "grand-teton-h100"]);
-        let seed = Corpus::find(&c.clusters, name).unwrap_or(&c.clusters[0]).clone();
+        let name = *rng.pick(&[
+            "h800x2048",
+            "dgx-h100",
+            "a100x64",
+            "h100x256",
+            "grand-teton-h100",
+        ]);
+        let seed = Corpus::find(&c.clusters, name)
+            .unwrap_or(&c.clusters[0])
+            .clone();
         d.named_or_file(rng, "--cluster", &seed, "cluster.toml", 25);
         let p = *rng.pick(&[8u64, 16, 32, 64]);
         let e = *rng.pick(&[8u64, 16, 32, 64, 128, 256]);
@@ -618,7 +699,11 @@ fn place_experts(rng: &mut Rng, c: &Corpus) -> Draft {
             for r in 0..p {
                 if s != r {
                     let bw = if s / 8 == r / 8 { 150 } else { 25 };
-                    t.push_str(&format!("{s},{r},{}.{},{bw}\n", rng.range(1, 9), rng.range(0, 9)));
+                    t.push_str(&format!(
+                        "{s},{r},{}.{},{bw}\n",
+                        rng.range(1, 9),
+                        rng.range(0, 9)
+                    ));
                 }
             }
         }
@@ -664,11 +749,19 @@ fn loads_file(rng: &mut Rng, c: &Corpus, d: &mut Draft, e: u64, p: u64, thesis: 
                     format!("[{}]", r.join(","))
                 })
                 .collect();
-            d.file("loads.json", Kind::Json, &format!("{{\"tokens\": [{}]}}\n", rows.join(",\n")))
+            d.file(
+                "loads.json",
+                Kind::Json,
+                &format!("{{\"tokens\": [{}]}}\n", rows.join(",\n")),
+            )
         }
         _ => {
             let r: Vec<String> = (0..e).map(|_| rng.range(1, 5000).to_string()).collect();
-            d.file("loads.json", Kind::Json, &format!("{{\"experts\": [{}]}}\n", r.join(", ")))
+            d.file(
+                "loads.json",
+                Kind::Json,
+                &format!("{{\"experts\": [{}]}}\n", r.join(", ")),
+            )
         }
     }
 }
@@ -681,8 +774,14 @@ fn sweep(rng: &mut Rng, c: &Corpus) -> Draft {
     ];
     // A large spec keeps --max-cases out of the mutations' reach: it bounds the run.
     const LARGE: &[NumFlag] = &[nf("--threads", Check::Any), nf("--shard", Check::Any)];
-    let small = Corpus::find(&c.sweeps, "small").unwrap_or(&c.sweeps[0]).clone();
-    let spec = if rng.chance(85) { small } else { rng.pick(&c.sweeps).clone() };
+    let small = Corpus::find(&c.sweeps, "small")
+        .unwrap_or(&c.sweeps[0])
+        .clone();
+    let spec = if rng.chance(85) {
+        small
+    } else {
+        rng.pick(&c.sweeps).clone()
+    };
     let large = spec.name != "small";
     let mut d = Draft::new("sweep", if large { LARGE } else { SMALL });
     let f = d.file("spec.toml", Kind::Toml, &spec.text);
@@ -705,7 +804,11 @@ fn sweep(rng: &mut Rng, c: &Corpus) -> Draft {
         if let Some(g) = c.sweep_csvs.first() {
             let n = 1 + rng.below(12);
             let head: Vec<&str> = g.text.lines().take(n).collect();
-            d.files.push(InFile { name: "out.csv".to_owned(), kind: Kind::Csv, data: (head.join("\n") + "\n").into_bytes() });
+            d.files.push(InFile {
+                name: "out.csv".to_owned(),
+                kind: Kind::Csv,
+                data: (head.join("\n") + "\n").into_bytes(),
+            });
             d.switch("--resume");
         }
     }
@@ -718,7 +821,11 @@ fn shards(text: &str, n: usize) -> Vec<String> {
     let header = lines.next().unwrap_or("");
     let mut out = vec![format!("{header}\n"); n];
     for l in lines {
-        let case: usize = l.split(',').next().and_then(|c| c.parse().ok()).unwrap_or(0);
+        let case: usize = l
+            .split(',')
+            .next()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
         out[case % n].push_str(l);
         out[case % n].push('\n');
     }
@@ -767,17 +874,28 @@ mod tests {
     use std::path::Path;
 
     fn corpus() -> Corpus {
-        Corpus::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")).expect("repository corpus")
+        Corpus::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .expect("repository corpus")
     }
 
     #[test]
     fn the_same_seed_gives_the_same_cases() {
         let c = corpus();
         for i in 0..300 {
-            assert_eq!(generate(&c, 21, i, &[]), generate(&c, 21, i, &[]), "case {i}");
+            assert_eq!(
+                generate(&c, 21, i, &[]),
+                generate(&c, 21, i, &[]),
+                "case {i}"
+            );
         }
-        let differ = (0..50).filter(|&i| generate(&c, 21, i, &[]) != generate(&c, 22, i, &[])).count();
-        assert!(differ > 40, "seeds 21 and 22 share {} of 50 cases", 50 - differ);
+        let differ = (0..50)
+            .filter(|&i| generate(&c, 21, i, &[]) != generate(&c, 22, i, &[]))
+            .count();
+        assert!(
+            differ > 40,
+            "seeds 21 and 22 share {} of 50 cases",
+            50 - differ
+        );
     }
 
     #[test]
@@ -788,7 +906,10 @@ mod tests {
             assert!(cases.iter().any(|k| k.command == *cmd), "{cmd} never drawn");
         }
         for n in 0..=3 {
-            assert!(cases.iter().any(|k| k.mutations.len() == n), "never {n} mutations");
+            assert!(
+                cases.iter().any(|k| k.mutations.len() == n),
+                "never {n} mutations"
+            );
         }
         assert!(cases.iter().any(|k| k.closed_stdout));
         assert!(cases.iter().any(|k| k.nonsense.is_some()));
@@ -807,7 +928,11 @@ mod tests {
         for i in 0..500 {
             let k = generate(&c, 5, i, &[]);
             for (name, _) in &k.files {
-                assert!(k.args.contains(name), "case {i}: {name} not in {:?}", k.args);
+                assert!(
+                    k.args.contains(name),
+                    "case {i}: {name} not in {:?}",
+                    k.args
+                );
             }
         }
     }

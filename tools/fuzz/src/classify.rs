@@ -42,7 +42,8 @@ impl Class {
     ];
 
     /// The classes that fail a run unless `--fail-on` says otherwise.
-    pub const DEFAULT_FAIL: [Class; 4] = [Class::Panic, Class::Abort, Class::Hang, Class::NonFinite];
+    pub const DEFAULT_FAIL: [Class; 4] =
+        [Class::Panic, Class::Abort, Class::Hang, Class::NonFinite];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -59,7 +60,9 @@ impl Class {
     }
 
     pub fn parse(s: &str) -> Option<Class> {
-        Class::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+        Class::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
     }
 
     /// Worth a reproduction directory: everything but a clean success or a clean error.
@@ -117,7 +120,10 @@ pub fn classify(o: &Observed) -> (Class, String) {
         return (Class::Abort, l.trim().to_owned());
     }
     if let End::Signal(s) = o.end {
-        return (Class::Abort, format!("killed by signal {s} ({}) {first_err}", signal_name(s)));
+        return (
+            Class::Abort,
+            format!("killed by signal {s} ({}) {first_err}", signal_name(s)),
+        );
     }
     let result = match o.end {
         End::Exit(0) => true,
@@ -130,7 +136,10 @@ pub fn classify(o: &Observed) -> (Class, String) {
             found.extend(non_finite_tokens(&String::from_utf8_lossy(out)));
         }
         if let Some(t) = found.first() {
-            return (Class::NonFinite, format!("`{t}` in the output ({} in all)", found.len()));
+            return (
+                Class::NonFinite,
+                format!("`{t}` in the output ({} in all)", found.len()),
+            );
         }
         if let Some(why) = o.nonsense {
             return (Class::Nonsense, format!("exit 0 with {why}"));
@@ -141,14 +150,19 @@ pub fn classify(o: &Observed) -> (Class, String) {
         return (Class::BrokenPipe, first_err.to_owned());
     }
     match o.end {
-        End::Exit(c @ 1..=4) if !stderr.trim().is_empty() => (Class::Error, format!("exit {c}: {first_err}")),
+        End::Exit(c @ 1..=4) if !stderr.trim().is_empty() => {
+            (Class::Error, format!("exit {c}: {first_err}"))
+        }
         End::Exit(c) => (Class::OddExit, format!("exit {c}: {first_err}")),
         _ => unreachable!("handled above"),
     }
 }
 
 fn first_line(s: &str) -> &str {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 fn signal_name(s: i32) -> &'static str {
@@ -170,8 +184,12 @@ fn signal_name(s: i32) -> &'static str {
 /// merely contain the letters ("info", "Infeasible", "inference", "nan_count") are not matched.
 pub fn non_finite_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for tok in text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-'))) {
-        let t = tok.trim_end_matches(['.', '%']).trim_start_matches(['+', '-']);
+    for tok in
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-')))
+    {
+        let t = tok
+            .trim_end_matches(['.', '%'])
+            .trim_start_matches(['+', '-']);
         if matches!(t.to_ascii_lowercase().as_str(), "nan" | "inf" | "infinity") {
             out.push(tok.to_owned());
         }
@@ -197,7 +215,8 @@ mod tests {
 
     #[test]
     fn words_are_not_non_finite_numbers() {
-        let text = "info: Infeasible plan; inference at 12.5 µs, nan_count=0, infinite-loop guard, \
+        let text =
+            "info: Infeasible plan; inference at 12.5 µs, nan_count=0, infinite-loop guard, \
                     Info INF_X gpt-oss-120b 1e308";
         assert_eq!(non_finite_tokens(text), Vec::<String>::new());
     }
@@ -205,29 +224,65 @@ mod tests {
     #[test]
     fn nan_and_inf_numbers_are_found() {
         assert_eq!(non_finite_tokens("step time NaN µs"), ["NaN"]);
-        assert_eq!(non_finite_tokens("headroom inf GiB, -inf%, x=+inf."), ["inf", "-inf", "+inf."]);
-        assert_eq!(non_finite_tokens("1,NaN,\"inf\"\n[Infinity]"), ["NaN", "inf", "Infinity"]);
+        assert_eq!(
+            non_finite_tokens("headroom inf GiB, -inf%, x=+inf."),
+            ["inf", "-inf", "+inf."]
+        );
+        assert_eq!(
+            non_finite_tokens("1,NaN,\"inf\"\n[Infinity]"),
+            ["NaN", "inf", "Infinity"]
+        );
     }
 
     #[test]
     fn the_classes_of_canned_outcomes() {
         let c = |o: &Observed| classify(o).0;
-        assert_eq!(c(&obs(End::Exit(0), "step time 1.2 s (fits)\n", "")), Class::Ok);
-        assert_eq!(c(&obs(End::Exit(0), "Infeasible: info only\n", "")), Class::Ok);
-        assert_eq!(c(&obs(End::Exit(0), "step time NaN µs … (fits)\n", "")), Class::NonFinite);
-        assert_eq!(c(&obs(End::Exit(2), "", "error: layers must be in 1..=1024\n")), Class::Error);
+        assert_eq!(
+            c(&obs(End::Exit(0), "step time 1.2 s (fits)\n", "")),
+            Class::Ok
+        );
+        assert_eq!(
+            c(&obs(End::Exit(0), "Infeasible: info only\n", "")),
+            Class::Ok
+        );
+        assert_eq!(
+            c(&obs(End::Exit(0), "step time NaN µs … (fits)\n", "")),
+            Class::NonFinite
+        );
+        assert_eq!(
+            c(&obs(
+                End::Exit(2),
+                "",
+                "error: layers must be in 1..=1024\n"
+            )),
+            Class::Error
+        );
         assert_eq!(c(&obs(End::Exit(2), "", "")), Class::OddExit);
         assert_eq!(c(&obs(End::Exit(7), "", "error: x\n")), Class::OddExit);
         assert_eq!(
-            c(&obs(End::Exit(101), "", "thread 'main' panicked at src/x.rs:1:2:\ncapacity overflow\n")),
+            c(&obs(
+                End::Exit(101),
+                "",
+                "thread 'main' panicked at src/x.rs:1:2:\ncapacity overflow\n"
+            )),
             Class::Panic
         );
         assert_eq!(c(&obs(End::Exit(101), "", "")), Class::Panic);
-        assert_eq!(c(&obs(End::Signal(6), "", "memory allocation of 412 bytes failed\n")), Class::Abort);
+        assert_eq!(
+            c(&obs(
+                End::Signal(6),
+                "",
+                "memory allocation of 412 bytes failed\n"
+            )),
+            Class::Abort
+        );
         assert_eq!(c(&obs(End::Signal(11), "", "")), Class::Abort);
         assert_eq!(c(&obs(End::Killed, "", "")), Class::Hang);
         // A non-finite number in a failing run's message is not a NON-FINITE output.
-        assert_eq!(c(&obs(End::Exit(2), "", "error: --reserve nan: not finite\n")), Class::Error);
+        assert_eq!(
+            c(&obs(End::Exit(2), "", "error: --reserve nan: not finite\n")),
+            Class::Error
+        );
     }
 
     #[test]
@@ -238,7 +293,10 @@ mod tests {
             "thread 'main' panicked at crates/search/src/engine.rs:9:5:\ncapacity overflow\nnote: ...\n",
         ));
         assert_eq!(class, Class::Panic);
-        assert!(detail.contains("engine.rs:9:5") && detail.contains("capacity overflow"), "{detail}");
+        assert!(
+            detail.contains("engine.rs:9:5") && detail.contains("capacity overflow"),
+            "{detail}"
+        );
     }
 
     #[test]

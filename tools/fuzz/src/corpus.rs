@@ -40,15 +40,25 @@ fn seeds(dir: &Path, ext: &str, prefix: &str) -> io::Result<Vec<Seed>> {
         let p = e?.path();
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if p.extension().and_then(|x| x.to_str()) == Some(ext) && name.starts_with(prefix) {
-            let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_owned();
-            out.push(Seed { name: stem, text: fs::read_to_string(&p)? });
+            let stem = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("")
+                .to_owned();
+            out.push(Seed {
+                name: stem,
+                text: fs::read_to_string(&p)?,
+            });
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     if out.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
-            format!("{}: no {prefix}*.{ext} file (is --repo the repository root?)", dir.display()),
+            format!(
+                "{}: no {prefix}*.{ext} file (is --repo the repository root?)",
+                dir.display()
+            ),
         ));
     }
     Ok(out)
@@ -77,7 +87,10 @@ impl Corpus {
             }
         }
         if plans.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "tests/golden: no plan found"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "tests/golden: no plan found",
+            ));
         }
         Ok(Corpus {
             models: seeds(&repo.join("models"), "toml", "")?,

@@ -17,7 +17,6 @@ use cases::{Case, COMMANDS};
 use classify::Class;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,6 +37,7 @@ usage: autoplan-fuzz [OPTIONS]
   --commands LIST   comma-separated subcommands to draw from (default all: search,evaluate,show,
                     validate,collective,place-experts,sweep,merge,diff,models,clusters)
   --mem-mib M       address-space limit of each run, MiB (default 4096; 0 = none)
+  --max-wall-s W    stop starting cases after W seconds; the run then fails (default 0 = no limit)
   --fail-on LIST    classes that make the exit status 1 (default PANIC,ABORT,HANG,NON-FINITE)
   --list            print the generated cases and their digest; run nothing
   --keep            keep every case's scratch directory under DIR/work
@@ -57,6 +57,7 @@ struct Options {
     commands: Vec<String>,
     mem_mib: u64,
     fail_on: Vec<Class>,
+    max_wall: Option<Duration>,
     list: bool,
     keep: bool,
 }
@@ -74,20 +75,26 @@ fn parse(args: &[String]) -> Result<Options, String> {
         commands: Vec::new(),
         mem_mib: 4096,
         fail_on: Class::DEFAULT_FAIL.to_vec(),
+        max_wall: None,
         list: false,
         keep: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
-        let num = |name: &str, v: String| v.parse::<u64>().map_err(|_| format!("{name} {v}: not a whole number"));
+        let num = |name: &str, v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("{name} {v}: not a whole number"))
+        };
         match a.as_str() {
             "--seed" => o.seed = num(a, val(a)?)?,
             "--cases" => o.cases = num(a, val(a)?)?,
             "--case" => o.only = Some(num(a, val(a)?)?),
             "--timeout-s" => {
                 let v = val(a)?;
-                let t: f64 = v.parse().map_err(|_| format!("--timeout-s {v}: not a number"))?;
+                let t: f64 = v
+                    .parse()
+                    .map_err(|_| format!("--timeout-s {v}: not a number"))?;
                 // Up to a day: past that it is not a time limit.
                 if !(t > 0.0 && t <= 86_400.0) {
                     return Err(format!("--timeout-s {v}: must be in (0, 86400]"));
@@ -106,7 +113,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 o.jobs = j as usize;
             }
             "--commands" => {
-                o.commands = val(a)?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+                o.commands = val(a)?
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 for c in &o.commands {
                     if !COMMANDS.iter().any(|(n, _)| n == c) {
                         return Err(format!("--commands: unknown command `{c}`"));
@@ -122,6 +133,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
                     .map(|s| Class::parse(s).ok_or(format!("--fail-on: unknown class `{s}`")))
                     .collect::<Result<_, _>>()?;
             }
+            "--max-wall-s" => {
+                let w = num(a, val(a)?)?;
+                o.max_wall = (w > 0).then(|| Duration::from_secs(w));
+            }
             "--list" => o.list = true,
             "--keep" => o.keep = true,
             "-h" | "--help" => return Err(String::new()),
@@ -133,14 +148,18 @@ fn parse(args: &[String]) -> Result<Options, String> {
 
 /// FNV-1a, 64 bits: the digest of the generated cases (stable across platforms and releases).
 fn fnv1a(state: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(state, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(state, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// The digest of a list of cases.
 pub fn digest(cases: &[Case]) -> u64 {
-    cases.iter().fold(FNV_OFFSET, |h, c| fnv1a(fnv1a(h, &c.index.to_le_bytes()), &c.fingerprint()))
+    cases.iter().fold(FNV_OFFSET, |h, c| {
+        fnv1a(fnv1a(h, &c.index.to_le_bytes()), &c.fingerprint())
+    })
 }
 
 fn main() -> ExitCode {
@@ -181,17 +200,31 @@ fn fuzz(o: &Options) -> Result<bool, String> {
         Some(n) => vec![n],
         None => (0..o.cases).collect(),
     };
-    let cases: Vec<Case> = indices.iter().map(|&i| cases::generate(&corpus, o.seed, i, &o.commands)).collect();
+    let cases: Vec<Case> = indices
+        .iter()
+        .map(|&i| cases::generate(&corpus, o.seed, i, &o.commands))
+        .collect();
     let dg = digest(&cases);
     let what = match o.only {
         Some(n) => format!("case {n}"),
         None => format!("{} cases", cases.len()),
     };
-    let restrict = if o.commands.is_empty() { String::new() } else { format!(", commands {}", o.commands.join(",")) };
-    println!("autoplan-fuzz: seed {}, {what}{restrict}, digest {dg:016x}", o.seed);
+    let restrict = if o.commands.is_empty() {
+        String::new()
+    } else {
+        format!(", commands {}", o.commands.join(","))
+    };
+    println!(
+        "autoplan-fuzz: seed {}, {what}{restrict}, digest {dg:016x}",
+        o.seed
+    );
     if o.list {
         for c in &cases {
-            let pipe = if c.closed_stdout { "  [stdout closed]" } else { "" };
+            let pipe = if c.closed_stdout {
+                "  [stdout closed]"
+            } else {
+                ""
+            };
             println!("{:6} {}{pipe}", c.index, c.command_line("autoplan"));
             for m in &c.mutations {
                 println!("         - {m}");
@@ -206,7 +239,11 @@ fn fuzz(o: &Options) -> Result<bool, String> {
         ));
     }
     prepare_out(&o.out)?;
-    let runner = run::Runner { bin: o.bin.clone(), timeout: o.timeout, mem_mib: o.mem_mib };
+    let runner = run::Runner {
+        bin: o.bin.clone(),
+        timeout: o.timeout,
+        mem_mib: o.mem_mib,
+    };
     let work = o.out.join("work");
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -216,6 +253,9 @@ fn fuzz(o: &Options) -> Result<bool, String> {
     std::thread::scope(|s| {
         for _ in 0..o.jobs.min(cases.len().max(1)) {
             s.spawn(|| loop {
+                if o.max_wall.is_some_and(|w| start.elapsed() >= w) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(case) = cases.get(i) else { break };
                 let dir = work.join(format!("case-{:06}", case.index));
@@ -223,20 +263,32 @@ fn fuzz(o: &Options) -> Result<bool, String> {
                     Ok(r) => {
                         if r.class.is_finding() || o.only.is_some() {
                             let rd = o.out.join(format!("repro-{:06}", case.index));
-                            if let Err(e) = runner.write_repro(case, &r, &rd, &rerun_line(o, case.index)) {
-                                errors.lock().unwrap().push(format!("{}: {e}", rd.display()));
+                            if let Err(e) =
+                                runner.write_repro(case, &r, &rd, &rerun_line(o, case.index))
+                            {
+                                errors
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("{}: {e}", rd.display()));
                             }
                         }
                         results.lock().unwrap()[i] = Some(r);
                     }
-                    Err(e) => errors.lock().unwrap().push(format!("case {}: {e}", case.index)),
+                    Err(e) => errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("case {}: {e}", case.index)),
                 }
                 if !o.keep {
                     let _ = fs::remove_dir_all(&dir);
                 }
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if cases.len() >= 20 && n % (cases.len() / 10).max(1) == 0 {
-                    eprintln!("  {n}/{} cases, {:.0} s", cases.len(), start.elapsed().as_secs_f64());
+                if cases.len() >= 20 && n.is_multiple_of((cases.len() / 10).max(1)) {
+                    eprintln!(
+                        "  {n}/{} cases, {:.0} s",
+                        cases.len(),
+                        start.elapsed().as_secs_f64()
+                    );
                 }
             });
         }
@@ -247,17 +299,35 @@ fn fuzz(o: &Options) -> Result<bool, String> {
     }
     let errors = errors.into_inner().unwrap();
     if let Some(e) = errors.first() {
-        return Err(format!("{} case(s) could not be run; first: {e}", errors.len()));
+        return Err(format!(
+            "{} case(s) could not be run; first: {e}",
+            errors.len()
+        ));
     }
-    let results: Vec<run::Result> = results.into_inner().unwrap().into_iter().map(|r| r.expect("every case ran")).collect();
-    let report = summary(o, &cases, &results, dg, wall);
+    let all = results.into_inner().unwrap();
+    let not_run = all.iter().filter(|r| r.is_none()).count();
+    let (cases, results): (Vec<Case>, Vec<run::Result>) = cases
+        .into_iter()
+        .zip(all)
+        .filter_map(|(c, r)| r.map(|r| (c, r)))
+        .unzip();
+    let mut report = summary(o, &cases, &results, dg, wall);
+    if not_run > 0 {
+        report.push_str(&format!(
+            "STOPPED: the --max-wall-s budget was spent with {not_run} case(s) not run: the run fails\n"
+        ));
+    }
     print!("{report}");
     let _ = fs::write(o.out.join("summary.txt"), &report);
     if let (Some(n), Some(r)) = (o.only, results.first()) {
-        println!("\nclass {}: {}\nreproduction: {}", r.class, r.detail, o.out.join(format!("repro-{n:06}/cmd.sh")).display());
-        let _ = std::io::stdout().write_all(b"");
+        println!(
+            "\nclass {}: {}\nreproduction: {}",
+            r.class,
+            r.detail,
+            o.out.join(format!("repro-{n:06}/cmd.sh")).display()
+        );
     }
-    Ok(!results.iter().any(|r| o.fail_on.contains(&r.class)))
+    Ok(not_run == 0 && !results.iter().any(|r| o.fail_on.contains(&r.class)))
 }
 
 /// Make `out` ready: created, or emptied of a previous run's reports (only a directory this
@@ -265,27 +335,51 @@ fn fuzz(o: &Options) -> Result<bool, String> {
 fn prepare_out(out: &Path) -> Result<(), String> {
     let marker = out.join(".autoplan-fuzz");
     if out.exists() {
-        let empty = fs::read_dir(out).map_err(|e| format!("--out {}: {e}", out.display()))?.next().is_none();
+        let empty = fs::read_dir(out)
+            .map_err(|e| format!("--out {}: {e}", out.display()))?
+            .next()
+            .is_none();
         if !empty && !marker.exists() {
-            return Err(format!("--out {}: exists and was not made by autoplan-fuzz; choose another", out.display()));
+            return Err(format!(
+                "--out {}: exists and was not made by autoplan-fuzz; choose another",
+                out.display()
+            ));
         }
         for e in fs::read_dir(out).map_err(|e| e.to_string())?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with("repro-") || name == "work" || name == "summary.txt" {
                 let p = e.path();
-                let _ = if p.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
+                let _ = if p.is_dir() {
+                    fs::remove_dir_all(&p)
+                } else {
+                    fs::remove_file(&p)
+                };
             }
         }
     }
     fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    fs::write(&marker, "reports of autoplan-fuzz; its repro-*/ are replaced by each run\n").map_err(|e| e.to_string())
+    fs::write(
+        &marker,
+        "reports of autoplan-fuzz; its repro-*/ are replaced by each run\n",
+    )
+    .map_err(|e| e.to_string())
 }
 
-fn summary(o: &Options, cases: &[Case], results: &[run::Result], dg: u64, wall: Duration) -> String {
+fn summary(
+    o: &Options,
+    cases: &[Case],
+    results: &[run::Result],
+    dg: u64,
+    wall: Duration,
+) -> String {
     let mut by_cmd: BTreeMap<&str, BTreeMap<Class, usize>> = BTreeMap::new();
     let mut total: BTreeMap<Class, usize> = BTreeMap::new();
     for (c, r) in cases.iter().zip(results) {
-        *by_cmd.entry(c.command).or_default().entry(r.class).or_default() += 1;
+        *by_cmd
+            .entry(c.command)
+            .or_default()
+            .entry(r.class)
+            .or_default() += 1;
         *total.entry(r.class).or_default() += 1;
     }
     let mut s = String::new();
@@ -298,7 +392,11 @@ fn summary(o: &Options, cases: &[Case], results: &[run::Result], dg: u64, wall: 
     let row = |s: &mut String, name: &str, m: &BTreeMap<Class, usize>| {
         s.push_str(&format!("{name:<14}{:>6}", m.values().sum::<usize>()));
         for c in &cols {
-            s.push_str(&format!(" {:>w$}", m.get(c).copied().unwrap_or(0), w = c.name().len().max(5)));
+            s.push_str(&format!(
+                " {:>w$}",
+                m.get(c).copied().unwrap_or(0),
+                w = c.name().len().max(5)
+            ));
         }
         s.push('\n');
     };
@@ -316,22 +414,42 @@ fn summary(o: &Options, cases: &[Case], results: &[run::Result], dg: u64, wall: 
         wall.as_secs_f64(),
         slowest.as_secs_f64()
     ));
-    let findings: Vec<(&Case, &run::Result)> = cases.iter().zip(results).filter(|(_, r)| r.class.is_finding()).collect();
+    let findings: Vec<(&Case, &run::Result)> = cases
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| r.class.is_finding())
+        .collect();
     if !findings.is_empty() {
-        s.push_str(&format!("\n{} finding(s), reproductions in {}/repro-NNNNNN/cmd.sh:\n", findings.len(), o.out.display()));
+        s.push_str(&format!(
+            "\n{} finding(s), reproductions in {}/repro-NNNNNN/cmd.sh:\n",
+            findings.len(),
+            o.out.display()
+        ));
         let mut sorted = findings.clone();
         sorted.sort_by_key(|(c, r)| (r.class, c.index));
         for (c, r) in sorted.iter().take(60) {
             let mut d = r.detail.replace('\n', " ");
             if d.len() > 150 {
-                let cut = (0..=150).rev().find(|&i| d.is_char_boundary(i)).unwrap_or(0);
+                let cut = (0..=150)
+                    .rev()
+                    .find(|&i| d.is_char_boundary(i))
+                    .unwrap_or(0);
                 d.truncate(cut);
                 d.push('…');
             }
-            s.push_str(&format!("  {:<17} case {:<6} {:<13} {d}\n", r.class.name(), c.index, c.command));
+            s.push_str(&format!(
+                "  {:<17} case {:<6} {:<13} {d}\n",
+                r.class.name(),
+                c.index,
+                c.command
+            ));
         }
         if sorted.len() > 60 {
-            s.push_str(&format!("  ... and {} more (see {}/repro-*)\n", sorted.len() - 60, o.out.display()));
+            s.push_str(&format!(
+                "  ... and {} more (see {}/repro-*)\n",
+                sorted.len() - 60,
+                o.out.display()
+            ));
         }
     }
     let failed: Vec<String> = o
@@ -373,6 +491,9 @@ mod tests {
         assert!(p("--timeout-s nan").is_err());
         assert!(p("--commands bogus").is_err());
         assert!(p("--fail-on PANIC,nonsense").is_err());
-        assert_eq!(p("--fail-on panic,accepted-nonsense").unwrap().fail_on, [Class::Panic, Class::Nonsense]);
+        assert_eq!(
+            p("--fail-on panic,accepted-nonsense").unwrap().fail_on,
+            [Class::Panic, Class::Nonsense]
+        );
     }
 }

@@ -113,7 +113,10 @@ pub fn mutate_bytes(rng: &mut Rng, data: &mut Vec<u8>) -> Applied {
             format!("insert {:?} at {at}", String::from_utf8_lossy(odd))
         }
     };
-    Applied { what, nonsense: None }
+    Applied {
+        what,
+        nonsense: None,
+    }
 }
 
 /// A `key = value` line of a TOML file: the key, and the byte range of the value (up to a comment).
@@ -170,7 +173,9 @@ pub fn number_tokens(v: &str) -> Vec<(usize, usize)> {
             }
             let t = v[s..i].replace('_', "");
             let numeric = t.parse::<f64>().is_ok()
-                && t.bytes().next().is_some_and(|c| c.is_ascii_digit() || c == b'-' || c == b'+')
+                && t.bytes()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit() || c == b'-' || c == b'+')
                 || matches!(t.as_str(), "nan" | "inf" | "-inf" | "+inf");
             if numeric {
                 out.push((s, i));
@@ -233,7 +238,17 @@ pub fn mutate_toml(rng: &mut Rng, text: &str) -> Option<(String, Applied)> {
         }
         // Type swap: the whole value becomes one of another type.
         0..=3 => {
-            const SWAPS: &[&str] = &["\"fuzz\"", "[1, 2]", "true", "{ x = 1 }", "42", "\"\"", "[]", "\"42\"", "-7.5"];
+            const SWAPS: &[&str] = &[
+                "\"fuzz\"",
+                "[1, 2]",
+                "true",
+                "{ x = 1 }",
+                "42",
+                "\"\"",
+                "[]",
+                "\"42\"",
+                "-7.5",
+            ];
             let mut new = *rng.pick(SWAPS);
             if new.trim() == value.trim() {
                 new = "\"swapped\"";
@@ -310,7 +325,11 @@ pub fn mutate_csv(rng: &mut Rng, text: &str) -> Option<(String, Applied)> {
             let mut f = csv_fields(&lines[r]);
             let i = rng.below(f.len());
             const ODD: &[&str] = &["", "abc", "NaN", "Infinity", "1e999", "0x10", "1,5", " 7 "];
-            let x = if rng.chance(70) { *rng.pick(EXTREMES) } else { *rng.pick(ODD) };
+            let x = if rng.chance(70) {
+                *rng.pick(EXTREMES)
+            } else {
+                *rng.pick(ODD)
+            };
             let old = std::mem::replace(&mut f[i], x.to_owned());
             lines[r] = f.join(",");
             format!("line {}: field {} {old:?} -> {x:?}", r + 1, i + 1)
@@ -349,7 +368,13 @@ pub fn mutate_csv(rng: &mut Rng, text: &str) -> Option<(String, Applied)> {
             format!("swap header fields {} and {}", a + 1, b + 1)
         }
     };
-    Some((lines.join("\n"), Applied { what, nonsense: None }))
+    Some((
+        lines.join("\n"),
+        Applied {
+            what,
+            nonsense: None,
+        },
+    ))
 }
 
 /// Replace one number token of a text (JSON) with an extreme.
@@ -362,7 +387,13 @@ pub fn mutate_numbers(rng: &mut Rng, text: &str) -> Option<(String, Applied)> {
     let x = *rng.pick(EXTREMES);
     let out = format!("{}{}{}", &text[..s], x, &text[e..]);
     let what = format!("number {} at byte {s} -> {x}", &text[s..e]);
-    Some((out, Applied { what, nonsense: None }))
+    Some((
+        out,
+        Applied {
+            what,
+            nonsense: None,
+        },
+    ))
 }
 
 /// Mutate a plan string (`tp=8,pp=2,...`): a knob value → extreme, zero or a wrong type, a knob
@@ -408,7 +439,10 @@ pub fn mutate_plan(rng: &mut Rng, plan: &str) -> (String, String) {
 
 /// The keys of a plan string that appear more than once.
 pub fn duplicate_keys(plan: &str) -> Vec<String> {
-    let keys: Vec<&str> = plan.split(',').map(|kv| kv.split('=').next().unwrap_or("").trim()).collect();
+    let keys: Vec<&str> = plan
+        .split(',')
+        .map(|kv| kv.split('=').next().unwrap_or("").trim())
+        .collect();
     let mut dup: Vec<String> = Vec::new();
     for (i, k) in keys.iter().enumerate() {
         if !k.is_empty() && keys[..i].contains(k) && !dup.iter().any(|d| d == k) {
@@ -465,7 +499,15 @@ mod tests {
         for v in ["-1", "-1e308", "nan", "inf", "-inf", "NaN"] {
             assert!(impossible(v), "{v}");
         }
-        for v in ["0", "-0", "1e308", "5e-324", "4294967295", "18446744073709551616", "abc"] {
+        for v in [
+            "0",
+            "-0",
+            "1e308",
+            "5e-324",
+            "4294967295",
+            "18446744073709551616",
+            "abc",
+        ] {
             assert!(!impossible(v), "{v}");
         }
     }

@@ -78,7 +78,13 @@ mod tests {
     fn a_case_stream_depends_on_seed_and_case_only() {
         let a: Vec<u64> = (0..4).map(|_| Rng::for_case(7, 3).next_u64()).collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]));
-        assert_ne!(Rng::for_case(7, 3).next_u64(), Rng::for_case(7, 4).next_u64());
-        assert_ne!(Rng::for_case(7, 3).next_u64(), Rng::for_case(8, 3).next_u64());
+        assert_ne!(
+            Rng::for_case(7, 3).next_u64(),
+            Rng::for_case(7, 4).next_u64()
+        );
+        assert_ne!(
+            Rng::for_case(7, 3).next_u64(),
+            Rng::for_case(8, 3).next_u64()
+        );
     }
 }

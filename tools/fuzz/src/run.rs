@@ -66,7 +66,10 @@ impl Runner {
             // `exec` keeps the pid: the time-limit kill and the exit signal are the binary's own.
             let mut c = Command::new("/bin/sh");
             c.arg("-c")
-                .arg(format!("ulimit -v {} 2>/dev/null; exec \"$0\" \"$@\"", self.mem_mib * 1024))
+                .arg(format!(
+                    "ulimit -v {} 2>/dev/null; exec \"$0\" \"$@\"",
+                    self.mem_mib * 1024
+                ))
                 .arg(&bin);
             c
         } else {
@@ -107,7 +110,11 @@ impl Runner {
         let wall = start.elapsed();
         let stdout = read_prefix(&out_path, SCAN_LIMIT);
         let stderr = read_prefix(&err_path, 64 << 10);
-        let outputs: Vec<Vec<u8>> = case.outputs.iter().map(|o| read_prefix(&dir.join(o), SCAN_LIMIT)).collect();
+        let outputs: Vec<Vec<u8>> = case
+            .outputs
+            .iter()
+            .map(|o| read_prefix(&dir.join(o), SCAN_LIMIT))
+            .collect();
         let (class, detail) = classify(&Observed {
             end,
             stdout: &stdout,
@@ -117,7 +124,14 @@ impl Runner {
             nonsense: case.nonsense.as_deref(),
             result_codes: if case.command == "diff" { &[1] } else { &[] },
         });
-        Ok(Result { class, detail, end, wall, stdout, stderr })
+        Ok(Result {
+            class,
+            detail,
+            end,
+            wall,
+            stdout,
+            stderr,
+        })
     }
 
     /// Write the reproduction of `case` into `dir`: its input files, `cmd.sh` (run from the
@@ -128,14 +142,25 @@ impl Runner {
             fs::write(dir.join(name), data)?;
         }
         let bin = self.bin.to_string_lossy();
-        let default_bin = if self.bin.is_absolute() { bin.to_string() } else { format!("$PWD/{bin}") };
+        let default_bin = if self.bin.is_absolute() {
+            bin.to_string()
+        } else {
+            format!("$PWD/{bin}")
+        };
         let mut sh = String::from("#!/bin/sh\n");
-        sh.push_str(&format!("# autoplan-fuzz case {}: {} ({})\n", case.index, r.class, r.detail.replace('\n', " ")));
+        sh.push_str(&format!(
+            "# autoplan-fuzz case {}: {} ({})\n",
+            case.index,
+            r.class,
+            r.detail.replace('\n', " ")
+        ));
         sh.push_str(&format!("# rerun in the harness: {rerun}\n"));
         sh.push_str("# Run from the repository root: sh PATH/TO/THIS/cmd.sh (AUTOPLAN=... for another binary).\n");
         sh.push_str(&format!("AUTOPLAN=\"${{AUTOPLAN:-{default_bin}}}\"\n"));
         sh.push_str("cd \"$(dirname \"$0\")\" || exit 2\n");
-        let mut run = self.script(case, "$AUTOPLAN").replace("'$AUTOPLAN'", "\"$AUTOPLAN\"");
+        let mut run = self
+            .script(case, "$AUTOPLAN")
+            .replace("'$AUTOPLAN'", "\"$AUTOPLAN\"");
         if case.closed_stdout {
             // stdout = a FIFO with no reader left: writes fail with EPIPE, as in the harness.
             sh.push_str(
@@ -161,7 +186,10 @@ impl Runner {
             txt.push_str(&format!("  {m}\n"));
         }
         fs::write(dir.join("case.txt"), txt)?;
-        fs::write(dir.join("stdout.txt"), &r.stdout[..r.stdout.len().min(64 << 10)])?;
+        fs::write(
+            dir.join("stdout.txt"),
+            &r.stdout[..r.stdout.len().min(64 << 10)],
+        )?;
         fs::write(dir.join("stderr.txt"), &r.stderr)?;
         Ok(())
     }
@@ -224,7 +252,11 @@ mod tests {
     fn the_runner_classifies_real_processes() {
         let tmp = std::env::temp_dir().join(format!("autoplan-fuzz-test-{}", std::process::id()));
         fs::create_dir_all(&tmp).unwrap();
-        let r = Runner { bin: fake_bin(&tmp), timeout: Duration::from_millis(500), mem_mib: 1024 };
+        let r = Runner {
+            bin: fake_bin(&tmp),
+            timeout: Duration::from_millis(500),
+            mem_mib: 1024,
+        };
         let expect = [
             ("ok", false, Class::Ok),
             ("nan", false, Class::NonFinite),
@@ -240,7 +272,8 @@ mod tests {
             let res = r.run(&k, &d).unwrap();
             assert_eq!(res.class, class, "{cmd}: {} {:?}", res.detail, res.end);
             assert!(d.join("in.toml").exists());
-            r.write_repro(&k, &res, &tmp.join(format!("repro{i}")), "rerun").unwrap();
+            r.write_repro(&k, &res, &tmp.join(format!("repro{i}")), "rerun")
+                .unwrap();
             let sh = fs::read_to_string(tmp.join(format!("repro{i}/cmd.sh"))).unwrap();
             assert!(sh.contains(&format!("\"$AUTOPLAN\" {cmd}")), "{sh}");
         }
@@ -250,7 +283,12 @@ mod tests {
             .env("AUTOPLAN", r.bin.as_os_str())
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         fs::remove_dir_all(&tmp).unwrap();
     }
 }
