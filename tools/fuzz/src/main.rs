@@ -17,6 +17,7 @@ use cases::{Case, COMMANDS};
 use classify::Class;
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -167,7 +168,7 @@ fn main() -> ExitCode {
     let o = match parse(&args) {
         Ok(o) => o,
         Err(e) if e.is_empty() => {
-            println!("{USAGE}");
+            emit(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
         }
         Err(e) => {
@@ -214,22 +215,28 @@ fn fuzz(o: &Options) -> Result<bool, String> {
     } else {
         format!(", commands {}", o.commands.join(","))
     };
-    println!(
-        "autoplan-fuzz: seed {}, {what}{restrict}, digest {dg:016x}",
+    emit(&format!(
+        "autoplan-fuzz: seed {}, {what}{restrict}, digest {dg:016x}\n",
         o.seed
-    );
+    ));
     if o.list {
+        let mut list = String::new();
         for c in &cases {
             let pipe = if c.closed_stdout {
                 "  [stdout closed]"
             } else {
                 ""
             };
-            println!("{:6} {}{pipe}", c.index, c.command_line("autoplan"));
+            list.push_str(&format!(
+                "{:6} {}{pipe}\n",
+                c.index,
+                c.command_line("autoplan")
+            ));
             for m in &c.mutations {
-                println!("         - {m}");
+                list.push_str(&format!("         - {m}\n"));
             }
         }
+        emit(&list);
         return Ok(true);
     }
     if !o.bin.is_file() {
@@ -317,17 +324,24 @@ fn fuzz(o: &Options) -> Result<bool, String> {
             "STOPPED: the --max-wall-s budget was spent with {not_run} case(s) not run: the run fails\n"
         ));
     }
-    print!("{report}");
+    emit(&report);
     let _ = fs::write(o.out.join("summary.txt"), &report);
     if let (Some(n), Some(r)) = (o.only, results.first()) {
-        println!(
-            "\nclass {}: {}\nreproduction: {}",
+        emit(&format!(
+            "\nclass {}: {}\nreproduction: {}\n",
             r.class,
             r.detail,
             o.out.join(format!("repro-{n:06}/cmd.sh")).display()
-        );
+        ));
     }
     Ok(not_run == 0 && !results.iter().any(|r| o.fail_on.contains(&r.class)))
+}
+
+/// Print to stdout. A closed stdout (`autoplan-fuzz --list | head`) is not an error: the rest
+/// of the output is dropped and the exit status is the run's.
+fn emit(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Make `out` ready: created, or emptied of a previous run's reports (only a directory this
