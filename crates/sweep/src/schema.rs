@@ -119,9 +119,7 @@ pub(crate) fn check_row(row: &[String]) -> Result<(), String> {
             _ if !ok && c > col("plans") && !v.is_empty() => {
                 return bad(c, "an empty field (the case is infeasible)")
             }
-            "reason" if ok && !v.is_empty() => {
-                return bad(c, "an empty field (the case is `ok`)")
-            }
+            "reason" if ok && !v.is_empty() => return bad(c, "an empty field (the case is `ok`)"),
             _ if !ok => {}
             "rank" | "edp" if !is_uint(v, 1) => return bad(c, "an integer ≥ 1"),
             // Unset layer counts are empty.
@@ -145,7 +143,9 @@ pub(crate) fn check_row(row: &[String]) -> Result<(), String> {
 
 /// Decimal digits only, at least `min`, and within `u32` (every count of the schema is one).
 fn is_uint(v: &str, min: u32) -> bool {
-    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) && v.parse::<u32>().is_ok_and(|n| n >= min)
+    !v.is_empty()
+        && v.bytes().all(|b| b.is_ascii_digit())
+        && v.parse::<u32>().is_ok_and(|n| n >= min)
 }
 
 /// `[-]digits[.digits]`, as [`fixed`] writes, and finite as an `f64` (a thousand digits
@@ -345,7 +345,10 @@ mod tests {
 
     #[test]
     fn read_back_fields_are_checked_against_their_column() {
-        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/../../results/golden/small.csv");
+        let golden = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../results/golden/small.csv"
+        );
         let text = std::fs::read_to_string(golden).unwrap();
         let mut rows = csv::Reader::from_reader(text.as_bytes());
         let rows: Vec<Vec<String>> = rows
@@ -353,7 +356,10 @@ mod tests {
             .map(|r| r.unwrap().iter().map(str::to_string).collect())
             .collect();
         let ok = rows.iter().find(|r| r[col("status")] == OK).unwrap();
-        let infeasible = rows.iter().find(|r| r[col("status")] == INFEASIBLE).unwrap();
+        let infeasible = rows
+            .iter()
+            .find(|r| r[col("status")] == INFEASIBLE)
+            .unwrap();
         for r in [ok, infeasible] {
             assert_eq!(check_row(r), Ok(()));
         }
@@ -363,7 +369,18 @@ mod tests {
             let err = check_row(&r).unwrap_err();
             assert!(err.starts_with(&format!("column `{c}` = {v:?}: ")), "{err}");
         };
-        for v in ["inf", "-inf", "Infinity", "nan", "NaN", "1e3", "", ".5", "1.", &"9".repeat(400)] {
+        for v in [
+            "inf",
+            "-inf",
+            "Infinity",
+            "nan",
+            "NaN",
+            "1e3",
+            "",
+            ".5",
+            "1.",
+            &"9".repeat(400),
+        ] {
             bad(ok, "step_time_s", v);
             bad(ok, "dominant_comm_exposed_s", v);
         }
