@@ -89,6 +89,77 @@ pub fn header() -> String {
     s
 }
 
+/// Check every field of a row read back from a sweep CSV against its column's type: the
+/// integers, the statuses, the plan values (parsed as the plan string parses them, so any
+/// spelling the planner writes is accepted), the fixed-decimal metrics (finite: no `inf`,
+/// `nan` or exponent, which [`render_case`] never writes), and the empty fields of an
+/// `infeasible` row. The error names the column and the value; the caller adds file and line.
+pub(crate) fn check_row(row: &[String]) -> Result<(), String> {
+    let bad = |c: usize, expected: &str| {
+        Err(format!(
+            "column `{}` = {:?}: expected {expected}",
+            COLUMNS[c], row[c]
+        ))
+    };
+    let ok = match row[col("status")].as_str() {
+        OK => true,
+        INFEASIBLE => false,
+        _ => return bad(col("status"), "`ok` or `infeasible`"),
+    };
+    for (c, &name) in COLUMNS.iter().enumerate() {
+        let v = row[c].as_str();
+        match name {
+            "case" | "plans" if !is_uint(v, 0) => return bad(c, "an integer ≥ 0"),
+            "gpus" | "seq_len" | "global_batch" | "top_k" if !is_uint(v, 1) => {
+                return bad(c, "an integer ≥ 1")
+            }
+            "model" | "cluster" | "space" if v.is_empty() => return bad(c, "a name"),
+            "status" => {}
+            // An infeasible case's row has its reason and nothing after `plans`.
+            _ if !ok && c > col("plans") && !v.is_empty() => {
+                return bad(c, "an empty field (the case is infeasible)")
+            }
+            "reason" if ok && !v.is_empty() => return bad(c, "an empty field (the case is `ok`)"),
+            _ if !ok => {}
+            "rank" | "edp" if !is_uint(v, 1) => return bad(c, "an integer ≥ 1"),
+            // Unset layer counts are empty.
+            "first_stage_layers" | "last_stage_layers" | "recompute_layers" if v.is_empty() => {}
+            _ if plan_columns().contains(&c) && name != "edp" => {
+                let knob = autoplan_plan::Knob::from_key(name)
+                    .unwrap_or_else(|| panic!("plan column `{name}` is not a knob"));
+                if let Err(e) = knob.parse_into(&mut Plan::default(), v) {
+                    return Err(format!("column `{name}` = {v:?}: {e}"));
+                }
+            }
+            "dominant_comm" | "dominant_collective" => {}
+            _ if c >= col("step_time_s") && !is_fixed(v) => {
+                return bad(c, "a finite decimal number such as 12.5")
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Decimal digits only, at least `min`, and within `u32` (every count of the schema is one).
+fn is_uint(v: &str, min: u32) -> bool {
+    !v.is_empty()
+        && v.bytes().all(|b| b.is_ascii_digit())
+        && v.parse::<u32>().is_ok_and(|n| n >= min)
+}
+
+/// `[-]digits[.digits]`, as [`fixed`] writes, and finite as an `f64` (a thousand digits
+/// would parse to infinity).
+fn is_fixed(v: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let body = v.strip_prefix('-').unwrap_or(v);
+    let shape = match body.split_once('.') {
+        Some((i, f)) => digits(i) && digits(f),
+        None => digits(body),
+    };
+    shape && v.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
 /// Status of a case.
 pub const OK: &str = "ok";
 /// Status of a case no plan fits (or an invalid combination).
@@ -270,6 +341,74 @@ mod tests {
             .filter_map(|l| l.split('`').next())
             .collect();
         assert_eq!(documented, COLUMNS, "results/README.md's column table");
+    }
+
+    #[test]
+    fn read_back_fields_are_checked_against_their_column() {
+        let golden = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../results/golden/small.csv"
+        );
+        let text = std::fs::read_to_string(golden).unwrap();
+        let mut rows = csv::Reader::from_reader(text.as_bytes());
+        let rows: Vec<Vec<String>> = rows
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        let ok = rows.iter().find(|r| r[col("status")] == OK).unwrap();
+        let infeasible = rows
+            .iter()
+            .find(|r| r[col("status")] == INFEASIBLE)
+            .unwrap();
+        for r in [ok, infeasible] {
+            assert_eq!(check_row(r), Ok(()));
+        }
+        let bad = |row: &Vec<String>, c: &str, v: &str| {
+            let mut r = row.clone();
+            r[col(c)] = v.to_string();
+            let err = check_row(&r).unwrap_err();
+            assert!(err.starts_with(&format!("column `{c}` = {v:?}: ")), "{err}");
+        };
+        for v in [
+            "inf",
+            "-inf",
+            "Infinity",
+            "nan",
+            "NaN",
+            "1e3",
+            "",
+            ".5",
+            "1.",
+            &"9".repeat(400),
+        ] {
+            bad(ok, "step_time_s", v);
+            bad(ok, "dominant_comm_exposed_s", v);
+        }
+        for (c, v) in [
+            ("cp_comm", "nan"),
+            ("schedule", "inf"),
+            ("tp", "0"),
+            ("sp", "maybe"),
+            ("edp", "-1"),
+            ("rank", "0"),
+            ("plans", "-2"),
+            ("placement", "balanced:x"),
+            ("order", "tp-tp-dp-pp"),
+            ("gpus", "4294967296"),
+            ("top_k", "+2"),
+            ("status", "OK"),
+            ("reason", "why"),
+            ("model", ""),
+        ] {
+            bad(ok, c, v);
+        }
+        bad(infeasible, "tp", "1");
+        bad(infeasible, "step_time_s", "0.5");
+        // Unset layer counts are empty; the text columns take any text.
+        let mut r = ok.clone();
+        r[col("dominant_collective")] = "nan".into();
+        r[col("first_stage_layers")] = "3".into();
+        assert_eq!(check_row(&r), Ok(()));
     }
 
     #[test]

@@ -251,6 +251,7 @@ fn scan(file: &str, text: &str) -> Result<Scan, CsvError> {
         };
         let line = &text[offset..offset + len + 1];
         let row = parse_row(file, line_no, line)?;
+        schema::check_row(&row).map_err(|reason| row_error(file, line_no, &reason))?;
         let case: usize = row[0].parse().map_err(|_| CsvError::Row {
             file: file.to_string(),
             line: line_no,

@@ -68,7 +68,7 @@ pub struct DiffArgs {
     pub old: PathBuf,
     /// The new sweep.
     pub new: PathBuf,
-    /// Relative shift of a best-plan metric worth reporting (0.02 = 2 %).
+    /// Relative shift of a best-plan metric worth reporting (0.02 = 2 %), in [0, 100].
     #[arg(long, default_value_t = 0.02)]
     pub threshold: f64,
 }
@@ -299,11 +299,17 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Largest `--threshold` (see the check in [`diff`]).
+const MAX_THRESHOLD: f64 = 100.0;
+
 /// Exit status 0 when the sweeps agree, 1 when there are differences (as diff(1)).
 pub fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+    // A fraction of the old value (0.02 = 2 %). 100 (a shift of 10 000 %) is far past any
+    // useful threshold, and the bound keeps the report's percentage finite (1e308 printed
+    // "inf%"). A shift from 0 is infinite and reported at any threshold.
+    if !(0.0..=MAX_THRESHOLD).contains(&args.threshold) {
         bail!(
-            "--threshold {}: expected a relative shift ≥ 0, e.g. 0.02",
+            "--threshold {:?}: expected a relative shift in [0, {MAX_THRESHOLD}] (a fraction: 0.02 = 2 %)",
             args.threshold
         );
     }
