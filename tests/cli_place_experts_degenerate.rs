@@ -28,7 +28,10 @@ fn uniform_loads_on_small_groups_answer() {
         let v: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
         let objective = v["objective_s"].as_f64().expect("objective_s");
         let bound = v["lower_bound_s"].as_f64().expect("lower_bound_s");
-        assert!(objective.is_finite() && objective > 0.0, "{args:?}: {objective}");
+        assert!(
+            objective.is_finite() && objective > 0.0,
+            "{args:?}: {objective}"
+        );
         assert!(
             bound > 0.0 && bound <= objective * (1.0 + 1e-9),
             "{args:?}: bound {bound} vs objective {objective}"
