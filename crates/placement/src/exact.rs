@@ -122,11 +122,39 @@ pub fn solve_exact(inst: &Instance, opts: &ExactOptions) -> Result<ExactResult, 
 /// [0, 1]). Seconds. It has P·P·E routing variables, so use it only on small instances; see
 /// [`crate::bound::combinatorial_bound`] for large ones.
 pub fn lp_lower_bound(inst: &Instance) -> Result<f64, ExactError> {
+    lp_bound(inst, None)
+}
+
+/// The longest the optional LP stages ([`lp_lower_bound_bounded`] and the heuristic's routing
+/// LP, [`crate::formulation::optimal_routing_bounded`]) may run, seconds. microlp's simplex
+/// can stall on highly degenerate LPs (uniform loads on a symmetric topology: every vertex
+/// ties) and never return; the LPs these stages accept (at most 4096 routing variables) solve
+/// in about a second in a release build when they solve at all, so 5 s leaves room for a
+/// slower machine while keeping `place-experts` prompt.
+pub const LP_STAGE_TIME_LIMIT_S: f64 = 5.0;
+
+/// [`lp_lower_bound`] stopped after [`LP_STAGE_TIME_LIMIT_S`]: an error (the solver's, or
+/// the time limit) means the bound is unavailable, and callers fall back to
+/// [`crate::bound::combinatorial_bound`].
+pub fn lp_lower_bound_bounded(inst: &Instance) -> Result<f64, ExactError> {
+    lp_bound(inst, Some(LP_STAGE_TIME_LIMIT_S))
+}
+
+fn lp_bound(inst: &Instance, time_limit_s: Option<f64>) -> Result<f64, ExactError> {
     let m = build(inst, Mode::Relaxed);
     let mut problem = m.vars.minimise(m.objective.clone()).using(microlp);
+    if let Some(tl) = time_limit_s {
+        problem = problem.with_time_limit(tl);
+    }
     for c in m.constraints {
         problem.add_constraint(c);
     }
     let sol = problem.solve()?;
+    // An LP stopped by the time limit has no proven optimum, so its value bounds nothing.
+    if !matches!(sol.status(), SolutionStatus::Optimal) {
+        return Err(ExactError::Solver(
+            "LP relaxation stopped by its time limit".into(),
+        ));
+    }
     Ok(m.objective.eval_with(&sol) / m.scale)
 }

@@ -23,8 +23,8 @@
 //! combine. Both add `M ≥ compute_s_per_token · load_j` for every GPU j.
 
 use good_lp::{
-    microlp, variable, Expression, ProblemVariables, ResolutionError, Solution, SolverModel,
-    Variable,
+    microlp, variable, Expression, ProblemVariables, ResolutionError, Solution, SolutionStatus,
+    SolverModel, Variable, WithTimeLimit,
 };
 
 use crate::baseline;
@@ -382,11 +382,37 @@ pub(crate) fn routing_of(
 /// The routing W minimising the objective for a fixed placement (an LP; the α indicators
 /// are relaxed, so the result is re-evaluated by the caller).
 pub fn optimal_routing(inst: &Instance, placement: &Placement) -> Result<Routing, ExactError> {
+    routing_lp(inst, placement, None)
+}
+
+/// [`optimal_routing`] stopped after [`crate::exact::LP_STAGE_TIME_LIMIT_S`] (see there why):
+/// an error (the solver's, or the time limit) means the stage is unavailable, and the caller
+/// keeps the nearest-copy routing.
+pub fn optimal_routing_bounded(
+    inst: &Instance,
+    placement: &Placement,
+) -> Result<Routing, ExactError> {
+    routing_lp(inst, placement, Some(crate::exact::LP_STAGE_TIME_LIMIT_S))
+}
+
+fn routing_lp(
+    inst: &Instance,
+    placement: &Placement,
+    time_limit_s: Option<f64>,
+) -> Result<Routing, ExactError> {
     let m = build(inst, Mode::Fixed(placement));
     let mut problem = m.vars.minimise(m.objective.clone()).using(microlp);
+    if let Some(tl) = time_limit_s {
+        problem = problem.with_time_limit(tl);
+    }
     for c in m.constraints {
         problem.add_constraint(c);
     }
     let sol = problem.solve()?;
+    if !matches!(sol.status(), SolutionStatus::Optimal) {
+        return Err(ExactError::Solver(
+            "routing LP stopped by its time limit".into(),
+        ));
+    }
     Ok(routing_of(inst, &m.w, &sol))
 }

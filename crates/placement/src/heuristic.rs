@@ -143,7 +143,7 @@ pub fn heuristic(inst: &Instance, opts: &HeuristicOptions) -> HeuristicResult {
     let mut polished = false;
     let vars = inst.gpus() * inst.gpus() * inst.experts();
     if opts.polish_max_vars > 0 && vars <= opts.polish_max_vars {
-        if let Ok(r) = crate::formulation::optimal_routing(inst, &placement) {
+        if let Ok(r) = crate::formulation::optimal_routing_bounded(inst, &placement) {
             let before = evaluate(inst, &placement, &routing).objective_s;
             if evaluate(inst, &placement, &r).objective_s < before {
                 routing = r;

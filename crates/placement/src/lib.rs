@@ -79,6 +79,10 @@ pub enum BoundKind {
     LpRelaxation,
     /// [`bound::combinatorial_bound`] (instances too large for the LP).
     Combinatorial,
+    /// [`bound::combinatorial_bound`] on an instance small enough for the LP, because the LP
+    /// relaxation was unavailable: microlp failed on it (e.g. a singular basis) or did not
+    /// finish within [`exact::LP_STAGE_TIME_LIMIT_S`] (degenerate LPs, e.g. uniform loads).
+    CombinatorialLpUnavailable,
 }
 
 /// Knobs of [`solve`].
@@ -171,11 +175,13 @@ pub fn solve(inst: &Instance, opts: &SolveOptions) -> Result<Report, ExactError>
     let (lower_bound_s, bound_kind) = match (&exact, exact_status) {
         (Some(x), Some(ExactStatus::Optimal)) => (x.metrics.objective_s, BoundKind::ProvenOptimum),
         _ if inst.gpus() * inst.gpus() * inst.experts() <= opts.lp_bound_max_vars => {
-            let lp = exact::lp_lower_bound(inst)?;
-            (
-                lp.max(bound::combinatorial_bound(inst)),
-                BoundKind::LpRelaxation,
-            )
+            // The LP bound is optional: a solver failure or a stall makes it unavailable, not
+            // the command fail.
+            let comb = bound::combinatorial_bound(inst);
+            match exact::lp_lower_bound_bounded(inst) {
+                Ok(lp) => (lp.max(comb), BoundKind::LpRelaxation),
+                Err(_) => (comb, BoundKind::CombinatorialLpUnavailable),
+            }
         }
         _ => (bound::combinatorial_bound(inst), BoundKind::Combinatorial),
     };
