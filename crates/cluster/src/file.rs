@@ -178,6 +178,14 @@ impl Cluster {
     }
 }
 
+/// `Ok(v)` when `why` is `None`, else the error naming `path`, the value and the reason.
+fn check(src: &Source, path: &[&str], v: f64, why: Option<String>) -> Result<f64, InputError> {
+    match why {
+        Some(reason) => Err(src.invalid_number(path, v, reason)),
+        None => Ok(v),
+    }
+}
+
 impl RawClusterFile {
     /// Check every value and convert to SI. `src` locates the errors.
     pub fn validate(self, src: &Source) -> Result<Cluster, InputError> {
@@ -188,19 +196,33 @@ impl RawClusterFile {
             network,
             efficiency,
         } = self;
-        let check = |path: &[&str], v: f64, why: Option<String>| match why {
-            Some(reason) => Err(src.invalid_number(path, v, reason)),
-            None => Ok(v),
-        };
 
         if name.trim().is_empty() {
             return Err(src.invalid(&["name"], "\"\"", "must not be empty"));
         }
+        let gpu = gpu.validate(src)?;
+        let node = node.validate(src)?;
+        let (nodes, network) = network.validate(node.gpus_per_node, src)?;
+        let efficiency = efficiency.validate(src)?;
+        Ok(Cluster {
+            name,
+            nodes,
+            gpu,
+            node,
+            network,
+            efficiency,
+        })
+    }
+}
+
+impl RawGpu {
+    /// `[gpu]`, checked and in SI units.
+    fn validate(self, src: &Source) -> Result<Gpu, InputError> {
+        let gpu = self;
         if gpu.name.trim().is_empty() {
             return Err(src.invalid(&["gpu", "name"], "\"\"", "must not be empty"));
         }
 
-        // [gpu]
         let t = &gpu.tflops;
         let mut peak_flops = Vec::new();
         for (key, p, v) in [
@@ -212,7 +234,7 @@ impl RawClusterFile {
         ] {
             if let Some(v) = v {
                 let (lo, hi) = TFLOPS_RANGE;
-                check(&["gpu", "tflops", key], v, range(v, lo, false, hi))?;
+                check(src, &["gpu", "tflops", key], v, range(v, lo, false, hi))?;
                 peak_flops.push((p, v * TFLOPS));
             }
         }
@@ -225,18 +247,34 @@ impl RawClusterFile {
         }
         let hbm_gib = gpu.hbm_gib;
         check(
+            src,
             &["gpu", "hbm_gib"],
             hbm_gib,
             range(hbm_gib, 0.0, true, HBM_GIB_MAX),
         )?;
         let (lo, hi) = GBPS_RANGE;
         let hbm_gbps = check(
+            src,
             &["gpu", "hbm_gbps"],
             gpu.hbm_gbps,
             range(gpu.hbm_gbps, lo, false, hi),
         )?;
 
-        // [node]
+        Ok(Gpu {
+            name: gpu.name,
+            arch: gpu.arch,
+            peak_flops,
+            hbm_bytes: hbm_gib * GIB,
+            hbm_bw: hbm_gbps * GBPS,
+        })
+    }
+}
+
+impl RawNode {
+    /// `[node]`, checked and in SI units.
+    fn validate(self, src: &Source) -> Result<Node, InputError> {
+        let node = self;
+        let (lo, hi) = GBPS_RANGE;
         let gpn = node.gpus_per_node;
         if gpn == 0 {
             return Err(src.invalid(
@@ -254,18 +292,112 @@ impl RawClusterFile {
         }
         let intra_bw = node.intra_bw_gbps;
         check(
+            src,
             &["node", "intra_bw_gbps"],
             intra_bw,
             range(intra_bw, lo, false, hi),
         )?;
         let intra_lat = node.intra_latency_us;
         check(
+            src,
             &["node", "intra_latency_us"],
             intra_lat,
             range(intra_lat, 0.0, false, LATENCY_US_MAX),
         )?;
 
-        // [network]
+        Ok(Node {
+            gpus_per_node: gpn,
+            fabric: node.fabric,
+            intra_bw: intra_bw * GBPS,
+            intra_latency: intra_lat / US_PER_S,
+            in_switch_reduction: node.in_switch_reduction,
+        })
+    }
+}
+
+impl RawNetwork {
+    /// `[network]`, checked and in SI units, with the number of nodes; `gpn` is
+    /// `node.gpus_per_node`, already checked.
+    fn validate(self, gpn: u32, src: &Source) -> Result<(u32, Network), InputError> {
+        let network = self;
+        let nodes = network.node_count(gpn, src)?;
+        let (lo, hi) = GBPS_RANGE;
+        let inter_bw = network.inter_bw_gbps;
+        check(
+            src,
+            &["network", "inter_bw_gbps"],
+            inter_bw,
+            range(inter_bw, lo, false, hi),
+        )?;
+        if network.nics_per_node > NICS_MAX {
+            return Err(src.invalid(
+                &["network", "nics_per_node"],
+                network.nics_per_node,
+                format!("must be in [0, {NICS_MAX}]"),
+            ));
+        }
+        if network.nics_per_node == 0 && nodes > 1 {
+            return Err(src.invalid(
+                &["network", "nics_per_node"],
+                0,
+                format!("{nodes} nodes cannot talk without a NIC"),
+            ));
+        }
+        if let Some(nic) = network.nic_gbit {
+            let (nlo, nhi) = NIC_GBIT_RANGE;
+            check(
+                src,
+                &["network", "nic_gbit"],
+                nic,
+                range(nic, nlo, false, nhi),
+            )?;
+            // The GPU's share of the node's NIC line rate (Gb/s → GB/s: ÷ 8).
+            let share = nic / 8.0 * f64::from(network.nics_per_node) / f64::from(gpn);
+            if inter_bw > share * (1.0 + 1e-9) {
+                return Err(src.invalid(
+                    &["network", "inter_bw_gbps"],
+                    inter_bw,
+                    format!(
+                        "exceeds the GPU's share of the NIC line rate: {} NICs × {nic} Gb/s / 8 / {gpn} GPUs = {share} GB/s",
+                        network.nics_per_node
+                    ),
+                ));
+            }
+        }
+        let over = network.oversubscription;
+        if !(over.is_finite() && (1.0..=OVERSUBSCRIPTION_MAX).contains(&over)) {
+            return Err(src.invalid_number(
+                &["network", "oversubscription"],
+                over,
+                format!(
+                    "must be at least 1 (1 = full bisection bandwidth) and at most \
+                     {OVERSUBSCRIPTION_MAX}"
+                ),
+            ));
+        }
+        let delay = network.link_delay_us;
+        check(
+            src,
+            &["network", "link_delay_us"],
+            delay,
+            range(delay, 0.0, false, LATENCY_US_MAX),
+        )?;
+
+        Ok((
+            nodes,
+            Network {
+                topology: network.topology,
+                inter_bw: inter_bw * GBPS,
+                nics_per_node: network.nics_per_node,
+                oversubscription: over,
+                link_delay: delay / US_PER_S,
+            },
+        ))
+    }
+
+    /// The number of nodes, from `nodes` or `gpus` (exactly one given), within the GPU limit.
+    fn node_count(&self, gpn: u32, src: &Source) -> Result<u32, InputError> {
+        let network = self;
         let nodes = match (network.nodes, network.gpus) {
             (Some(_), Some(g)) => {
                 return Err(src.invalid(
@@ -320,62 +452,14 @@ impl RawClusterFile {
                 ),
             ));
         }
-        let inter_bw = network.inter_bw_gbps;
-        check(
-            &["network", "inter_bw_gbps"],
-            inter_bw,
-            range(inter_bw, lo, false, hi),
-        )?;
-        if network.nics_per_node > NICS_MAX {
-            return Err(src.invalid(
-                &["network", "nics_per_node"],
-                network.nics_per_node,
-                format!("must be in [0, {NICS_MAX}]"),
-            ));
-        }
-        if network.nics_per_node == 0 && nodes > 1 {
-            return Err(src.invalid(
-                &["network", "nics_per_node"],
-                0,
-                format!("{nodes} nodes cannot talk without a NIC"),
-            ));
-        }
-        if let Some(nic) = network.nic_gbit {
-            let (nlo, nhi) = NIC_GBIT_RANGE;
-            check(&["network", "nic_gbit"], nic, range(nic, nlo, false, nhi))?;
-            // The GPU's share of the node's NIC line rate (Gb/s → GB/s: ÷ 8).
-            let share = nic / 8.0 * f64::from(network.nics_per_node) / f64::from(gpn);
-            if inter_bw > share * (1.0 + 1e-9) {
-                return Err(src.invalid(
-                    &["network", "inter_bw_gbps"],
-                    inter_bw,
-                    format!(
-                        "exceeds the GPU's share of the NIC line rate: {} NICs × {nic} Gb/s / 8 / {gpn} GPUs = {share} GB/s",
-                        network.nics_per_node
-                    ),
-                ));
-            }
-        }
-        let over = network.oversubscription;
-        if !(over.is_finite() && (1.0..=OVERSUBSCRIPTION_MAX).contains(&over)) {
-            return Err(src.invalid_number(
-                &["network", "oversubscription"],
-                over,
-                format!(
-                    "must be at least 1 (1 = full bisection bandwidth) and at most \
-                     {OVERSUBSCRIPTION_MAX}"
-                ),
-            ));
-        }
-        let delay = network.link_delay_us;
-        check(
-            &["network", "link_delay_us"],
-            delay,
-            range(delay, 0.0, false, LATENCY_US_MAX),
-        )?;
+        Ok(nodes)
+    }
+}
 
-        // [efficiency]
-        let e = &efficiency;
+impl RawEfficiency {
+    /// `[efficiency]`, checked and in SI units.
+    fn validate(self, src: &Source) -> Result<Efficiency, InputError> {
+        let e = &self;
         // 1 % is far below any measured link utilisation (0.8–0.97); a smaller fraction only
         // turns bandwidths into subnormals and times into infinity.
         if !(e.bwurate >= 0.01 && e.bwurate <= 1.0) {
@@ -391,42 +475,18 @@ impl RawClusterFile {
             ("cpufetch_us", e.cpufetch_us),
         ] {
             check(
+                src,
                 &["efficiency", key],
                 v,
                 range(v, 0.0, false, LATENCY_US_MAX),
             )?;
         }
 
-        Ok(Cluster {
-            name,
-            nodes,
-            gpu: Gpu {
-                name: gpu.name,
-                arch: gpu.arch,
-                peak_flops,
-                hbm_bytes: hbm_gib * GIB,
-                hbm_bw: hbm_gbps * GBPS,
-            },
-            node: Node {
-                gpus_per_node: gpn,
-                fabric: node.fabric,
-                intra_bw: intra_bw * GBPS,
-                intra_latency: intra_lat / US_PER_S,
-                in_switch_reduction: node.in_switch_reduction,
-            },
-            network: Network {
-                topology: network.topology,
-                inter_bw: inter_bw * GBPS,
-                nics_per_node: network.nics_per_node,
-                oversubscription: over,
-                link_delay: delay / US_PER_S,
-            },
-            efficiency: Efficiency {
-                bwurate: e.bwurate,
-                start_lat: e.start_lat_us / US_PER_S,
-                sync_lat: e.sync_lat_us / US_PER_S,
-                cpufetch: e.cpufetch_us / US_PER_S,
-            },
+        Ok(Efficiency {
+            bwurate: e.bwurate,
+            start_lat: e.start_lat_us / US_PER_S,
+            sync_lat: e.sync_lat_us / US_PER_S,
+            cpufetch: e.cpufetch_us / US_PER_S,
         })
     }
 }

@@ -250,64 +250,13 @@ impl RawModelFile {
 
         let training = self.training.validate(src)?;
 
-        let max_positions = match m.positions {
-            Positions::Learned => {
-                let p = required(
-                    src,
-                    &["model", "max_positions"],
-                    m.max_positions,
-                    "with positions = \"learned\" (size of the position table)",
-                )?;
-                if training.seq_len > p {
-                    return Err(src.invalid(
-                        &["training", "seq_len"],
-                        training.seq_len,
-                        format!("exceeds model.max_positions = {p} (learned position table)"),
-                    ));
-                }
-                p
-            }
-            Positions::Rope => {
-                absent(
-                    src,
-                    &["model", "max_positions"],
-                    &m.max_positions,
-                    "with positions = \"rope\" (no position table)",
-                )?;
-                0
-            }
-        };
+        let max_positions = m.checked_max_positions(src, &training)?;
 
         let attention = self.attention.validate(src, hidden, heads)?;
         let window = self.attention.window(src, layers)?;
-        let moe = match &self.moe {
-            Some(raw) => Some(raw.validate(src, layers)?),
-            None => {
-                if matches!(
-                    m.family,
-                    Family::Mixtral | Family::Deepseek | Family::QwenMoe | Family::GptOss
-                ) {
-                    return Err(src.invalid(
-                        &["model", "family"],
-                        format!("{:?}", m.family).to_lowercase(),
-                        "is a MoE family: a [moe] section is required",
-                    ));
-                }
-                None
-            }
-        };
+        let moe = self.validate_moe(src, layers)?;
         let dense_blocks = moe.as_ref().map_or(layers, |m| m.first_dense_layers);
-        let ffn_hidden = match m.ffn_hidden {
-            Some(v) => dim(src, &["model", "ffn_hidden"], v)?,
-            None if dense_blocks > 0 => {
-                return Err(src.invalid(
-                    &["model", "ffn_hidden"],
-                    "(missing)",
-                    format!("required: {dense_blocks} blocks have a dense MLP"),
-                ))
-            }
-            None => 0,
-        };
+        let ffn_hidden = m.checked_ffn_hidden(src, dense_blocks)?;
 
         Ok(ModelSpec {
             name: m.name.clone(),
@@ -328,6 +277,75 @@ impl RawModelFile {
             moe,
             mtp_modules,
             training,
+        })
+    }
+
+    /// The `[moe]` section, required for the MoE families.
+    fn validate_moe(&self, src: &Source, layers: u32) -> Result<Option<Moe>, InputError> {
+        Ok(match &self.moe {
+            Some(raw) => Some(raw.validate(src, layers)?),
+            None => {
+                if matches!(
+                    self.model.family,
+                    Family::Mixtral | Family::Deepseek | Family::QwenMoe | Family::GptOss
+                ) {
+                    return Err(src.invalid(
+                        &["model", "family"],
+                        format!("{:?}", self.model.family).to_lowercase(),
+                        "is a MoE family: a [moe] section is required",
+                    ));
+                }
+                None
+            }
+        })
+    }
+}
+
+impl RawModel {
+    /// `max_positions`: the size of a learned position table (holding `training.seq_len`),
+    /// absent with RoPE (0).
+    fn checked_max_positions(&self, src: &Source, training: &Training) -> Result<u32, InputError> {
+        Ok(match self.positions {
+            Positions::Learned => {
+                let p = required(
+                    src,
+                    &["model", "max_positions"],
+                    self.max_positions,
+                    "with positions = \"learned\" (size of the position table)",
+                )?;
+                if training.seq_len > p {
+                    return Err(src.invalid(
+                        &["training", "seq_len"],
+                        training.seq_len,
+                        format!("exceeds model.max_positions = {p} (learned position table)"),
+                    ));
+                }
+                p
+            }
+            Positions::Rope => {
+                absent(
+                    src,
+                    &["model", "max_positions"],
+                    &self.max_positions,
+                    "with positions = \"rope\" (no position table)",
+                )?;
+                0
+            }
+        })
+    }
+
+    /// `ffn_hidden`: required when `dense_blocks` blocks have a dense MLP, else 0 when absent.
+    fn checked_ffn_hidden(&self, src: &Source, dense_blocks: u32) -> Result<u32, InputError> {
+        Ok(match self.ffn_hidden {
+            Some(v) => dim(src, &["model", "ffn_hidden"], v)?,
+            None if dense_blocks > 0 => {
+                return Err(src.invalid(
+                    &["model", "ffn_hidden"],
+                    "(missing)",
+                    format!("required: {dense_blocks} blocks have a dense MLP"),
+                ))
+            }
+            None => 0,
         })
     }
 }

@@ -221,7 +221,56 @@ impl Config<'_> {
         // other types' biases are not modelled (module docs).
         let bias = mt == "gpt_oss" && self.opt_bool("attention_bias")? != Some(false);
 
-        let attention = if deepseek {
+        let attention = self.attention(deepseek, heads, sliding_window, full_attention_every)?;
+        let moe = self.moe(&mt)?;
+        // An all-MoE model's intermediate_size is not a dense width: drop it unless needed.
+        let all_moe = moe
+            .as_ref()
+            .is_some_and(|m| m.first_dense_layers.unwrap_or(0) == 0);
+        let mtp = if mt == "deepseek_v3" {
+            self.opt_u64("model.mtp_modules", "num_nextn_predict_layers")?
+        } else {
+            None
+        };
+        let name = model_name(src);
+        Ok(RawModelFile {
+            model: RawModel {
+                name,
+                family,
+                layers,
+                hidden,
+                heads,
+                ffn_hidden: if all_moe { None } else { ffn },
+                mlp: Mlp::Swiglu,
+                norm: Norm::RmsNorm,
+                positions: Positions::Rope,
+                max_positions: None,
+                vocab,
+                tied_embeddings: tied,
+                bias,
+                mtp_modules: mtp,
+            },
+            attention,
+            moe,
+            training: RawTraining {
+                seq_len: training.seq_len as u64,
+                global_batch: training.global_batch as u64,
+                precision: training.precision,
+                optimizer: training.optimizer,
+            },
+        })
+    }
+
+    /// `[attention]`: MLA for DeepSeek types, else GQA (MHA when `num_key_value_heads` is
+    /// absent).
+    fn attention(
+        &mut self,
+        deepseek: bool,
+        heads: u64,
+        sliding_window: Option<u64>,
+        full_attention_every: Option<u64>,
+    ) -> Result<RawAttention, InputError> {
+        Ok(if deepseek {
             RawAttention {
                 kind: AttentionKind::Mla,
                 kv_heads: None,
@@ -249,9 +298,12 @@ impl Config<'_> {
                 sliding_window,
                 full_attention_every,
             }
-        };
+        })
+    }
 
-        let moe = match mt.as_str() {
+    /// `[moe]` of model type `mt` (`None` for dense types).
+    fn moe(&mut self, mt: &str) -> Result<Option<RawMoe>, InputError> {
+        Ok(match mt {
             "llama" | "mistral" => None,
             "mixtral" | "gpt_oss" => Some(RawMoe {
                 experts: self.u64("moe.experts", "num_local_experts")?,
@@ -317,54 +369,6 @@ impl Config<'_> {
                     ..empty_moe()
                 })
             }
-        };
-        // An all-MoE model's intermediate_size is not a dense width: drop it unless needed.
-        let all_moe = moe
-            .as_ref()
-            .is_some_and(|m| m.first_dense_layers.unwrap_or(0) == 0);
-        let mtp = if mt == "deepseek_v3" {
-            self.opt_u64("model.mtp_modules", "num_nextn_predict_layers")?
-        } else {
-            None
-        };
-        let name = {
-            let f = src.file();
-            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("hf-model");
-            if stem == "config" {
-                f.parent()
-                    .and_then(|p| p.file_name())
-                    .and_then(|s| s.to_str())
-                    .unwrap_or("hf-model")
-                    .to_string()
-            } else {
-                stem.to_string()
-            }
-        };
-        Ok(RawModelFile {
-            model: RawModel {
-                name,
-                family,
-                layers,
-                hidden,
-                heads,
-                ffn_hidden: if all_moe { None } else { ffn },
-                mlp: Mlp::Swiglu,
-                norm: Norm::RmsNorm,
-                positions: Positions::Rope,
-                max_positions: None,
-                vocab,
-                tied_embeddings: tied,
-                bias,
-                mtp_modules: mtp,
-            },
-            attention,
-            moe,
-            training: RawTraining {
-                seq_len: training.seq_len as u64,
-                global_batch: training.global_batch as u64,
-                precision: training.precision,
-                optimizer: training.optimizer,
-            },
         })
     }
 
@@ -458,5 +462,20 @@ fn empty_moe() -> RawMoe {
         two_expert_fraction: None,
         capacity_factor: None,
         load_imbalance: None,
+    }
+}
+
+/// The model's name: the file's stem, or its folder's name for a `config.json`.
+fn model_name(src: &Source) -> String {
+    let f = src.file();
+    let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("hf-model");
+    if stem == "config" {
+        f.parent()
+            .and_then(|p| p.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("hf-model")
+            .to_string()
+    } else {
+        stem.to_string()
     }
 }

@@ -290,6 +290,42 @@ impl Plan {
     /// Check the plan against the model and the GPU count; the first violated rule, in the
     /// order: degrees, GPU count, attention/FFN divisibility, MoE, batch, pipeline, CP, recompute.
     pub fn check(&self, model: &ModelSpec, gpus: u32) -> Result<(), Invalid> {
+        self.check_degrees(gpus)?;
+        self.check_tp(model)?;
+        self.check_moe(model)?;
+        let stages = self.check_pipeline(model)?;
+        let seq = model.training.seq_len;
+        if self.cp > 1 && !seq.is_multiple_of(2 * self.cp) {
+            return Err(Invalid::CpSeq {
+                cp: self.cp,
+                seq_len: seq,
+            });
+        }
+        if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
+            return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
+        }
+        // recompute_layers counts blocks of one model chunk (autoplan-memory recomputes the
+        // first N of each virtual stage; Megatron's `--recompute-num-layers`): more than the
+        // largest chunk holds is a mistake, not "all of them".
+        if let Some(layers) = self.recompute_layers {
+            let vpp = self.vpp.max(1);
+            let blocks = stages.max_blocks();
+            let max = blocks.div_ceil(vpp);
+            if layers > max {
+                return Err(Invalid::RecomputeLayersExceedStage {
+                    layers,
+                    max,
+                    blocks,
+                    pp: self.pp,
+                    vpp,
+                });
+            }
+        }
+        self.check_recompute(model)
+    }
+
+    /// Every degree at least 1, their product the cluster's GPU count, and a ZeRO stage.
+    fn check_degrees(&self, gpus: u32) -> Result<(), Invalid> {
         for (dim, v) in [
             ("tp", self.tp),
             ("cp", self.cp),
@@ -313,6 +349,11 @@ impl Plan {
         if self.zero.0 > 3 {
             return Err(Invalid::ZeroStage { zero: self.zero.0 });
         }
+        Ok(())
+    }
+
+    /// Tensor parallelism against the heads, kv heads and FFN width.
+    fn check_tp(&self, model: &ModelSpec) -> Result<(), Invalid> {
         let tp = self.tp;
         if !model.heads.is_multiple_of(tp) {
             return Err(Invalid::TpHeads {
@@ -336,6 +377,13 @@ impl Plan {
         }
         // The vocabulary needs no check: Megatron pads it to a multiple of 128·tp
         // (`--make-vocab-size-divisible-by`), and autoplan-memory counts the padded size.
+        Ok(())
+    }
+
+    /// The expert knobs: none on a dense model; dividing the experts and folding onto the
+    /// dense ranks on an MoE model.
+    fn check_moe(&self, model: &ModelSpec) -> Result<(), Invalid> {
+        let tp = self.tp;
         match &model.moe {
             None => {
                 if self.ep > 1 || self.moe_tp > 1 {
@@ -393,6 +441,11 @@ impl Plan {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The micro-batches, the pipeline stages and the schedule; the stage layout.
+    fn check_pipeline(&self, model: &ModelSpec) -> Result<StageLayout, Invalid> {
         let micro = self.microbatches(model);
         if micro == 0 {
             return Err(Invalid::Batch {
@@ -451,34 +504,7 @@ impl Plan {
                 });
             }
         }
-        let seq = model.training.seq_len;
-        if self.cp > 1 && !seq.is_multiple_of(2 * self.cp) {
-            return Err(Invalid::CpSeq {
-                cp: self.cp,
-                seq_len: seq,
-            });
-        }
-        if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
-            return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
-        }
-        // recompute_layers counts blocks of one model chunk (autoplan-memory recomputes the
-        // first N of each virtual stage; Megatron's `--recompute-num-layers`): more than the
-        // largest chunk holds is a mistake, not "all of them".
-        if let Some(layers) = self.recompute_layers {
-            let vpp = self.vpp.max(1);
-            let blocks = stages.max_blocks();
-            let max = blocks.div_ceil(vpp);
-            if layers > max {
-                return Err(Invalid::RecomputeLayersExceedStage {
-                    layers,
-                    max,
-                    blocks,
-                    pp: self.pp,
-                    vpp,
-                });
-            }
-        }
-        self.check_recompute(model)
+        Ok(stages)
     }
 
     /// The recompute modules against the model: each must name a part the model has (a

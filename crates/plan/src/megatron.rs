@@ -33,7 +33,26 @@ impl Plan {
     /// meaningful. Errors name the first knob Megatron-LM cannot express.
     pub fn megatron_args(&self, model: &ModelSpec) -> Result<Vec<String>, Unsupported> {
         let mut a: Vec<String> = Vec::new();
+        let mut flags: Vec<String> = Vec::new();
         let ctx = Context::new(self, model.moe.is_some());
+        self.megatron_degrees(&ctx, model, &mut a, &mut flags);
+        self.megatron_stages(model, &mut a, &mut flags)?;
+        self.megatron_schedule_recompute(&mut a)?;
+        self.megatron_zero(&mut a, &mut flags)?;
+        self.megatron_comm(&ctx, model, &mut a, &mut flags)?;
+        self.megatron_order(&mut flags)?;
+        a.extend(flags);
+        Ok(a)
+    }
+
+    /// The degrees, batch and sequence length, and the sequence-parallel flag.
+    fn megatron_degrees(
+        &self,
+        ctx: &Context,
+        model: &ModelSpec,
+        a: &mut Vec<String>,
+        flags: &mut Vec<String>,
+    ) {
         // The degrees and the micro-batch size, by their knobs' flags (the expert degrees for
         // MoE models only).
         for k in [
@@ -44,20 +63,28 @@ impl Plan {
             Knob::MoeTp,
             Knob::Mbs,
         ] {
-            if let Some(flag) = k.megatron_flag().filter(|_| k.matters(&ctx)) {
-                kv_push(&mut a, flag, k.value(self));
+            if let Some(flag) = k.megatron_flag().filter(|_| k.matters(ctx)) {
+                kv_push(a, flag, k.value(self));
             }
         }
         kv_push(
-            &mut a,
+            a,
             "--global-batch-size",
             model.training.global_batch.to_string(),
         );
-        kv_push(&mut a, "--seq-length", model.training.seq_len.to_string());
-        let mut flags: Vec<String> = Vec::new();
-        if self.sp && Knob::Sp.matters(&ctx) {
+        kv_push(a, "--seq-length", model.training.seq_len.to_string());
+        if self.sp && Knob::Sp.matters(ctx) {
             flags.extend(Knob::Sp.megatron_flag().map(String::from));
         }
+    }
+
+    /// The kv-head restriction and the pipeline stage layout (uneven and virtual stages).
+    fn megatron_stages(
+        &self,
+        model: &ModelSpec,
+        a: &mut Vec<String>,
+        flags: &mut Vec<String>,
+    ) -> Result<(), Unsupported> {
         if let Attention::Gqa { kv_heads, .. } = model.attention {
             if self.tp > kv_heads {
                 return Err(unsupported(
@@ -105,12 +132,12 @@ impl Plan {
             }
             if !even && !account_for {
                 kv_push(
-                    &mut a,
+                    a,
                     "--decoder-first-pipeline-num-layers",
                     layout.first.to_string(),
                 );
                 kv_push(
-                    &mut a,
+                    a,
                     "--decoder-last-pipeline-num-layers",
                     layout.last.to_string(),
                 );
@@ -118,19 +145,24 @@ impl Plan {
             if self.schedule == Schedule::Interleaved {
                 if even && !account_for {
                     kv_push(
-                        &mut a,
+                        a,
                         "--num-layers-per-virtual-pipeline-stage",
                         (layout.first / self.vpp.max(1)).to_string(),
                     );
                 } else {
                     kv_push(
-                        &mut a,
+                        a,
                         "--num-virtual-stages-per-pipeline-rank",
                         self.vpp.to_string(),
                     );
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The pipeline schedule and the recompute flags.
+    fn megatron_schedule_recompute(&self, a: &mut Vec<String>) -> Result<(), Unsupported> {
         match self.schedule {
             Schedule::OneF1B | Schedule::Interleaved => {}
             Schedule::ZeroBubble | Schedule::DualPipe => {
@@ -144,24 +176,24 @@ impl Plan {
         match self.recompute {
             Recompute::None => {}
             Recompute::Selective => {
-                kv_push(&mut a, "--recompute-granularity", "selective".into());
+                kv_push(a, "--recompute-granularity", "selective".into());
                 if self.recompute_modules != crate::RecomputeModules::DEFAULT {
                     a.push("--recompute-modules".into());
                     a.extend(self.recompute_modules.names().map(String::from));
                 }
             }
             Recompute::Full => {
-                kv_push(&mut a, "--recompute-granularity", "full".into());
+                kv_push(a, "--recompute-granularity", "full".into());
                 match self.recompute_layers {
                     // Recompute every block, checkpointing one block at a time.
                     None => {
-                        kv_push(&mut a, "--recompute-method", "uniform".into());
-                        kv_push(&mut a, "--recompute-num-layers", "1".into());
+                        kv_push(a, "--recompute-method", "uniform".into());
+                        kv_push(a, "--recompute-num-layers", "1".into());
                     }
                     // The first N blocks of each (virtual) stage.
                     Some(n) => {
-                        kv_push(&mut a, "--recompute-method", "block".into());
-                        kv_push(&mut a, "--recompute-num-layers", n.to_string());
+                        kv_push(a, "--recompute-method", "block".into());
+                        kv_push(a, "--recompute-num-layers", n.to_string());
                     }
                 }
             }
@@ -173,6 +205,15 @@ impl Plan {
                 "Megatron's selective recompute applies to every block",
             ));
         }
+        Ok(())
+    }
+
+    /// Optimizer sharding (ZeRO) and the gradient/parameter overlaps.
+    fn megatron_zero(
+        &self,
+        a: &mut Vec<String>,
+        flags: &mut Vec<String>,
+    ) -> Result<(), Unsupported> {
         // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies.
         match self.zero.0 {
             0 => {}
@@ -180,7 +221,7 @@ impl Plan {
             2 | 3 => {
                 flags.push("--use-megatron-fsdp".into());
                 kv_push(
-                    &mut a,
+                    a,
                     "--data-parallel-sharding-strategy",
                     if self.zero.0 == 2 {
                         "optim_grads"
@@ -199,15 +240,26 @@ impl Plan {
                 flags.push("--overlap-param-gather".into());
             }
         }
+        Ok(())
+    }
+
+    /// Context-parallel comm, TP/SP transition, MoE dispatcher and scheme, and TP overlap.
+    fn megatron_comm(
+        &self,
+        ctx: &Context,
+        model: &ModelSpec,
+        a: &mut Vec<String>,
+        flags: &mut Vec<String>,
+    ) -> Result<(), Unsupported> {
         if let (Some(flag), Some(v)) = (
             Knob::CpComm
                 .megatron_flag()
-                .filter(|_| Knob::CpComm.matters(&ctx)),
+                .filter(|_| Knob::CpComm.matters(ctx)),
             CP_COMMS.megatron(self.cp_comm),
         ) {
-            kv_push(&mut a, flag, v.into());
+            kv_push(a, flag, v.into());
         }
-        if self.tp_sp_transition == TpSpTransition::AllToAll && Knob::Transition.matters(&ctx) {
+        if self.tp_sp_transition == TpSpTransition::AllToAll && Knob::Transition.matters(ctx) {
             return Err(unsupported(
                 "transition",
                 self.tp_sp_transition.name(),
@@ -220,12 +272,12 @@ impl Plan {
                 Knob::Dispatcher.megatron_flag(),
                 DISPATCHERS.megatron(self.dispatcher),
             ) {
-                kv_push(&mut a, flag, v.into());
+                kv_push(a, flag, v.into());
             }
             if self.dispatcher == Dispatcher::DeepEp {
                 a.push("--moe-enable-deepep".into());
             }
-            if Knob::MoeTpScheme.matters(&ctx) && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
+            if Knob::MoeTpScheme.matters(ctx) && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
                 return Err(unsupported(
                     "moe_tp_scheme",
                     self.moe_tp_scheme.name(),
@@ -236,9 +288,14 @@ impl Plan {
                 flags.extend(Knob::EpOverlap.megatron_flag().map(String::from));
             }
         }
-        if self.tp_overlap && Knob::TpOverlap.matters(&ctx) {
+        if self.tp_overlap && Knob::TpOverlap.matters(ctx) {
             flags.extend(Knob::TpOverlap.megatron_flag().map(String::from));
         }
+        Ok(())
+    }
+
+    /// The rank order and the expert placement.
+    fn megatron_order(&self, flags: &mut Vec<String>) -> Result<(), Unsupported> {
         // Rank order: Megatron's default is tp-cp-ep-dp-pp; `--use-tp-pp-dp-mapping` gives
         // tp-pp-dp (cp = 1). Dimensions of size 1 do not matter.
         let size = |d: Dim| match d {
@@ -268,8 +325,7 @@ impl Plan {
                 "Megatron-LM places experts contiguously over the EP ranks",
             ));
         }
-        a.extend(flags);
-        Ok(a)
+        Ok(())
     }
 }
 

@@ -255,54 +255,9 @@ impl Space {
     }
 
     fn from_raw(src: &Source, raw: RawSpaceFile) -> Result<Space, InputError> {
-        let degrees = |sect: &str, name: &str, v: &[u32]| -> Result<Vec<u32>, InputError> {
-            if v.is_empty() {
-                return Err(src.invalid(&[sect, name], "[]", "the list is empty"));
-            }
-            if let Some(z) = v.iter().find(|&&x| x == 0) {
-                return Err(src.invalid(&[sect, name], z, "a degree or size must be ≥ 1"));
-            }
-            Ok(canon(v.to_vec(), |x| *x))
-        };
-        let named = |sect: &str, name: &str, v: &[String]| -> Result<(), InputError> {
-            if v.is_empty() {
-                Err(src.invalid(&[sect, name], "[]", "the list is empty"))
-            } else {
-                Ok(())
-            }
-        };
-        let enums = |sect: &str,
-                     name: &str,
-                     v: &[String],
-                     parse: &dyn Fn(&str) -> Result<(), String>|
-         -> Result<(), InputError> {
-            named(sect, name, v)?;
-            for s in v {
-                parse(s).map_err(|r| src.invalid(&[sect, name], format!("\"{s}\""), r))?;
-            }
-            Ok(())
-        };
-        let bools = |sect: &str, name: &str, v: &[bool]| -> Result<Vec<bool>, InputError> {
-            if v.is_empty() {
-                return Err(src.invalid(&[sect, name], "[]", "the list is empty"));
-            }
-            Ok(canon(v.to_vec(), |x| *x))
-        };
-        macro_rules! table {
-            ($sect:expr, $name:expr, $v:expr, $table:expr) => {{
-                enums($sect, $name, $v, &|s| lookup($table, s).map(|_| ()))?;
-                $v.iter()
-                    .filter_map(|s| lookup($table, s).ok())
-                    .collect::<Vec<_>>()
-            }};
-        }
         let d = &raw.degrees;
-        // A list of plan-string values of `knob`, each read with `get`.
-        let values = |sect: &str, name: &str, v: &[String], knob: Knob| {
-            enums(sect, name, v, &|s| parse_knob(knob, s).map(|_| ()))?;
-            Ok::<Vec<Plan>, InputError>(v.iter().filter_map(|s| parse_knob(knob, s).ok()).collect())
-        };
         let recompute: Vec<_> = values(
+            src,
             "memory",
             "recompute",
             &raw.memory.recompute,
@@ -311,71 +266,69 @@ impl Space {
         .into_iter()
         .map(|p| (p.recompute, p.recompute_modules))
         .collect();
-        let schedule = table!("pipeline", "schedules", &raw.pipeline.schedules, SCHEDULES);
+        let schedule = table(
+            src,
+            "pipeline",
+            "schedules",
+            &raw.pipeline.schedules,
+            SCHEDULES,
+        )?;
         let k = &raw.knobs;
-        let cp_comm = table!("knobs", "cp_comm", &k.cp_comm, CP_COMMS);
-        let tp_sp = table!(
+        let cp_comm = table(src, "knobs", "cp_comm", &k.cp_comm, CP_COMMS)?;
+        let tp_sp = table(
+            src,
             "knobs",
             "tp_sp_transition",
             &k.tp_sp_transition,
-            TRANSITIONS
-        );
-        let mts = table!("knobs", "moe_tp_scheme", &k.moe_tp_scheme, MOE_TP_SCHEMES);
-        let disp = table!("knobs", "dispatcher", &k.dispatcher, DISPATCHERS);
-        let algo: Vec<AlgoMode> = values("knobs", "algo", &k.algo, Knob::Algo)?
+            TRANSITIONS,
+        )?;
+        let mts = table(
+            src,
+            "knobs",
+            "moe_tp_scheme",
+            &k.moe_tp_scheme,
+            MOE_TP_SCHEMES,
+        )?;
+        let disp = table(src, "knobs", "dispatcher", &k.dispatcher, DISPATCHERS)?;
+        let algo: Vec<AlgoMode> = values(src, "knobs", "algo", &k.algo, Knob::Algo)?
             .into_iter()
             .map(|p| p.algo)
             .collect();
-        let order: Vec<RankOrder> = values("knobs", "rank_order", &k.rank_order, Knob::Order)?
+        let order: Vec<RankOrder> = values(src, "knobs", "rank_order", &k.rank_order, Knob::Order)?
             .into_iter()
             .map(|p| p.order)
             .collect();
         let placement = match &k.placement {
             None => vec![PlacementPolicy::Contiguous],
-            Some(v) => values("knobs", "placement", v, Knob::Placement)?
+            Some(v) => values(src, "knobs", "placement", v, Knob::Placement)?
                 .into_iter()
                 .map(|p| p.placement)
                 .collect(),
         };
-        if raw.memory.zero.is_empty() {
-            return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
-        }
-        if let Some(z) = raw.memory.zero.iter().find(|&&z| z > 3) {
-            return Err(src.invalid(&["memory", "zero"], z, "ZeRO stages are 0, 1, 2 and 3"));
-        }
+        check_zero_constraints(src, &raw)?;
         let c = &raw.constraints;
-        if c.max_pp == Some(0) {
-            return Err(src.invalid(&["constraints", "max_pp"], 0, "must be ≥ 1"));
-        }
-        if c.min_microbatches_per_stage == Some(0) {
-            return Err(src.invalid(
-                &["constraints", "min_microbatches_per_stage"],
-                0,
-                "must be ≥ 1",
-            ));
-        }
         Ok(Space {
             description: raw.description.clone().unwrap_or_default(),
-            tp: degrees("degrees", "tp", &d.tp)?,
-            pp: degrees("degrees", "pp", &d.pp)?,
-            cp: degrees("degrees", "cp", &d.cp)?,
-            ep: degrees("degrees", "ep", &d.ep)?,
-            moe_tp: degrees("degrees", "moe_tp", &d.moe_tp)?,
+            tp: degrees(src, "degrees", "tp", &d.tp)?,
+            pp: degrees(src, "degrees", "pp", &d.pp)?,
+            cp: degrees(src, "degrees", "cp", &d.cp)?,
+            ep: degrees(src, "degrees", "ep", &d.ep)?,
+            moe_tp: degrees(src, "degrees", "moe_tp", &d.moe_tp)?,
             dp: None,
-            mbs: degrees("batch", "mbs", &raw.batch.mbs)?,
+            mbs: degrees(src, "batch", "mbs", &raw.batch.mbs)?,
             recompute: canon(recompute, |r| *r),
             zero: canon(raw.memory.zero.iter().map(|&z| Zero(z)).collect(), |z| *z),
             schedule: canon(schedule, |&x| SCHEDULES.position(x)),
-            vpp: degrees("pipeline", "vpp", &raw.pipeline.vpp)?,
-            sp: bools("knobs", "sp", &k.sp)?,
+            vpp: degrees(src, "pipeline", "vpp", &raw.pipeline.vpp)?,
+            sp: bools(src, "knobs", "sp", &k.sp)?,
             cp_comm: canon(cp_comm, |&x| CP_COMMS.position(x)),
             tp_sp_transition: canon(tp_sp, |&x| TRANSITIONS.position(x)),
             moe_tp_scheme: canon(mts, |&x| MOE_TP_SCHEMES.position(x)),
             dispatcher: canon(disp, |&x| DISPATCHERS.position(x)),
             algo: canon(algo, algo_key),
             order: canon(order, order_key),
-            tp_overlap: bools("knobs", "tp_overlap", &k.tp_overlap)?,
-            ep_overlap: bools("knobs", "ep_overlap", &k.ep_overlap)?,
+            tp_overlap: bools(src, "knobs", "tp_overlap", &k.tp_overlap)?,
+            ep_overlap: bools(src, "knobs", "ep_overlap", &k.ep_overlap)?,
             placement: canon(placement, placement_key),
             constraints: Constraints {
                 tp_within_node: c.tp_within_node,
@@ -557,6 +510,88 @@ impl Space {
             Knob::Dp | Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => {}
         }
     }
+}
+
+/// A list of degrees or sizes: not empty, each ≥ 1; sorted and deduplicated.
+fn degrees(src: &Source, sect: &str, name: &str, v: &[u32]) -> Result<Vec<u32>, InputError> {
+    if v.is_empty() {
+        return Err(src.invalid(&[sect, name], "[]", "the list is empty"));
+    }
+    if let Some(z) = v.iter().find(|&&x| x == 0) {
+        return Err(src.invalid(&[sect, name], z, "a degree or size must be ≥ 1"));
+    }
+    Ok(canon(v.to_vec(), |x| *x))
+}
+
+/// A list of names: not empty, each accepted by `parse`.
+fn enums(
+    src: &Source,
+    sect: &str,
+    name: &str,
+    v: &[String],
+    parse: &dyn Fn(&str) -> Result<(), String>,
+) -> Result<(), InputError> {
+    if v.is_empty() {
+        return Err(src.invalid(&[sect, name], "[]", "the list is empty"));
+    }
+    for s in v {
+        parse(s).map_err(|r| src.invalid(&[sect, name], format!("\"{s}\""), r))?;
+    }
+    Ok(())
+}
+
+/// A list of booleans: not empty; sorted and deduplicated.
+fn bools(src: &Source, sect: &str, name: &str, v: &[bool]) -> Result<Vec<bool>, InputError> {
+    if v.is_empty() {
+        return Err(src.invalid(&[sect, name], "[]", "the list is empty"));
+    }
+    Ok(canon(v.to_vec(), |x| *x))
+}
+
+/// A list of the file names of `names`' values, read with it.
+fn table<T: Copy + PartialEq>(
+    src: &Source,
+    sect: &str,
+    name: &str,
+    v: &[String],
+    names: Names<T>,
+) -> Result<Vec<T>, InputError> {
+    enums(src, sect, name, v, &|s| lookup(names, s).map(|_| ()))?;
+    Ok(v.iter().filter_map(|s| lookup(names, s).ok()).collect())
+}
+
+/// A list of plan-string values of `knob`, each read with `get`.
+fn values(
+    src: &Source,
+    sect: &str,
+    name: &str,
+    v: &[String],
+    knob: Knob,
+) -> Result<Vec<Plan>, InputError> {
+    enums(src, sect, name, v, &|s| parse_knob(knob, s).map(|_| ()))?;
+    Ok(v.iter().filter_map(|s| parse_knob(knob, s).ok()).collect())
+}
+
+/// `[memory] zero` and the `[constraints]` that have a lower bound.
+fn check_zero_constraints(src: &Source, raw: &RawSpaceFile) -> Result<(), InputError> {
+    if raw.memory.zero.is_empty() {
+        return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
+    }
+    if let Some(z) = raw.memory.zero.iter().find(|&&z| z > 3) {
+        return Err(src.invalid(&["memory", "zero"], z, "ZeRO stages are 0, 1, 2 and 3"));
+    }
+    let c = &raw.constraints;
+    if c.max_pp == Some(0) {
+        return Err(src.invalid(&["constraints", "max_pp"], 0, "must be ≥ 1"));
+    }
+    if c.min_microbatches_per_stage == Some(0) {
+        return Err(src.invalid(
+            &["constraints", "min_microbatches_per_stage"],
+            0,
+            "must be ≥ 1",
+        ));
+    }
+    Ok(())
 }
 
 /// The keys `--fix` takes: the plan string's, but for the ones a search does not decide.

@@ -325,9 +325,42 @@ struct Skipped {
 
 fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
     let rows = read_measured(path)?;
+    let (ok, skipped) = predict_rows(&rows);
+    for r in &ok {
+        super::ensure_finite(
+            &format!("row `{}`", r.id),
+            &[("predicted", r.predicted), ("error", r.error)],
+        )?;
+    }
+    let failed = ok.iter().filter(|r| !r.pass).count();
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &serde_json::json!({ "rows": ok, "not_expressible": skipped }),
+            )?;
+            writeln!(out)?;
+        }
+        Format::Csv => {
+            validation_csv(&mut out, &ok)?;
+        }
+        Format::Table => {
+            validation_table(&mut out, &ok, &skipped, failed)?;
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The predictions of `rows`, and the rows the model cannot express.
+fn predict_rows(rows: &[MeasuredRow]) -> (Vec<ValidationRow>, Vec<Skipped>) {
     let mut ok = Vec::new();
     let mut skipped = Vec::new();
-    for row in &rows {
+    for row in rows {
         match predict(row) {
             Ok(p) => ok.push(ValidationRow {
                 id: p.id.clone(),
@@ -354,104 +387,94 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
             }),
         }
     }
-    for r in &ok {
-        super::ensure_finite(
-            &format!("row `{}`", r.id),
-            &[("predicted", r.predicted), ("error", r.error)],
+    (ok, skipped)
+}
+
+/// `collective validate --format csv`.
+fn validation_csv(out: &mut impl Write, ok: &[ValidationRow]) -> anyhow::Result<()> {
+    writeln!(out, "id,collective,machine,ranks,ranks_per_node,bytes,algorithm,protocol,metric,measured,predicted,error,pass")?;
+    for r in ok {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{}",
+            r.id,
+            r.collective,
+            r.machine,
+            r.ranks,
+            r.ranks_per_node,
+            r.bytes,
+            r.algorithm,
+            r.protocol,
+            r.metric,
+            r.measured,
+            r.predicted,
+            r.error,
+            r.pass
         )?;
     }
-    let failed = ok.iter().filter(|r| !r.pass).count();
-    let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(
-                &mut out,
-                &serde_json::json!({ "rows": ok, "not_expressible": skipped }),
-            )?;
-            writeln!(out)?;
-        }
-        Format::Csv => {
-            writeln!(out, "id,collective,machine,ranks,ranks_per_node,bytes,algorithm,protocol,metric,measured,predicted,error,pass")?;
-            for r in &ok {
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{}",
-                    r.id,
-                    r.collective,
-                    r.machine,
-                    r.ranks,
-                    r.ranks_per_node,
-                    r.bytes,
-                    r.algorithm,
-                    r.protocol,
-                    r.metric,
-                    r.measured,
-                    r.predicted,
-                    r.error,
-                    r.pass
-                )?;
-            }
-        }
-        Format::Table => {
-            writeln!(
-                out,
-                "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10} {:>10} {:>8}  ",
-                "id",
-                "collective",
-                "machine",
-                "ranks",
-                "bytes",
-                "algorithm",
-                "proto",
-                "measured",
-                "predicted",
-                "error"
-            )?;
-            for r in &ok {
-                let unit = if r.metric == "time_us" { "µs" } else { "GB/s" };
-                writeln!(
-                    out,
-                    "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10.1} {:>10.1} {:>+7.1}%  {}{}",
-                    r.id,
-                    r.collective,
-                    r.machine,
-                    r.ranks,
-                    bytes_2dp(r.bytes),
-                    r.algorithm,
-                    r.protocol,
-                    r.measured,
-                    r.predicted,
-                    100.0 * r.error,
-                    unit,
-                    if r.pass { "" } else { "  OUT OF TOLERANCE" }
-                )?;
-            }
-            for s in &skipped {
-                writeln!(out, "{:<5} not expressible: {}", s.id, s.reason)?;
-            }
-            let max = ok.iter().map(|r| r.error.abs()).fold(0.0, f64::max);
-            let mean = if ok.is_empty() {
-                0.0
-            } else {
-                ok.iter().map(|r| r.error.abs()).sum::<f64>() / ok.len() as f64
-            };
-            writeln!(
-                out,
-                "{} rows predicted ({} out of tolerance: busbw ±20%, time ±30%), {} not expressible; \
-                 mean |error| {:.1}%, max {:.1}%",
-                ok.len(),
-                failed,
-                skipped.len(),
-                100.0 * mean,
-                100.0 * max
-            )?;
-        }
+    Ok(())
+}
+
+/// `collective validate`'s table: one line per row, then the summary.
+fn validation_table(
+    out: &mut impl Write,
+    ok: &[ValidationRow],
+    skipped: &[Skipped],
+    failed: usize,
+) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10} {:>10} {:>8}  ",
+        "id",
+        "collective",
+        "machine",
+        "ranks",
+        "bytes",
+        "algorithm",
+        "proto",
+        "measured",
+        "predicted",
+        "error"
+    )?;
+    for r in ok {
+        let unit = if r.metric == "time_us" { "µs" } else { "GB/s" };
+        writeln!(
+            out,
+            "{:<5} {:<14} {:<12} {:>5} {:>12} {:<20} {:<6} {:>10.1} {:>10.1} {:>+7.1}%  {}{}",
+            r.id,
+            r.collective,
+            r.machine,
+            r.ranks,
+            bytes_2dp(r.bytes),
+            r.algorithm,
+            r.protocol,
+            r.measured,
+            r.predicted,
+            100.0 * r.error,
+            unit,
+            if r.pass { "" } else { "  OUT OF TOLERANCE" }
+        )?;
     }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
+    for s in skipped {
+        writeln!(out, "{:<5} not expressible: {}", s.id, s.reason)?;
+    }
+    let max = ok.iter().map(|r| r.error.abs()).fold(0.0, f64::max);
+    let mean = if ok.is_empty() {
+        0.0
     } else {
-        ExitCode::from(1)
-    })
+        ok.iter().map(|r| r.error.abs()).sum::<f64>() / ok.len() as f64
+    };
+    writeln!(
+        out,
+        "{} rows predicted ({} out of tolerance: busbw ±20%, time ±30%), {} not expressible; \
+         mean |error| {:.1}%, max {:.1}%",
+        ok.len(),
+        failed,
+        skipped.len(),
+        100.0 * mean,
+        100.0 * max
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -188,6 +188,23 @@ pub(crate) fn table(
     plan: &Plan,
     r: &Report,
 ) -> anyhow::Result<()> {
+    summary(out, plan_str, ev, plan, r)?;
+    writeln!(out)?;
+    breakdown_table(out, r)?;
+    writeln!(out)?;
+    comm_table(out, r)?;
+    writeln!(out)?;
+    memory_table(out, &r.memory)
+}
+
+/// The header: model, cluster, plan, degrees, and the headline metrics.
+fn summary(
+    out: &mut impl Write,
+    plan_str: &str,
+    ev: &Evaluator,
+    plan: &Plan,
+    r: &Report,
+) -> anyhow::Result<()> {
     let m = &r.metrics;
     let model = ev.model();
     let c = ev.cluster();
@@ -249,7 +266,12 @@ pub(crate) fn table(
             "does not fit"
         }
     )?;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The step-time breakdown of the bottleneck stage.
+fn breakdown_table(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
+    let m = &r.metrics;
     let b = &r.breakdown;
     writeln!(
         out,
@@ -274,7 +296,11 @@ pub(crate) fn table(
             percent_of(v, m.step_time_s)
         )?;
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// The communication rows, one per collective.
+fn comm_table(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
     writeln!(
         out,
         "communication per step (per-layer rows: the bottleneck stage's layers):"
@@ -321,8 +347,7 @@ pub(crate) fn table(
     if r.comm.is_empty() {
         writeln!(out, "  (none: a single GPU)")?;
     }
-    writeln!(out)?;
-    memory_table(out, &r.memory)
+    Ok(())
 }
 
 /// The memory breakdown of the most loaded GPU.

@@ -74,6 +74,61 @@ impl Observer for Bar {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    check_args(&args)?;
+    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
+    let mut space = resolve_space(&args.space)
+        .with_context(|| format!("cannot load search space `{}`", args.space))?;
+    if let Some(f) = &args.fix {
+        space.fix(f)?;
+    }
+    let options = EvalOptions {
+        memory: args.workload.memory_options(&cluster)?,
+        ..EvalOptions::default()
+    };
+    if let Some(n) = super::calibration_note(&cluster) {
+        eprintln!("{n}");
+    }
+    check_recompute_entries(&space, &model)?;
+    let opts = SearchOptions {
+        top_k: args.top.max(args.explain.unwrap_or(1)),
+        exhaustive: args.exhaustive,
+    };
+    let bar = progress_bar();
+    let observer = Bar(bar);
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        pool = pool.num_threads(n);
+    }
+    let pool = pool.build().context("cannot start the worker threads")?;
+    let CaseOutcome { scorer, outcome } =
+        pool.install(|| search_case(&model, &cluster, options, &space, &opts, &observer));
+    observer.0.finish_and_clear();
+    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    for (i, r) in outcome.plans.iter().enumerate() {
+        super::ensure_finite_metrics(&format!("plan {} ({})", i + 1, r.plan), &r.metrics, hbm)?;
+    }
+
+    let explained = explained(&args, &scorer, &outcome)?;
+    let mut sink: Box<dyn Write> = match &args.out {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let out = &mut sink;
+    write(out, &args, &scorer, &space, &outcome, explained)?;
+    out.flush()?;
+    if outcome.plans.is_empty() {
+        return Err(Infeasible::new(why_nothing(&scorer, &space, &outcome)).into());
+    }
+    if args.stats && args.format != Format::Table {
+        eprintln!("{}", stats_line(&outcome.stats));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The flag bounds `clap` cannot express.
+fn check_args(args: &Args) -> anyhow::Result<()> {
     // Both rank plans: at most the search's bound (see `MAX_TOP_K` for why).
     anyhow::ensure!(
         (1..=MAX_TOP_K).contains(&args.top),
@@ -93,19 +148,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(n) = args.threads {
         super::check_threads(n, false)?;
     }
-    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
-    let mut space = resolve_space(&args.space)
-        .with_context(|| format!("cannot load search space `{}`", args.space))?;
-    if let Some(f) = &args.fix {
-        space.fix(f)?;
-    }
-    let options = EvalOptions {
-        memory: args.workload.memory_options(&cluster)?,
-        ..EvalOptions::default()
-    };
-    if let Some(n) = super::calibration_note(&cluster) {
-        eprintln!("{n}");
-    }
+    Ok(())
+}
+
+/// An error when no recompute entry of `space` applies to `model`.
+fn check_recompute_entries(space: &Space, model: &autoplan_graph::ModelSpec) -> anyhow::Result<()> {
     // The search drops the recompute entries the model cannot take (`Objective::admits`); none
     // left is the user's mistake (e.g. `--fix recompute=selective:mla_up_proj` without MLA):
     // say which.
@@ -115,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             recompute_modules,
             ..Default::default()
         }
-        .check_recompute(&model)
+        .check_recompute(model)
     };
     if let Some(&first) = space.recompute.first() {
         if !space.recompute.iter().any(|&r| check(r).is_ok()) {
@@ -124,11 +171,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let opts = SearchOptions {
-        top_k: args.top.max(args.explain.unwrap_or(1)),
-        exhaustive: args.exhaustive,
-    };
-    let bar = if std::io::stderr().is_terminal() {
+    Ok(())
+}
+
+/// The search's progress bar on a terminal; hidden otherwise.
+fn progress_bar() -> indicatif::ProgressBar {
+    if std::io::stderr().is_terminal() {
         indicatif::ProgressBar::new(0).with_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} searching [{bar:40}] {pos}/{len} subtrees {elapsed}",
@@ -137,23 +185,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     } else {
         indicatif::ProgressBar::hidden()
-    };
-    let observer = Bar(bar);
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads {
-        pool = pool.num_threads(n);
     }
-    let pool = pool.build().context("cannot start the worker threads")?;
-    let CaseOutcome { scorer, outcome } =
-        pool.install(|| search_case(&model, &cluster, options, &space, &opts, &observer));
-    observer.0.finish_and_clear();
-    let hbm = scorer.exact.cluster().gpu.hbm_bytes;
-    for (i, r) in outcome.plans.iter().enumerate() {
-        super::ensure_finite_metrics(&format!("plan {} ({})", i + 1, r.plan), &r.metrics, hbm)?;
-    }
+}
 
+/// A plan ranked by the search, with its full report.
+type Explained = (usize, autoplan_plan::Plan, autoplan_evaluate::Report);
+
+/// The plan `--explain N` asks for in JSON and CSV, with its report.
+fn explained(
+    args: &Args,
+    scorer: &Scorer,
+    outcome: &Outcome<Metrics>,
+) -> anyhow::Result<Option<Explained>> {
     // JSON and CSV with --explain: plan N's full report, as `evaluate` makes it.
-    let explained = match (args.format, args.explain) {
+    Ok(match (args.format, args.explain) {
         (Format::Json | Format::Csv, Some(n)) => match outcome.plans.get(n - 1) {
             Some(r) => {
                 let report = scorer
@@ -170,18 +215,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         },
         _ => None,
-    };
-    let mut sink: Box<dyn Write> = match &args.out {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let out = &mut sink;
+    })
+}
+
+/// The ranking (and the explained plan) in `args.format`.
+fn write(
+    out: &mut impl Write,
+    args: &Args,
+    scorer: &Scorer,
+    space: &Space,
+    outcome: &Outcome<Metrics>,
+    explained: Option<Explained>,
+) -> anyhow::Result<()> {
     let explain = args.explain.unwrap_or(1);
     match args.format {
         Format::Json => {
-            let mut v = json(&args, &scorer, &outcome);
+            let mut v = json(args, scorer, outcome);
             if let Some((n, plan, report)) = &explained {
                 let mut e = super::evaluate::json(report);
                 e["rank"] = (*n).into();
@@ -195,16 +244,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             writeln!(out)?;
         }
         Format::Csv => {
-            csv(out, &scorer, &outcome)?;
+            csv(out, scorer, outcome)?;
             if let Some((n, _, report)) = &explained {
                 writeln!(out)?;
                 comm_csv(out, *n, report)?;
             }
         }
         Format::Table => {
-            header(out, &args, &scorer, &space.description, &outcome)?;
+            header(out, args, scorer, &space.description, outcome)?;
             if !outcome.plans.is_empty() {
-                ranking(out, &scorer, &outcome)?;
+                ranking(out, scorer, outcome)?;
             }
             if args.stats {
                 writeln!(out)?;
@@ -227,14 +276,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    out.flush()?;
-    if outcome.plans.is_empty() {
-        return Err(Infeasible::new(why_nothing(&scorer, &space, &outcome)).into());
-    }
-    if args.stats && args.format != Format::Table {
-        eprintln!("{}", stats_line(&outcome.stats));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn why_nothing(scorer: &Scorer, space: &Space, o: &Outcome<Metrics>) -> String {
