@@ -179,8 +179,13 @@ pub fn predict_on(
         .gpus_per_node
         .ok_or_else(|| no("gpus_per_node missing".into()))?;
     let nodes = row.nodes.ok_or_else(|| no("nodes missing".into()))?;
-    let ranks = row.ranks.unwrap_or(nodes * ppn);
-    if ranks == 0 || nodes == 0 || (ranks / nodes) * nodes != ranks {
+    let ranks = match row.ranks {
+        Some(r) => r,
+        None => nodes
+            .checked_mul(ppn)
+            .ok_or_else(|| no(format!("{nodes} nodes × {ppn} GPUs overflows")))?,
+    };
+    if ranks == 0 || nodes == 0 || ranks % nodes != 0 {
         return Err(no(format!(
             "ranks {ranks} not a whole number per node over {nodes} nodes"
         )));

@@ -268,14 +268,20 @@ fn bundled_name(model: &str) -> Option<&'static str> {
 fn model_from_columns(r: &PublishedRun) -> Option<ModelSpec> {
     let (layers, hidden, heads, vocab, seq) =
         (r.layers?, r.hidden?, r.heads?, r.vocab?, r.seq_len?);
+    // Shapes no model has are not a model (the row is skipped as not expressible): zero sizes,
+    // heads not dividing the hidden size, a 4·hidden default FFN past u32.
+    if layers == 0 || heads == 0 || vocab == 0 || seq == 0 || !hidden.is_multiple_of(heads) {
+        return None;
+    }
+    let ffn4 = hidden.checked_mul(4)?;
     let gpt = r.model.to_ascii_lowercase().starts_with("gpt");
     let kv = r.kv_heads.unwrap_or(heads);
     let moe = r.moe_experts.map(|e| Moe {
         experts: e,
         top_k: r.moe_topk.unwrap_or(1),
         shared_experts: r.moe_shared_experts.unwrap_or(0),
-        expert_ffn_hidden: r.moe_ffn_hidden.unwrap_or(4 * hidden),
-        shared_ffn_hidden: r.moe_ffn_hidden.unwrap_or(4 * hidden),
+        expert_ffn_hidden: r.moe_ffn_hidden.unwrap_or(ffn4),
+        shared_ffn_hidden: r.moe_ffn_hidden.unwrap_or(ffn4),
         first_dense_layers: 0,
         routing: Routing::TopK,
         capacity_factor: None,
@@ -292,7 +298,7 @@ fn model_from_columns(r: &PublishedRun) -> Option<ModelSpec> {
             head_dim: hidden / heads,
         },
         window: None,
-        ffn_hidden: r.ffn_hidden.unwrap_or(4 * hidden),
+        ffn_hidden: r.ffn_hidden.unwrap_or(ffn4),
         mlp: if gpt { Mlp::Gelu } else { Mlp::Swiglu },
         norm: if gpt { Norm::LayerNorm } else { Norm::RmsNorm },
         positions: if gpt {

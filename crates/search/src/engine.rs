@@ -425,10 +425,14 @@ fn tasks(space: &Space, shape: &Shape, degs: &[Degrees]) -> Vec<Task> {
     let min_micro = space.constraints.min_microbatches_per_stage.unwrap_or(0);
     for (d, deg) in degs.iter().enumerate() {
         for (m, &mbs) in space.mbs.iter().enumerate() {
-            if !shape.global_batch.is_multiple_of(mbs * deg.dp) {
+            // A product past u32 is larger than any global batch: no whole micro-batches.
+            let Some(per_step) = mbs.checked_mul(deg.dp) else {
+                continue;
+            };
+            if !shape.global_batch.is_multiple_of(per_step) {
                 continue;
             }
-            let micro = shape.global_batch / (mbs * deg.dp);
+            let micro = shape.global_batch / per_step;
             if (micro as u64) < min_micro as u64 * deg.pp as u64 {
                 continue;
             }

@@ -113,7 +113,10 @@ pub(crate) fn check_row(row: &[String]) -> Result<(), String> {
             "gpus" | "seq_len" | "global_batch" | "top_k" if !is_uint(v, 1) => {
                 return bad(c, "an integer ≥ 1")
             }
-            "model" | "cluster" | "space" if v.is_empty() => return bad(c, "a name"),
+            // A name that reads as a number (`inf`, `nan`, `1e3`) names no input.
+            "model" | "cluster" | "space" if v.is_empty() || v.parse::<f64>().is_ok() => {
+                return bad(c, "a name")
+            }
             "status" => {}
             // An infeasible case's row has its reason and nothing after `plans`.
             _ if !ok && c > col("plans") && !v.is_empty() => {

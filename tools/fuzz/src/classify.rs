@@ -182,10 +182,18 @@ fn signal_name(s: i32) -> &'static str {
 /// The tokens of `text` that are a non-finite number: NaN, inf, infinity (any case, signed,
 /// with a trailing `%` or `.`). A token is a run of letters, digits and `_ . + -`, so words that
 /// merely contain the letters ("info", "Infeasible", "inference", "nan_count") are not matched.
+/// Text between double quotes is skipped: autoplan quotes an input value it echoes back in an
+/// error (`algorithm "-inf" not mapped`), which is the fuzzer's own text, not a computed number.
 pub fn non_finite_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    let unquoted: String = text
+        .split('"')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 0 { part } else { " " })
+        .collect::<Vec<_>>()
+        .join(" ");
     for tok in
-        text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-')))
+        unquoted.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-')))
     {
         let t = tok
             .trim_end_matches(['.', '%'])
@@ -219,6 +227,14 @@ mod tests {
             "info: Infeasible plan; inference at 12.5 µs, nan_count=0, infinite-loop guard, \
                     Info INF_X gpt-oss-120b 1e308";
         assert_eq!(non_finite_tokens(text), Vec::<String>::new());
+    }
+
+    #[test]
+    fn quoted_echoes_of_the_input_are_not_numbers() {
+        assert_eq!(
+            non_finite_tokens("c18 not expressible: algorithm \"-inf\" not mapped; t=nan"),
+            ["nan"]
+        );
     }
 
     #[test]
