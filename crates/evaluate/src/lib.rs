@@ -10,7 +10,7 @@
 //! search calls it millions of times) and [`Evaluator::report`] gives the full breakdown with the
 //! per-layer communication table.
 //!
-//! The model is Calculon's (`../shared/reference/calculon.md`): a step is
+//! The model is Calculon's (Isaev et al., SC 2023; the project's reference note on it): a step is
 //! `M · t_stage + bubble + exposed DP + optimizer`, where `t_stage` is the forward + backward
 //! (+ recompute) time of one micro-batch on the busiest pipeline stage plus the exposed
 //! communication of its layers, extended with what Calculon lacks: CP, EP/`moe_tp`, ZeRO-3,

@@ -3,12 +3,12 @@
 //! where the mapping is direct, and the rule for when it matters for a plan.
 //!
 //! The plan string (`parse`), `--fix` and the search-space files (`autoplan-search`'s
-//! `space.rs`), the search's decision order, collapse of irrelevant knobs, bounds and plan key
+//! `space/`), the search's decision order, collapse of irrelevant knobs, bounds and plan key
 //! (`engine.rs`, `evaluator.rs`) and `--emit megatron` (`megatron.rs`) all read this module.
 //!
 //! Adding a knob: a [`Knob`] variant here (key, values, rule, flag, and its place in
 //! [`Knob::KEY_ORDER`] / [`Knob::LEAVES`] if the search decides it), the [`Plan`] field in
-//! `lib.rs`, and its list in `autoplan-search`'s `space.rs`; what it costs is the cost model's.
+//! `lib.rs`, and its list in `autoplan-search`'s `space/mod.rs`; what it costs is the cost model's.
 
 use crate::parse::{bad, norm, ParseError};
 use crate::{
