@@ -126,8 +126,21 @@ impl ModelMemory {
         let blocks = dense + moe;
         let none = |is_moe| self.block_activation_bytes(plan, opts, is_moe, Recompute::None);
         let mode = |is_moe| self.block_activation_bytes(plan, opts, is_moe, plan.recompute);
-        let all_none = dense * none(false) + moe * none(true);
-        let all_mode = dense * mode(false) + moe * mode(true);
+        // `count · bytes` of one block kind, not priced where the stage has none of it (the
+        // evaluator asks this of every plan: pricing a dense model's MoE block is waste).
+        fn times(count: f64, bytes: impl Fn(bool) -> f64, is_moe: bool) -> f64 {
+            if count == 0.0 {
+                0.0
+            } else {
+                count * bytes(is_moe)
+            }
+        }
+        let all_none = times(dense, &none, false) + times(moe, &none, true);
+        let all_mode = if plan.recompute == Recompute::None {
+            all_none
+        } else {
+            times(dense, &mode, false) + times(moe, &mode, true)
+        };
         // Blocks recomputed: all, or the first N of each of the vpp chunks.
         let recomputed = match (plan.recompute, plan.recompute_layers) {
             (Recompute::None, _) => 0.0,

@@ -399,7 +399,7 @@ impl Plan {
                 let dflt = Plan::default();
                 if let Some(k) = Knob::ALL
                     .into_iter()
-                    .find(|k| k.moe_only() && !k.same(self, &dflt))
+                    .find(|k| !k.same(self, &dflt) && k.moe_only())
                 {
                     return Err(Invalid::MoeKnobWithoutMoe {
                         knob: k.key(),

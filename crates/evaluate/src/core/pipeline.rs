@@ -43,6 +43,7 @@ pub(super) struct StageScan {
 impl Evaluator {
     /// Blocks on stage `i` whose first block is `start`: (total, dense, moe). The layout is
     /// `Plan::stage_blocks` (autoplan-plan); dense blocks are the model's first `dense_blocks`.
+    #[inline]
     pub(super) fn stage_blocks(&self, layout: &StageLayout, i: u32, start: u32) -> (u32, u32, u32) {
         let n = layout.blocks(i);
         let end = start + n;
@@ -56,6 +57,7 @@ impl Evaluator {
     /// How many layers of each class a stage holds: the embedding on the first stage, the
     /// blocks `(n, dense, moe)`, the final norm, head, cross-entropy and MTP modules on the
     /// last.
+    #[inline]
     pub(super) fn class_counts(
         &self,
         first: bool,
@@ -77,6 +79,7 @@ impl Evaluator {
     /// Stage `i` (first block `start`) of one micro-batch from the class costs `c` and the
     /// pipeline hop's `pp_t` seconds.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(super) fn stage(
         &self,
         plan: &Plan,

@@ -131,6 +131,7 @@ impl Evaluator {
     /// runs again for class `id`: full recompute re-runs a block's forward with its TP, CP and
     /// EP collectives; selective recompute of `core_attn` the CP exchange inside the attention
     /// core, of `mlp` the MLP's TP collectives, of `moe` the MoE layer's TP and EP ones.
+    #[inline]
     pub(super) fn recompute_comm(plan: &Plan, id: ClassId) -> u8 {
         let m = plan.recompute_modules;
         match (plan.recompute, id) {
@@ -152,6 +153,7 @@ impl Evaluator {
 
     /// Every kind of forward communication a block's recompute can repeat (TP, CP, EP); none
     /// outside the blocks. Full recompute repeats them all; the floor collects them all.
+    #[inline]
     pub(super) fn block_comm_kinds(id: ClassId) -> u8 {
         if id.is_block() {
             bit(CommKind::Tp) | bit(CommKind::Cp) | bit(CommKind::Ep)
