@@ -242,3 +242,36 @@ fn bnb_equals_exhaustive_with_replicas_over_hbm() {
     assert!(!exact.is_empty(), "nothing fits");
     assert_eq!(exact, run(false));
 }
+
+/// A partial plan carries placeholders for the knobs not yet decided (the engine leaves the
+/// space's first value in them): on a dense model a `moe_tp_scheme` other than the default is
+/// invalid, and the floor must bound the completions (the open lists) rather than give up on
+/// the placeholder. It gave up once, and the dense searches evaluated ~250k plans instead of
+/// a few thousand.
+#[test]
+fn floor_bounds_the_open_values_not_the_placeholders() {
+    use autoplan_plan::{Dispatcher, MoeTpScheme};
+    let ev = unbounded(2);
+    let plan: Plan = "tp=8,sp=on,cp=1,dp=16,pp=8,mbs=1,recompute=selective,zero=1"
+        .parse()
+        .expect("plan");
+    let t = ev.evaluate(&plan).expect("valid plan").step_time_s;
+    let mut partial = plan;
+    partial.moe_tp_scheme = MoeTpScheme::ScatterGather;
+    partial.dispatcher = Dispatcher::AllGather;
+    let f = ev.step_floor(
+        &partial,
+        &[plan.order],
+        &[(plan.recompute, plan.recompute_modules)],
+        &[(plan.schedule, plan.vpp)],
+        &[plan.zero],
+        &[plan.tp_sp_transition],
+        &[plan.cp_comm],
+        &[plan.dispatcher],
+        &[plan.moe_tp_scheme],
+    );
+    assert!(
+        f > 0.0 && f <= t,
+        "floor {f} of a dense plan with MoE placeholders (step {t})"
+    );
+}

@@ -119,6 +119,13 @@ impl Evaluator {
             schemes,
         };
         let mut q = *plan;
+        // The open knobs at a value they can take: a partial plan carries placeholders for the
+        // undecided ones (e.g. the space's first `moe_tp_scheme` on a dense model, where only
+        // the default is valid), and validity is checked on `q`.
+        q.tp_sp_transition = tp_sp[0];
+        q.cp_comm = cp_comm[0];
+        q.dispatcher = dispatchers[0];
+        q.moe_tp_scheme = schemes[0];
         let Some(mask) = self.valid_mask(&mut q, recomputes, schedules) else {
             return 0.0;
         };
