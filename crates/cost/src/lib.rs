@@ -33,7 +33,7 @@ mod model;
 pub mod validation;
 
 pub use model::{
-    algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY, IN_SWITCH_LATENCY,
+    algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY, IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY,
     LL_BANDWIDTH_FRACTION, MAX_ALGORITHMS,
 };
 
