@@ -212,7 +212,8 @@ fn era(id: &str) -> Era {
 /// - H100: Meta's 96 GB HBM2e part at 500 W (`96GB`, `HBM2e`, `500W`: torchtitan's Grand Teton
 ///   rows) is `grand-teton-h100`; every other H100 (SXM5 80 GB HBM3, 700 W: DGX H100, Eos, and
 ///   Llama 3's Grand Teton servers, Llama 3 paper §3.3.1) is `dgx-h100`.
-/// - A100: `selene-a100` (80 GB). MegaScale's GPUs are named only "NVIDIA Ampere"; its Megatron
+/// - A100: `dgx-a100-40gb` where the cell names 40 GB and not 80 GB, else `selene-a100`
+///   (80 GB; MT-NLG's cell names both, its sources say 80). MegaScale's GPUs are named only "NVIDIA Ampere"; its Megatron
 ///   MFUs reproduce with the A100's 312 TFLOP/s peak (published_runs_2_SOURCES.md, `megascale_*`),
 ///   so an Ampere GPU of a training cluster is read as the A100.
 /// - V100: `dgx2-v100`.
@@ -236,6 +237,8 @@ pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
         Some("grand-teton-h100")
     } else if g.contains("h100") {
         Some("dgx-h100")
+    } else if g.contains("a100") && g.contains("40gb") && !g.contains("80gb") {
+        Some("dgx-a100-40gb")
     } else if g.contains("a100") || g.contains("ampere") {
         Some("selene-a100")
     } else {

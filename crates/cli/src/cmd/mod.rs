@@ -90,8 +90,13 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
             .collect();
         format!(
             "note: no published run on {} calibrates its GEMM and HBM efficiency; its compute \
-             times use uncalibrated defaults (fitted: {})",
+             times use {} (fitted: {})",
             c.gpu.name,
+            if c.gpu.arch.is_blackwell() {
+                "Hopper's calibrated constants as a prior"
+            } else {
+                "uncalibrated defaults"
+            },
             fitted.join(", ")
         )
     })
