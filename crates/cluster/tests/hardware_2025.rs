@@ -16,10 +16,54 @@ fn blackwell_clusters_carry_their_datasheet_figures() {
     // (cluster, arch, fp4, fp8, bf16 dense TFLOP/s, HBM GiB, HBM GB/s, GPUs/host, domain,
     // NIC share GB/s)
     for (name, arch, fp4, fp8, bf16, hbm, bw, gpn, dom, inter) in [
-        ("b200x256", GpuArch::B200, 9000.0, 4500.0, 2250.0, 180.0, 7700.0, 8, 8, 48.0),
-        ("gb200-nvl72x4", GpuArch::Gb200, 10000.0, 5000.0, 2500.0, 186.0, 8000.0, 4, 72, 48.0),
-        ("gb200-nvl72x16", GpuArch::Gb200, 10000.0, 5000.0, 2500.0, 186.0, 8000.0, 4, 72, 48.0),
-        ("gb300-nvl72x4", GpuArch::Gb300, 15000.0, 5000.0, 2500.0, 279.0, 8000.0, 4, 72, 96.0),
+        (
+            "b200x256",
+            GpuArch::B200,
+            9000.0,
+            4500.0,
+            2250.0,
+            180.0,
+            7700.0,
+            8,
+            8,
+            48.0,
+        ),
+        (
+            "gb200-nvl72x4",
+            GpuArch::Gb200,
+            10000.0,
+            5000.0,
+            2500.0,
+            186.0,
+            8000.0,
+            4,
+            72,
+            48.0,
+        ),
+        (
+            "gb200-nvl72x16",
+            GpuArch::Gb200,
+            10000.0,
+            5000.0,
+            2500.0,
+            186.0,
+            8000.0,
+            4,
+            72,
+            48.0,
+        ),
+        (
+            "gb300-nvl72x4",
+            GpuArch::Gb300,
+            15000.0,
+            5000.0,
+            2500.0,
+            279.0,
+            8000.0,
+            4,
+            72,
+            96.0,
+        ),
     ] {
         let c = resolve_cluster(name).unwrap();
         assert_eq!(c.gpu.arch, arch, "{name}");
@@ -29,7 +73,11 @@ fn blackwell_clusters_carry_their_datasheet_figures() {
         assert_eq!(c.gpu.peak(Precision::Bf16), Some(bf16 * TF), "{name}");
         assert_eq!(c.gpu.hbm_bytes, hbm * (1u64 << 30) as f64, "{name}");
         assert_eq!(c.gpu.hbm_bw, bw * 1e9, "{name}");
-        assert_eq!((c.node.gpus_per_node, c.domain_gpus()), (gpn, dom), "{name}");
+        assert_eq!(
+            (c.node.gpus_per_node, c.domain_gpus()),
+            (gpn, dom),
+            "{name}"
+        );
         // NVLink5 at NCCL's effective 18 x 40.1 GB/s per direction.
         assert!((c.node.intra_bw - 721.8e9).abs() < 1.0, "{name}");
         assert!(c.node.in_switch_reduction, "{name}");
@@ -80,7 +128,10 @@ fn groups_are_placed_on_nvlink_domains_not_hosts() {
 #[test]
 fn power_of_two_jobs_on_racks_of_72() {
     let c = nvl72().with_gpus(256).unwrap();
-    assert_eq!((c.nodes, c.node.gpus_per_node, c.domain_gpus()), (64, 4, 72));
+    assert_eq!(
+        (c.nodes, c.node.gpus_per_node, c.domain_gpus()),
+        (64, 4, 72)
+    );
     assert!(!GroupPlacement::aligned(72, &[8, 32]));
     let tp = c.group_placement(&[8, 32], &[true, false]);
     assert_eq!((tp.ranks_per_node, tp.nodes), (8, 1));
@@ -98,7 +149,10 @@ fn with_gpus_keeps_the_domain() {
         assert_eq!(r.node.nvlink_domain, 72);
     }
     let two = c.with_gpus(2).unwrap();
-    assert_eq!((two.nodes, two.node.gpus_per_node, two.domain_gpus()), (1, 2, 2));
+    assert_eq!(
+        (two.nodes, two.node.gpus_per_node, two.domain_gpus()),
+        (1, 2, 2)
+    );
     assert!(c.with_gpus(6).is_err()); // 1.5 trays
 }
 
@@ -111,11 +165,18 @@ fn mutated(from: &str, to: &str) -> Result<Cluster, InputError> {
 
 #[test]
 fn nvlink_domain_must_be_whole_hosts() {
-    for bad in ["nvlink_domain = 70", "nvlink_domain = 2", "nvlink_domain = 0"] {
+    for bad in [
+        "nvlink_domain = 70",
+        "nvlink_domain = 2",
+        "nvlink_domain = 0",
+    ] {
         match mutated("nvlink_domain = 72", bad) {
             Err(InputError::Invalid { field, reason, .. }) => {
                 assert_eq!(field, "node.nvlink_domain");
-                assert!(reason.contains("multiple of node.gpus_per_node = 4"), "{reason}");
+                assert!(
+                    reason.contains("multiple of node.gpus_per_node = 4"),
+                    "{reason}"
+                );
             }
             other => panic!("{bad}: {other:?}"),
         }
@@ -153,7 +214,10 @@ fn block_scaled_formats_need_blackwell() {
     let a100 = resolve_cluster("selene-a100").unwrap().gpu;
     for p in [Precision::Mxfp8, Precision::Nvfp4] {
         let e = h100.check_training_precision(p).unwrap_err();
-        assert!(e.contains("Blackwell") && e.contains("H100-SXM5-80GB"), "{e}");
+        assert!(
+            e.contains("Blackwell") && e.contains("H100-SXM5-80GB"),
+            "{e}"
+        );
         assert!(a100.check_training_precision(p).is_err());
         for name in ["b200x256", "gb200-nvl72x4", "gb300-nvl72x4"] {
             let g = resolve_cluster(name).unwrap().gpu;

@@ -63,7 +63,10 @@ fn tp8_on_trays_of_4_is_priced_on_nvlink_as_inside_a_host() {
     assert_eq!(comm(&h, CommKind::Tp).0, tp);
     assert_eq!(h.metrics.step_time_s, r.metrics.step_time_s);
     // No network term: a slower network leaves TP's time alone.
-    assert_eq!(comm(&report(&m, &slow_network(&c), plan), CommKind::Tp).0, tp);
+    assert_eq!(
+        comm(&report(&m, &slow_network(&c), plan), CommKind::Tp).0,
+        tp
+    );
     // Cut NVLink at the tray and the same group crosses the network.
     let mut trays = c.clone();
     trays.node.nvlink_domain = 4;
@@ -84,7 +87,9 @@ fn ep64_inside_one_nvl72_is_nvlink_only() {
     let (ep, intra) = comm(&r, CommKind::Ep);
     assert!(intra && ep > 0.0);
     let groups: Vec<_> = r.comm.iter().filter(|c| c.kind == CommKind::Ep).collect();
-    assert!(groups.iter().all(|g| g.group.size == 64 && g.group.nodes == 1));
+    assert!(groups
+        .iter()
+        .all(|g| g.group.size == 64 && g.group.nodes == 1));
     // The all-to-alls never touch the network: 100x slower NICs change nothing.
     let s = report(&m, &slow_network(&c), plan);
     assert_eq!(comm(&s, CommKind::Ep).0, ep);

@@ -30,9 +30,15 @@ fn every_gpu_cell_names_a_bundled_cluster() {
         ("GB300 (NVL72)", "gb300-nvl72x4"),
         ("H200 SXM 141GB", "h200x128"),
         ("H100-80GB HBM3 SXM (700W TDP, Grand Teton)", "dgx-h100"),
-        ("H100 96GB HBM2e (500W power limit; Grand Teton)", "grand-teton-h100"),
+        (
+            "H100 96GB HBM2e (500W power limit; Grand Teton)",
+            "grand-teton-h100",
+        ),
         ("H100-SXM5-80GB (DGX H100, Eos)", "dgx-h100"),
-        ("NVIDIA Ampere (model not named; 10k+ GPU production cluster)", "selene-a100"),
+        (
+            "NVIDIA Ampere (model not named; 10k+ GPU production cluster)",
+            "selene-a100",
+        ),
         ("A100-SXM4-40GB", "dgx-a100-40gb"),
         (
             "A100 (DGX A100, Selene; 80GB per MS/NVIDIA blog, llm-analysis says 40GB)",
@@ -46,14 +52,21 @@ fn every_gpu_cell_names_a_bundled_cluster() {
 }
 
 fn bundled_cluster(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    resolve_cluster(cluster_name_for(gpu)?).ok()?.with_gpus(n).ok()
+    resolve_cluster(cluster_name_for(gpu)?)
+        .ok()?
+        .with_gpus(n)
+        .ok()
 }
 
 /// The precision each built case trains in, by row id.
 fn precision_of(id: &str) -> (Precision, GpuArch) {
     let r = all_rows().into_iter().find(|r| r.id == id).expect(id);
-    let case = case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &bundled_cluster)
-        .unwrap_or_else(|s| panic!("{id}: {}", s.reason));
+    let case = case_of(
+        &r,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &bundled_cluster,
+    )
+    .unwrap_or_else(|s| panic!("{id}: {}", s.reason));
     (case.model.training.precision, case.cluster.gpu.arch)
 }
 
@@ -62,24 +75,70 @@ fn precision_cells_are_read_by_recipe() {
     let mut checked = 0;
     for (id, p, arch) in [
         // "fp8 mixed (fine-grained 1x128/128x128 scaling; ...)"
-        ("deepseek_v3_pretrain_2048xH800", Precision::Fp8Block, GpuArch::H800),
+        (
+            "deepseek_v3_pretrain_2048xH800",
+            Precision::Fp8Block,
+            GpuArch::H800,
+        ),
         // "not stated (fp8 implied)", notes: "DeepSeek-style blockwise FP8"
-        ("bridge2509_h100_DeepSeekV3_1024gpu_not", Precision::Fp8Block, GpuArch::H100),
-        ("bridge2511_h100_LLAMA3.1_405B_1024gpu_fp8", Precision::Fp8Current, GpuArch::H100),
+        (
+            "bridge2509_h100_DeepSeekV3_1024gpu_not",
+            Precision::Fp8Block,
+            GpuArch::H100,
+        ),
+        (
+            "bridge2511_h100_LLAMA3.1_405B_1024gpu_fp8",
+            Precision::Fp8Current,
+            GpuArch::H100,
+        ),
         // "fp8 (Transformer Engine, FP8_HYBRID)": a format, the default (delayed) recipe.
-        ("mlperf31_nvidia_gpt3_4096xH100", Precision::Fp8, GpuArch::H100),
-        ("nemo2407_h100_LLAMA3-8B_8gpu", Precision::Fp8, GpuArch::H100),
-        ("bridge2511_b200_DeepSeekV3_256gpu_mxfp8", Precision::Mxfp8, GpuArch::B200),
-        ("dsv3_gb200_guide_baseline", Precision::Mxfp8, GpuArch::Gb200),
-        ("mzoo_gb300_mxfp8_qwen3_235b", Precision::Mxfp8, GpuArch::Gb300),
-        ("bridge2511_gb200_DeepSeekV3_256gpu_bf16", Precision::Bf16, GpuArch::Gb200),
+        (
+            "mlperf31_nvidia_gpt3_4096xH100",
+            Precision::Fp8,
+            GpuArch::H100,
+        ),
+        (
+            "nemo2407_h100_LLAMA3-8B_8gpu",
+            Precision::Fp8,
+            GpuArch::H100,
+        ),
+        (
+            "bridge2511_b200_DeepSeekV3_256gpu_mxfp8",
+            Precision::Mxfp8,
+            GpuArch::B200,
+        ),
+        (
+            "dsv3_gb200_guide_baseline",
+            Precision::Mxfp8,
+            GpuArch::Gb200,
+        ),
+        (
+            "mzoo_gb300_mxfp8_qwen3_235b",
+            Precision::Mxfp8,
+            GpuArch::Gb300,
+        ),
+        (
+            "bridge2511_gb200_DeepSeekV3_256gpu_bf16",
+            Precision::Bf16,
+            GpuArch::Gb200,
+        ),
         ("bloom_176b_384xA100", Precision::Bf16, GpuArch::A100),
-        ("megascale_175b_megatron_256gpu_bs768", Precision::Bf16, GpuArch::A100),
+        (
+            "megascale_175b_megatron_256gpu_bs768",
+            Precision::Bf16,
+            GpuArch::A100,
+        ),
     ] {
         // Rows another part of the issue still skips (a model not yet bundled) are not
         // this test's: only those that build a case are checked.
         let r = all_rows().into_iter().find(|r| r.id == id).expect(id);
-        if case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &bundled_cluster).is_err() {
+        if case_of(
+            &r,
+            &|n| autoplan_graph::resolve_model(n).ok(),
+            &bundled_cluster,
+        )
+        .is_err()
+        {
             continue;
         }
         assert_eq!(precision_of(id), (p, arch), "{id}");
@@ -97,8 +156,12 @@ fn unknown_precision_wording_is_named() {
         .find(|r| r.id == "bloom_176b_384xA100")
         .unwrap();
     r.precision = Some("int4 weights".into());
-    let s = case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &bundled_cluster)
-        .err()
-        .expect("skipped");
+    let s = case_of(
+        &r,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &bundled_cluster,
+    )
+    .err()
+    .expect("skipped");
     assert!(s.reason.contains("int4 weights"), "{}", s.reason);
 }
