@@ -161,7 +161,6 @@ fn unknown_precision_wording_is_named() {
         &|n| autoplan_graph::resolve_model(n).ok(),
         &bundled_cluster,
     )
-    .err()
-    .expect("skipped");
+    .expect_err("skipped");
     assert!(s.reason.contains("int4 weights"), "{}", s.reason);
 }
