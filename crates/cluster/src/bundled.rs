@@ -14,10 +14,27 @@ const BUNDLED: &[(&str, &str)] = &[
         include_str!("../../../clusters/a100x1024.toml"),
     ),
     ("a100x64", include_str!("../../../clusters/a100x64.toml")),
+    ("b200x256", include_str!("../../../clusters/b200x256.toml")),
+    (
+        "dgx-a100-40gb",
+        include_str!("../../../clusters/dgx-a100-40gb.toml"),
+    ),
     ("dgx-h100", include_str!("../../../clusters/dgx-h100.toml")),
     (
         "dgx2-v100",
         include_str!("../../../clusters/dgx2-v100.toml"),
+    ),
+    (
+        "gb200-nvl72x16",
+        include_str!("../../../clusters/gb200-nvl72x16.toml"),
+    ),
+    (
+        "gb200-nvl72x4",
+        include_str!("../../../clusters/gb200-nvl72x4.toml"),
+    ),
+    (
+        "gb300-nvl72x4",
+        include_str!("../../../clusters/gb300-nvl72x4.toml"),
     ),
     (
         "grand-teton-h100",

@@ -6,8 +6,10 @@
 //!
 //! [gpu]
 //! name = "A100-SXM4-80GB"
-//! arch = "a100"               # v100 | a100 | h100 | h800 | h200 | l40s | pascal | other
+//! arch = "a100"               # v100 | a100 | h100 | h800 | h200 | l40s | pascal |
+//!                             # b200 | gb200 | gb300 | other
 //! tflops = { bf16 = 312, fp16 = 312, tf32 = 156, fp32 = 19.5 }   # dense peak, TFLOP/s
+//!                             # keys: fp32, tf32, fp16, bf16, fp8, fp4
 //! hbm_gib = 80                # GiB
 //! hbm_gbps = 2039             # GB/s
 //!
@@ -17,6 +19,9 @@
 //! intra_bw_gbps = 240         # seed 000 intra_bw: GB/s per GPU per direction
 //! intra_latency_us = 2.0      # per hop, µs
 //! in_switch_reduction = false # NVLink SHARP (NVLS)
+//! nvlink_domain = 8           # optional: GPUs per NVLink (scale-up) domain, a multiple of
+//!                             # gpus_per_node (default: gpus_per_node). NVL72: gpus_per_node
+//!                             # = 4 (a compute tray), nvlink_domain = 72 (the rack)
 //!
 //! [network]
 //! nodes = 8                   # or: gpus = 64 (a multiple of gpus_per_node)
@@ -34,7 +39,14 @@
 //! cpufetch_us = 5.0
 //! ```
 //!
-//! Every field is required except `nic_gbit`, and exactly one of `nodes` / `gpus`.
+//! Every field is required except `nic_gbit` and `nvlink_domain`, and exactly one of `nodes` /
+//! `gpus`.
+//!
+//! `[node]` describes the host (`gpus_per_node` GPUs, and `nics_per_node` NICs in
+//! `[network]`) and the NVLink fabric its GPUs are on. Where NVLink switches join several hosts
+//! into one domain (GB200/GB300 NVL72: 18 trays of 4 GPUs, hardware.md §2), `nvlink_domain`
+//! gives its size: a parallel group inside one domain is priced on `intra_bw` even when it
+//! spans hosts, a group across domains on the network (`Cluster::domain_gpus`).
 
 use autoplan_input::{InputError, Source};
 use serde::Deserialize;
@@ -82,6 +94,7 @@ pub struct RawTflops {
     pub fp16: Option<f64>,
     pub bf16: Option<f64>,
     pub fp8: Option<f64>,
+    pub fp4: Option<f64>,
 }
 
 /// `[node]`.
@@ -93,6 +106,7 @@ pub struct RawNode {
     pub intra_bw_gbps: f64,
     pub intra_latency_us: f64,
     pub in_switch_reduction: bool,
+    pub nvlink_domain: Option<u32>,
 }
 
 /// `[network]`.
@@ -226,6 +240,7 @@ impl RawGpu {
         let t = &gpu.tflops;
         let mut peak_flops = Vec::new();
         for (key, p, v) in [
+            ("fp4", Precision::Fp4, t.fp4),
             ("fp8", Precision::Fp8, t.fp8),
             ("bf16", Precision::Bf16, t.bf16),
             ("fp16", Precision::Fp16, t.fp16),
@@ -242,7 +257,7 @@ impl RawGpu {
             return Err(src.invalid(
                 &["gpu", "tflops"],
                 "{}",
-                "give the dense peak of at least one precision (fp32, tf32, fp16, bf16, fp8)",
+                "give the dense peak of at least one precision (fp32, tf32, fp16, bf16, fp8, fp4)",
             ));
         }
         let hbm_gib = gpu.hbm_gib;
@@ -305,12 +320,26 @@ impl RawNode {
             range(intra_lat, 0.0, false, LATENCY_US_MAX),
         )?;
 
+        let domain = node.nvlink_domain.unwrap_or(gpn);
+        if domain < gpn || !domain.is_multiple_of(gpn) || domain > crate::MAX_GPUS_PER_NODE {
+            return Err(src.invalid(
+                &["node", "nvlink_domain"],
+                domain,
+                format!(
+                    "GPUs per NVLink domain: a multiple of node.gpus_per_node = {gpn} (whole \
+                     hosts), at most {}",
+                    crate::MAX_GPUS_PER_NODE
+                ),
+            ));
+        }
+
         Ok(Node {
             gpus_per_node: gpn,
             fabric: node.fabric,
             intra_bw: intra_bw * GBPS,
             intra_latency: intra_lat / US_PER_S,
             in_switch_reduction: node.in_switch_reduction,
+            nvlink_domain: domain,
         })
     }
 }

@@ -26,7 +26,18 @@ pub mod file;
 
 pub use bundled::{bundled_cluster_text, bundled_clusters, resolve_cluster, ResolveError};
 
-/// Numeric precision of a GEMM or a tensor.
+/// Numeric precision: a number format whose dense tensor-core peak a GPU lists (`fp32`, `tf32`,
+/// `fp16`, `bf16`, `fp8`, `fp4`), and a model's training precision (`[training] precision`:
+/// `bf16`, `fp16`, or a low-precision GEMM recipe of Transformer Engine as Megatron-Core names
+/// them, `--fp8-recipe {delayed, tensorwise, blockwise, mxfp8}` and `--fp4-recipe nvfp4`,
+/// frameworks.md §1.8).
+///
+/// The recipes differ in where they are accepted ([`Gpu::check_training_precision`]: MXFP8 and
+/// NVFP4 need Blackwell tensor cores) and in the peak their GEMMs run at ([`Precision::gemm_format`]:
+/// every FP8 recipe at the FP8 peak, NVFP4 at the FP4 peak). Their scaling overheads are not
+/// told apart: each low-precision GEMM pays one memory-bound cast of its 16-bit input (autoplan-
+/// evaluate's compute module), the only cast measured (`results/h100/fp8cast.csv`) being per-tensor
+/// current scaling on an H100, which does not separate the recipes.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -36,7 +47,118 @@ pub enum Precision {
     Tf32,
     Fp16,
     Bf16,
+    /// FP8 (E4M3 forward, E5M2 gradients) with per-tensor **delayed** scaling (scales from an
+    /// amax history: Transformer Engine's `DelayedScaling`, Megatron's default
+    /// `--fp8-recipe delayed`, frameworks.md §1.8); also the `fp8` peak key of a GPU.
+    #[serde(alias = "fp8-delayed")]
     Fp8,
+    /// FP8 with per-tensor **current** scaling (the amax of the tensor being cast: Megatron
+    /// `--fp8-recipe tensorwise`, NeMo/Megatron-Bridge `fp8-cs`, torchtitan's Float8
+    /// `tensorwise`; frameworks.md §1.8, §2).
+    #[serde(rename = "fp8-current", alias = "fp8-tensorwise", alias = "fp8-cs")]
+    Fp8Current,
+    /// FP8 with **block** scaling as DeepSeek-V3 trained: 1×128 tiles for activations, 128×128
+    /// blocks for weights (DeepSeek-V3 report §3.3.2; Megatron `--fp8-recipe blockwise`,
+    /// frameworks.md §1.8). Runs on Hopper and Blackwell.
+    #[serde(rename = "fp8-block", alias = "fp8-blockwise")]
+    Fp8Block,
+    /// MXFP8: FP8 elements with one E8M0 scale per 32 (Megatron `--fp8-recipe mxfp8`,
+    /// Blackwell-only, frameworks.md §1.8).
+    Mxfp8,
+    /// NVFP4: FP4 (E2M1) GEMMs with block scales (Megatron `--fp4-format e2m1 --fp4-recipe
+    /// nvfp4`, frameworks.md §1.8); Blackwell's FP4 tensor cores (hardware.md §1).
+    Nvfp4,
+    /// FP4 (E2M1): a GPU's `fp4` peak key only (not a training precision: train with `nvfp4`).
+    Fp4,
+}
+
+/// The training precisions, with their file names (what [`Precision::name`] gives).
+pub const TRAINING_PRECISIONS: [Precision; 7] = [
+    Precision::Bf16,
+    Precision::Fp16,
+    Precision::Fp8,
+    Precision::Fp8Current,
+    Precision::Fp8Block,
+    Precision::Mxfp8,
+    Precision::Nvfp4,
+];
+
+impl Precision {
+    /// The name files and flags use (`fp8`, `fp8-current`, `mxfp8`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Tf32 => "tf32",
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+            Precision::Fp8Current => "fp8-current",
+            Precision::Fp8Block => "fp8-block",
+            Precision::Mxfp8 => "mxfp8",
+            Precision::Nvfp4 => "nvfp4",
+            Precision::Fp4 => "fp4",
+        }
+    }
+
+    /// The number format a GEMM of this precision multiplies in, i.e. whose peak it runs at:
+    /// FP8 for every FP8 recipe (MXFP8 included), FP4 for NVFP4, itself otherwise.
+    pub fn gemm_format(self) -> Precision {
+        match self {
+            Precision::Fp8 | Precision::Fp8Current | Precision::Fp8Block | Precision::Mxfp8 => {
+                Precision::Fp8
+            }
+            Precision::Nvfp4 | Precision::Fp4 => Precision::Fp4,
+            p => p,
+        }
+    }
+
+    /// A low-precision GEMM recipe (FP8 or FP4 GEMMs): Transformer Engine casts each GEMM's
+    /// 16-bit input, and Megatron-Core keeps the attention core and the LM head in 16 bits.
+    pub fn is_low_precision(self) -> bool {
+        matches!(self.gemm_format(), Precision::Fp8 | Precision::Fp4)
+    }
+
+    /// A precision a model may train in (`[training] precision`, `--precision`): one of
+    /// [`TRAINING_PRECISIONS`].
+    pub fn is_training(self) -> bool {
+        TRAINING_PRECISIONS.contains(&self)
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// A precision by its name or an alias the serde form accepts (`fp8-delayed`,
+    /// `fp8-tensorwise`, `fp8-cs`, `fp8-blockwise`), case-insensitive.
+    fn from_str(s: &str) -> Result<Precision, String> {
+        let k = s.trim().to_ascii_lowercase();
+        let p = match k.as_str() {
+            "fp32" => Precision::Fp32,
+            "tf32" => Precision::Tf32,
+            "fp16" => Precision::Fp16,
+            "bf16" => Precision::Bf16,
+            "fp8" | "fp8-delayed" => Precision::Fp8,
+            "fp8-current" | "fp8-tensorwise" | "fp8-cs" => Precision::Fp8Current,
+            "fp8-block" | "fp8-blockwise" => Precision::Fp8Block,
+            "mxfp8" => Precision::Mxfp8,
+            "nvfp4" => Precision::Nvfp4,
+            "fp4" => Precision::Fp4,
+            _ => {
+                let names: Vec<&str> = TRAINING_PRECISIONS.iter().map(|p| p.name()).collect();
+                return Err(format!(
+                    "unknown precision `{s}`: expected one of {}",
+                    names.join(", ")
+                ));
+            }
+        };
+        Ok(p)
+    }
 }
 
 /// The GPU of every rank (clusters are homogeneous).
@@ -62,6 +184,53 @@ impl Gpu {
             .find(|(q, _)| *q == p)
             .map(|(_, f)| *f)
     }
+
+    /// Whether a model may train in `p` on this GPU: MXFP8 and NVFP4 need Blackwell's
+    /// block-scaled tensor cores (Megatron: `mxfp8` is Blackwell-only, frameworks.md §1.8;
+    /// FP4 is not on Hopper, hardware.md §1.1), and NVFP4 a GPU whose file gives its `fp4`
+    /// peak. Every other training precision runs anywhere (FP8 recipes on a GPU without an FP8
+    /// peak run at its 16-bit rate, as autoplan-cost's `peak_flops` says).
+    ///
+    /// ```
+    /// use autoplan_cluster::{resolve_cluster, Precision};
+    /// let h100 = resolve_cluster("dgx-h100").unwrap().gpu;
+    /// assert!(h100.check_training_precision(Precision::Fp8Block).is_ok());
+    /// assert!(h100.check_training_precision(Precision::Mxfp8).unwrap_err().contains("Blackwell"));
+    /// let b200 = resolve_cluster("b200x256").unwrap().gpu;
+    /// assert!(b200.check_training_precision(Precision::Nvfp4).is_ok());
+    /// ```
+    pub fn check_training_precision(&self, p: Precision) -> Result<(), String> {
+        if !p.is_training() {
+            let names: Vec<&str> = TRAINING_PRECISIONS.iter().map(|p| p.name()).collect();
+            return Err(format!(
+                "precision {p} is not a training precision ({})",
+                names.join(", ")
+            ));
+        }
+        let block_scaled = matches!(p, Precision::Mxfp8 | Precision::Nvfp4);
+        if block_scaled && !self.arch.is_blackwell() {
+            return Err(format!(
+                "training precision {p} needs a Blackwell GPU (b200, gb200, gb300: its \
+                 block-scaled tensor cores; Megatron-Core accepts `{}` only there), and {} is \
+                 {:?}; use fp8, fp8-current or fp8-block",
+                if p == Precision::Mxfp8 {
+                    "--fp8-recipe mxfp8"
+                } else {
+                    "--fp4-recipe nvfp4"
+                },
+                self.name,
+                self.arch
+            ));
+        }
+        if p == Precision::Nvfp4 && self.peak(Precision::Fp4).is_none() {
+            return Err(format!(
+                "training precision nvfp4 needs the GPU's FP4 peak, and {} gives none \
+                 (gpu.tflops.fp4)",
+                self.name
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// GPU architecture family.
@@ -76,7 +245,21 @@ pub enum GpuArch {
     L40s,
     /// Pascal (GP100/GP102: TITAN Xp, P100): no tensor cores.
     Pascal,
+    /// Blackwell B200 of HGX/DGX B200 (up to 1,000 W; hardware.md §1.2).
+    B200,
+    /// Blackwell GPU of a GB200 superchip (NVL72; up to 1,200 W, higher peaks than B200:
+    /// hardware.md §1.2 says to model the two as different devices).
+    Gb200,
+    /// Blackwell Ultra GPU of a GB300 superchip (NVL72; hardware.md §1, §1.4).
+    Gb300,
     Other,
+}
+
+impl GpuArch {
+    /// Blackwell (B200, GB200, GB300): FP4 and block-scaled (MX) tensor cores.
+    pub fn is_blackwell(self) -> bool {
+        matches!(self, GpuArch::B200 | GpuArch::Gb200 | GpuArch::Gb300)
+    }
 }
 
 /// Intra-node interconnect (seed 000 §3/§4 topologies).
@@ -114,6 +297,12 @@ pub struct Node {
     pub intra_latency: f64,
     /// The switch can reduce in-network (NVLink SHARP / NVLS).
     pub in_switch_reduction: bool,
+    /// GPUs per NVLink (scale-up) domain: GPUs that reach each other over `fabric` at
+    /// `intra_bw`. A multiple of `gpus_per_node`; equal to it where NVLink ends at the host (HGX,
+    /// DGX), larger where NVLink switches join hosts: a GB200/GB300 NVL72 rack is one 72-GPU
+    /// domain of 18 compute trays of 4 GPUs (hardware.md §2). Collectives are priced by domain
+    /// ([`Cluster::domain_gpus`]), not by host.
+    pub nvlink_domain: u32,
 }
 
 /// The network between nodes.
@@ -168,13 +357,33 @@ impl Cluster {
     /// node boundaries align with the grid (always for powers of two), a pessimistic bound
     /// otherwise — see [`GroupPlacement::of`]. O(number of dimensions).
     pub fn group_placement(&self, degrees: &[u32], in_group: &[bool]) -> GroupPlacement {
-        GroupPlacement::of(self.node.gpus_per_node, degrees, in_group)
+        GroupPlacement::of(self.domain_gpus(), degrees, in_group)
+    }
+
+    /// GPUs per NVLink domain as this cluster uses them: the node's `nvlink_domain`, at most
+    /// every GPU of the cluster (a 64-GPU job on one NVL72 rack is one 64-GPU domain). Every
+    /// "node" of the cost model (a group's `ranks_per_node` and `nodes` in
+    /// [`GroupPlacement`], intra- versus inter-node bandwidth) is this domain; ranks fill
+    /// domains consecutively, the last one possibly partial. Equal to `gpus_per_node` on every
+    /// cluster whose NVLink ends at the host.
+    ///
+    /// ```
+    /// let nvl = autoplan_cluster::resolve_cluster("gb200-nvl72x4").unwrap();
+    /// assert_eq!((nvl.node.gpus_per_node, nvl.domain_gpus(), nvl.gpus()), (4, 72, 288));
+    /// // An 8-way TP group on trays of 4 stays inside the rack's NVLink domain.
+    /// assert!(nvl.group_placement(&[8, 36], &[true, false]).intra_node());
+    /// assert_eq!(nvl.with_gpus(64).unwrap().domain_gpus(), 64);
+    /// ```
+    pub fn domain_gpus(&self) -> u32 {
+        self.node.nvlink_domain.min(self.gpus()).max(1)
     }
 
     /// The same cluster with `gpus` GPUs: `gpus / gpus_per_node` nodes (more or fewer than
     /// now). Fewer GPUs than one node holds gives one partially used node: a node of `gpus`
     /// GPUs on the same fabric, per-GPU bandwidths unchanged (a DGX-2 running 4 of its 16
-    /// V100s). The name is kept.
+    /// V100s). The name is kept, and so is the NVLink domain: an NVL72 cluster resized to 256
+    /// GPUs has 64 trays of 4 filling three 72-GPU domains and a fourth of 40
+    /// ([`Cluster::domain_gpus`]).
     ///
     /// ```
     /// let dgx2 = autoplan_cluster::resolve_cluster("dgx2-v100").unwrap();
@@ -197,6 +406,7 @@ impl Cluster {
         } else if gpus < gpn {
             c.nodes = 1;
             c.node.gpus_per_node = gpus;
+            c.node.nvlink_domain = gpus;
         } else if gpus.is_multiple_of(gpn) {
             c.nodes = gpus / gpn;
         } else {
@@ -269,7 +479,8 @@ impl GroupPlacement {
     /// group's rank span `L = 1 + Σ_{i∈group} (d_i − 1) S_i` can touch (`⌈(L−1)/g⌉ + 1`);
     /// `ranks_per_node = ⌈size / nodes⌉`. A cost model using it never under-counts
     /// inter-node traffic. The search can test [`GroupPlacement::aligned`] to avoid such
-    /// layouts.
+    /// layouts. One misaligned case is exact: a group whose dimensions all lie inside an
+    /// innermost block of ranks whose size divides `g` never crosses a node boundary.
     ///
     /// ```
     /// use autoplan_cluster::GroupPlacement;
@@ -299,6 +510,21 @@ impl GroupPlacement {
                 size: size as u32,
                 ranks_per_node: per_node as u32,
                 nodes: (size / per_node) as u32,
+            };
+        }
+        // Every group lies in one aligned block of `inner` consecutive ranks (the product of the
+        // degrees up to its outermost member dimension); when `inner` divides `g`, node
+        // boundaries (multiples of `g`) never cut such a block: the group is inside one node
+        // (TP = 8 on 72-GPU NVLink domains with DP = 32: 8 | 72).
+        let outer = in_group.iter().rposition(|&b| b).map_or(0, |i| i + 1);
+        let inner = degrees[..outer.min(degrees.len())]
+            .iter()
+            .fold(1u64, |a, &d| a.saturating_mul(u64::from(d.max(1))));
+        if g.is_multiple_of(inner) {
+            return GroupPlacement {
+                size: size as u32,
+                ranks_per_node: size as u32,
+                nodes: 1,
             };
         }
         // Upper bound on the nodes any group can touch: a window of `span` consecutive ranks
@@ -336,6 +562,7 @@ impl GroupPlacement {
 /// their products with a model's dimensions and the search's divisor lists stay small.
 pub const MAX_GPUS: u32 = 1 << 20;
 
-/// The most GPUs in one node (`node.gpus_per_node`): 1024, above the largest NVLink domains
-/// announced (576 GPUs).
+/// The most GPUs in one node (`node.gpus_per_node`) and in one NVLink domain
+/// (`node.nvlink_domain`): 1024, above the largest NVLink domains announced (576 GPUs,
+/// hardware.md §2).
 pub const MAX_GPUS_PER_NODE: u32 = 1024;

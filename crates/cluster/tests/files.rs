@@ -62,14 +62,15 @@ fn every_bundled_file_parses_and_is_named_after_its_file() {
     }
 }
 
-/// The size in names like `h100x256` is the GPU count.
+/// The size in names like `h100x256` is the GPU count; in `gb200-nvl72x4` the rack count.
 #[test]
 fn sizes_match_names() {
     for (name, _) in bundled_clusters() {
-        if let Some((_, n)) = name.rsplit_once('x') {
+        if let Some((head, n)) = name.rsplit_once('x') {
             if let Ok(n) = n.parse::<u32>() {
                 let c = resolve_cluster(name).unwrap();
-                assert_eq!(c.gpus(), n, "{name}");
+                let per = if head.ends_with("nvl72") { 72 } else { 1 };
+                assert_eq!(c.gpus(), n * per, "{name}");
             }
         }
     }
@@ -184,7 +185,7 @@ fn missing_field_is_named() {
 
 #[test]
 fn unknown_arch_lists_the_known_ones() {
-    let err = mutated("arch = \"a100\"", "arch = \"b200\"")
+    let err = mutated("arch = \"a100\"", "arch = \"b300\"")
         .unwrap_err()
         .to_string();
     assert!(err.contains("b200") && err.contains("h100"), "{err}");

@@ -145,6 +145,7 @@ fn node(fabric: &FabricPreset, in_switch: bool) -> Node {
         intra_bw: fabric.bandwidth,
         intra_latency: fabric.hop_latency,
         in_switch_reduction: in_switch,
+        nvlink_domain: 8,
     }
 }
 

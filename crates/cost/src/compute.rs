@@ -100,6 +100,16 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
     fitted_on: Some(GpuArch::H100),
 };
 
+/// Blackwell's prior: Hopper's calibrated set (see [`ARCH_TABLE`]), not fitted on Blackwell.
+/// `sms` stays Hopper's 132 (only expert GEMMs' tile waves read it; no Blackwell SM count is
+/// in the reference notes); `hbm_bytes_half` is scaled per GPU with its HBM bandwidth, as
+/// H200's is.
+pub const BLACKWELL_PRIOR: ArchEfficiency = ArchEfficiency {
+    arch: GpuArch::B200,
+    fitted_on: None,
+    ..HOPPER
+};
+
 /// The per-architecture table: ONE set per GPU type, no per-model or per-run constant.
 ///
 /// - `sms`, `tile_m × tile_n` are facts of the silicon and of cuBLAS's kernels (Ampere/Hopper
@@ -127,7 +137,13 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 ///   V100's `hbm_eff_max` (0.90) and H100's (0.50) sit on the edges of the 0.50–0.90 grid too.
 /// - L40S, Other: not fitted (no usable measured row; `fitted_on: None`, which `evaluate` and
 ///   `search` print as a caveat); `eff_max` as for large cuBLAS GEMMs, latency as fitted.
-pub const ARCH_TABLE: [ArchEfficiency; 7] = [
+/// - Blackwell (B200, GB200, GB300): no run on them is measured in this repository, and no
+///   published row is fitted on (that would be fitting to the rows it is then judged by). Their
+///   prior is Hopper's calibrated set ([`BLACKWELL_PRIOR`]): the same vendor stack (cuBLAS,
+///   Transformer Engine, Megatron-Core) on the next tensor-core generation, so the fractions
+///   of peak Hopper reaches are the nearest measured evidence; its `fp8_rate` applies to FP8
+///   and FP4 GEMMs alike. `fitted_on: None`: the CLI prints the caveat.
+pub const ARCH_TABLE: [ArchEfficiency; 10] = [
     ArchEfficiency {
         arch: GpuArch::V100,
         gemm_eff_max: 0.78,
@@ -170,6 +186,22 @@ pub const ARCH_TABLE: [ArchEfficiency; 7] = [
         hbm_bytes_half: 2.3e6,
         ..HOPPER
     },
+    // Blackwell: Hopper's constants as a prior (above), HBM half-width scaled with bandwidth.
+    ArchEfficiency {
+        arch: GpuArch::B200,
+        hbm_bytes_half: 1.6e6 * 7.7 / 3.35,
+        ..BLACKWELL_PRIOR
+    },
+    ArchEfficiency {
+        arch: GpuArch::Gb200,
+        hbm_bytes_half: 1.6e6 * 8.0 / 3.35,
+        ..BLACKWELL_PRIOR
+    },
+    ArchEfficiency {
+        arch: GpuArch::Gb300,
+        hbm_bytes_half: 1.6e6 * 8.0 / 3.35,
+        ..BLACKWELL_PRIOR
+    },
     ArchEfficiency {
         arch: GpuArch::L40s,
         gemm_eff_max: 0.80,
@@ -210,19 +242,31 @@ pub fn arch_efficiency(arch: GpuArch) -> &'static ArchEfficiency {
         .unwrap_or(&ARCH_TABLE[ARCH_TABLE.len() - 1])
 }
 
-/// Bytes per element of `p`.
+/// Bytes per element a GEMM of precision `p` reads: of its number format
+/// ([`Precision::gemm_format`]); block scales (one per 32 or 128 elements) are not counted.
 pub fn bytes_per_element(p: Precision) -> f64 {
-    match p {
+    match p.gemm_format() {
         Precision::Fp32 | Precision::Tf32 => 4.0,
         Precision::Fp16 | Precision::Bf16 => 2.0,
-        Precision::Fp8 => 1.0,
+        Precision::Fp4 => 0.5,
+        _ => 1.0,
     }
 }
 
-/// Dense peak FLOP/s at `p`. A precision the GPU lacks runs at the fastest wider one it has
+/// Dense peak FLOP/s at `p` (at its [`Precision::gemm_format`]: every FP8 recipe at the FP8
+/// peak, NVFP4 at the FP4 peak). A precision the GPU lacks runs at the fastest wider one it has
 /// (FP8 on A100 runs as BF16/FP16; BF16 on V100 as FP16); a GPU with none of them yields 0.
 pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
+    let p = p.gemm_format();
     let order: &[Precision] = match p {
+        Precision::Fp4 => &[
+            Precision::Fp4,
+            Precision::Fp8,
+            Precision::Bf16,
+            Precision::Fp16,
+            Precision::Tf32,
+            Precision::Fp32,
+        ],
         Precision::Fp8 => &[
             Precision::Fp8,
             Precision::Bf16,
@@ -238,16 +282,18 @@ pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
             Precision::Fp32,
         ],
         Precision::Tf32 => &[Precision::Tf32, Precision::Fp32],
-        Precision::Fp32 => &[Precision::Fp32],
+        _ => &[Precision::Fp32],
     };
     order.iter().find_map(|&q| gpu.peak(q)).unwrap_or(0.0)
 }
 
 /// The rate a GEMM's math is priced from before `gemm_eff_max`: the dense peak at `p`
-/// ([`peak_flops`]), times `fp8_rate` for an FP8 GEMM on a GPU with an FP8 peak.
+/// ([`peak_flops`]), times `fp8_rate` for a low-precision GEMM (FP8 recipes, NVFP4) on a GPU
+/// with a peak of its format.
 pub fn gemm_peak(gpu: &Gpu, e: &ArchEfficiency, p: Precision) -> f64 {
     let peak = peak_flops(gpu, p);
-    if p == Precision::Fp8 && gpu.peak(Precision::Fp8).is_some() {
+    let f = p.gemm_format();
+    if matches!(f, Precision::Fp8 | Precision::Fp4) && gpu.peak(f).is_some() {
         peak * e.fp8_rate
     } else {
         peak

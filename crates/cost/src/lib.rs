@@ -33,8 +33,8 @@ mod model;
 pub mod validation;
 
 pub use model::{
-    algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY, IN_SWITCH_LATENCY,
-    LL_BANDWIDTH_FRACTION, MAX_ALGORITHMS,
+    algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY,
+    IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY, LL_BANDWIDTH_FRACTION, MAX_ALGORITHMS,
 };
 
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,7 @@ fn seed_cluster(nodes: u32) -> Cluster {
             intra_bw: 300e9,
             intra_latency: 1e-6,
             in_switch_reduction: false,
+            nvlink_domain: 8,
         },
         network: Network {
             topology: NetTopology::FatTree,

@@ -34,6 +34,7 @@ fn cluster(
             intra_bw: intra_gbps * 1e9,
             intra_latency: lat_us.0 * 1e-6,
             in_switch_reduction: in_switch,
+            nvlink_domain: gpn,
         },
         network: Network {
             topology,

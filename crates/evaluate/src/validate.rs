@@ -203,16 +203,43 @@ fn era(id: &str) -> Era {
 }
 
 /// The bundled cluster of a row's `gpu` cell (resized to the row's GPU count by the caller with
-/// `Cluster::with_gpus`).
+/// `Cluster::with_gpus`), by the GPU it names:
+///
+/// - `GB200 (NVL72)`, `GB300 (NVL72)`: `gb200-nvl72x4`, `gb300-nvl72x4` (72-GPU NVLink
+///   domains of 4-GPU trays); `B200 (DGX-B200)`: `b200x256`. GB200 and GB300 are tested before
+///   B200 (`gb200` contains `b200`).
+/// - `H800`: `h800x2048`; `H200`: `h200x128`.
+/// - H100: Meta's 96 GB HBM2e part at 500 W (`96GB`, `HBM2e`, `500W`: torchtitan's Grand Teton
+///   rows) is `grand-teton-h100`; every other H100 (SXM5 80 GB HBM3, 700 W: DGX H100, Eos, and
+///   Llama 3's Grand Teton servers, Llama 3 paper §3.3.1) is `dgx-h100`.
+/// - A100: `dgx-a100-40gb` where the cell names 40 GB and not 80 GB, else `selene-a100`
+///   (80 GB; MT-NLG's cell names both, its sources say 80). MegaScale's GPUs are named only "NVIDIA Ampere"; its Megatron
+///   MFUs reproduce with the A100's 312 TFLOP/s peak (published_runs_2_SOURCES.md, `megascale_*`),
+///   so an Ampere GPU of a training cluster is read as the A100.
+/// - V100: `dgx2-v100`.
 pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
     let g = gpu.to_ascii_lowercase();
     if g.contains("v100") {
         Some("dgx2-v100")
-    } else if g.contains("h100") && (g.contains("96gb") || g.contains("grand teton")) {
+    } else if g.contains("gb300") {
+        Some("gb300-nvl72x4")
+    } else if g.contains("gb200") {
+        Some("gb200-nvl72x4")
+    } else if g.contains("b200") {
+        Some("b200x256")
+    } else if g.contains("h800") {
+        Some("h800x2048")
+    } else if g.contains("h200") {
+        Some("h200x128")
+    } else if g.contains("h100")
+        && (g.contains("96gb") || g.contains("hbm2e") || g.contains("500w"))
+    {
         Some("grand-teton-h100")
     } else if g.contains("h100") {
         Some("dgx-h100")
-    } else if g.contains("a100") {
+    } else if g.contains("a100") && g.contains("40gb") && !g.contains("80gb") {
+        Some("dgx-a100-40gb")
+    } else if g.contains("a100") || g.contains("ampere") {
         Some("selene-a100")
     } else {
         None
@@ -403,22 +430,70 @@ fn case_model(
     if let Some(v) = r.vocab {
         model.vocab = v;
     }
-    let prec = r.precision.as_deref().unwrap_or("").to_ascii_lowercase();
-    model.training.precision = if prec.contains("fp8") || prec.contains("float8") {
-        Precision::Fp8
-    } else if prec.contains("fp16") {
-        Precision::Fp16
-    } else if prec.contains("bf16") || prec.is_empty() || prec.contains("mixed precision") {
+    let cell = r.precision.as_deref().unwrap_or("");
+    model.training.precision = match row_precision(cell, r.notes.as_deref().unwrap_or("")) {
+        Ok(Some(p)) => p,
         // Blank precision: the source's TFLOP/s ÷ MFU implies the 16-bit dense peak.
-        if era == Era::Megatron2021 {
-            Precision::Fp16
-        } else {
-            Precision::Bf16
-        }
-    } else {
-        return Err(skip(id, format!("precision `{prec}` not modelled")));
+        Ok(None) if era == Era::Megatron2021 => Precision::Fp16,
+        Ok(None) => Precision::Bf16,
+        Err(()) => return Err(skip(id, format!("precision `{cell}` not modelled"))),
     };
     Ok(model)
+}
+
+/// The training precision a row's `precision` cell names; `None` for a 16-bit run whose format
+/// the cell leaves open (blank, "mixed precision", "not stated"), which the era decides; `Err`
+/// for wording none of these rules reads.
+///
+/// - `nvfp4`/`fp4`: NVFP4; `mxfp8`: MXFP8 (Megatron `--fp8-recipe mxfp8`).
+/// - FP8 by its scaling recipe (frameworks.md §1.8): block (`1x128`, `128x128`, `block`,
+///   `fine-grained`: DeepSeek-V3's), current (`current`, `fp8-cs`, `tensorwise`, and
+///   torchtitan's `Float8` linears, whose default recipe is tensorwise dynamic scaling,
+///   frameworks.md §2.5), delayed (`delayed`, or no recipe named: Megatron's default; `FP8_HYBRID`
+///   names the E4M3/E5M2 format, not a recipe). A cell that only implies FP8 ("not stated (fp8
+///   implied)") takes the recipe its `notes` name, if any.
+/// - `fp16` (`mixed fp16`, `--fp16`): FP16; `bf16` (`amp_bf16`, `bf16 (PURE)`): BF16.
+fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>, ()> {
+    let c = cell.to_ascii_lowercase();
+    let fp8_recipe = |t: &str| {
+        if ["1x128", "128x128", "block", "fine-grained"]
+            .iter()
+            .any(|w| t.contains(w))
+        {
+            Some(Precision::Fp8Block)
+        } else if ["current", "fp8-cs", "tensorwise", "float8"]
+            .iter()
+            .any(|w| t.contains(w))
+        {
+            Some(Precision::Fp8Current)
+        } else if t.contains("delayed") {
+            Some(Precision::Fp8)
+        } else {
+            None
+        }
+    };
+    let implied = c.contains("implied") || c.contains("not stated");
+    Ok(Some(if c.contains("fp4") {
+        Precision::Nvfp4
+    } else if c.contains("mxfp8") || c.contains("fp8-mx") {
+        Precision::Mxfp8
+    } else if c.contains("fp8") || c.contains("float8") {
+        fp8_recipe(&c)
+            .or_else(|| {
+                implied
+                    .then(|| fp8_recipe(&notes.to_ascii_lowercase()))
+                    .flatten()
+            })
+            .unwrap_or(Precision::Fp8)
+    } else if c.contains("fp16") {
+        Precision::Fp16
+    } else if c.contains("bf16") {
+        Precision::Bf16
+    } else if c.trim().is_empty() || c.contains("mixed precision") || implied {
+        return Ok(None);
+    } else {
+        return Err(());
+    }))
 }
 
 /// The plan row `r` ran (era defaults where the row is blank).

@@ -35,7 +35,8 @@
 //! [training]
 //! seq_len = 8192
 //! global_batch = 128        # sequences
-//! precision = "bf16"        # bf16 | fp16 | fp8
+//! precision = "bf16"        # bf16 | fp16 | fp8 (= fp8-delayed) | fp8-current | fp8-block |
+//!                           # mxfp8 | nvfp4 (the last two on Blackwell GPUs)
 //! optimizer = "adam"        # adam | adam-bf16-moments | sgd
 //! ```
 
@@ -597,14 +598,11 @@ impl RawTraining {
         let p = |k: &'static str| ["training", k];
         let seq_len = count(src, &p("seq_len"), self.seq_len)?;
         let global_batch = count(src, &p("global_batch"), self.global_batch)?;
-        if !matches!(
-            self.precision,
-            Precision::Bf16 | Precision::Fp16 | Precision::Fp8
-        ) {
+        if !self.precision.is_training() {
             return Err(src.invalid(
                 &p("precision"),
-                format!("{:?}", self.precision).to_lowercase(),
-                "training precision must be bf16, fp16 or fp8",
+                self.precision.name(),
+                TRAINING_PRECISIONS_MSG,
             ));
         }
         Ok(Training {
@@ -616,6 +614,12 @@ impl RawTraining {
     }
 }
 
+/// What a training precision may be (`Precision::is_training`; which GPUs accept MXFP8 and
+/// NVFP4 is the cluster's to say, `Gpu::check_training_precision`).
+const TRAINING_PRECISIONS_MSG: &str = "training precision must be bf16, fp16, fp8 (per-tensor \
+    delayed scaling; alias fp8-delayed), fp8-current (per-tensor current scaling), fp8-block \
+    (1x128/128x128 block scaling), mxfp8 or nvfp4 (these two on Blackwell GPUs)";
+
 /// Why a workload override does not fit the model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrainingError {
@@ -625,7 +629,7 @@ pub enum TrainingError {
     TooLarge { field: &'static str, value: u32 },
     #[error("training.seq_len = {seq_len}: exceeds the model's learned position table ({max_positions})")]
     SeqLenExceedsPositions { seq_len: u32, max_positions: u32 },
-    #[error("training.precision = {0:?}: training precision must be bf16, fp16 or fp8")]
+    #[error("training.precision = {0}: {TRAINING_PRECISIONS_MSG}")]
     Precision(Precision),
 }
 
@@ -662,10 +666,7 @@ impl ModelSpec {
                 max_positions: self.max_positions,
             });
         }
-        if !matches!(
-            training.precision,
-            Precision::Bf16 | Precision::Fp16 | Precision::Fp8
-        ) {
+        if !training.precision.is_training() {
             return Err(TrainingError::Precision(training.precision));
         }
         Ok(ModelSpec {

@@ -250,7 +250,18 @@ fn bad_enums_list_the_allowed_values() {
     let e = err("llama3-8b", "precision = \"bf16\"", "precision = \"fp32\"");
     expect(
         &e,
-        &["training.precision = fp32: training precision must be bf16, fp16 or fp8"],
+        &[
+            "training.precision = fp32: training precision must be bf16, fp16, fp8",
+            "fp8-current",
+            "fp8-block",
+            "mxfp8 or nvfp4",
+        ],
+    );
+    // A GPU peak format is not a training precision.
+    let e = err("llama3-8b", "precision = \"bf16\"", "precision = \"fp4\"");
+    expect(
+        &e,
+        &["training.precision = fp4: training precision must be"],
     );
     let e = err("llama3-8b", "kind = \"gqa\"", "kind = \"mqa\"");
     expect(&e, &["mqa", "gqa", "mla"]);

@@ -204,7 +204,9 @@ fn moe(m: &ModelSpec, drop: f64) -> MoeConsts {
 fn bytes_per_param(m: &ModelSpec) -> (f64, f64) {
     let (weight_bytes, master) = match m.training.precision {
         Precision::Fp32 | Precision::Tf32 => (4.0, 0.0),
-        Precision::Fp16 | Precision::Bf16 | Precision::Fp8 => (2.0, 4.0),
+        // Low-precision recipes (FP8, MXFP8, NVFP4) keep 16-bit weights and fp32 masters:
+        // Transformer Engine casts per GEMM (`--fp8-param-gather` is not modelled).
+        _ => (2.0, 4.0),
     };
     let states = match m.training.optimizer {
         Optimizer::Adam => 8.0,
@@ -262,7 +264,10 @@ impl ModelMemory {
             dropout,
             dropout_bytes: drop,
             mla_qkv: attn.mla_qkv,
-            fp8: m.training.precision == Precision::Fp8,
+            // Every low-precision recipe stores its GEMM inputs at 1 byte, NVFP4 included (its
+            // FP4 copy and block scales plus the 16-bit inputs its recipe keeps for the weight
+            // gradient are not itemised: 1 byte is the FP8 figure, an upper bound for FP4).
+            fp8: m.training.precision.is_low_precision(),
             moe_routed_inner_lin: moe.routed_inner_lin,
         }
     }

@@ -187,7 +187,8 @@ impl Topology {
                 available,
             });
         }
-        let g = (cluster.node.gpus_per_node as usize).max(1);
+        // The two levels are the NVLink domain (a host, or an NVL72 rack) and the network.
+        let g = cluster.domain_gpus() as usize;
         let bwu = cluster.efficiency.bwurate;
         let intra_bw = cluster.node.intra_bw * bwu;
         let inter_bw = cluster.network.inter_bw * bwu / cluster.network.oversubscription.max(1.0);

@@ -45,7 +45,7 @@ impl Objective for Evaluator {
         let c = self.cluster();
         Shape {
             gpus: c.gpus(),
-            gpus_per_node: c.node.gpus_per_node,
+            gpus_per_node: c.domain_gpus(),
             heads: m.heads,
             layers: m.layers,
             experts: m.moe.as_ref().map_or(0, |x| x.experts),

@@ -41,6 +41,8 @@ pub use space::{bundled_spaces, resolve_space, FixError, Space, SpaceError};
 pub struct Shape {
     /// GPUs of the cluster; every plan uses all of them (`tp·cp·dp·pp = gpus`).
     pub gpus: u32,
+    /// GPUs per NVLink domain (`Cluster::domain_gpus`: a host's GPUs, or an NVL72 rack's 72):
+    /// the "node" of the cost model and of the `tp_within_node` constraint.
     pub gpus_per_node: u32,
     /// Attention heads (`tp` must divide them).
     pub heads: u32,

@@ -89,6 +89,11 @@ impl Planner for SearchPlanner {
         } else {
             cluster.clone()
         };
+        // MXFP8 and NVFP4 need a Blackwell GPU: the case has no plan elsewhere.
+        cluster
+            .gpu
+            .check_training_precision(model.training.precision)
+            .map_err(infeasible)?;
         let opts = SearchOptions {
             top_k: case.top_k as usize,
             exhaustive: false,

@@ -259,7 +259,8 @@ fn placement(
     ranks: u32,
     ranks_per_node: Option<u32>,
 ) -> anyhow::Result<GroupPlacement> {
-    let gpn = cluster.node.gpus_per_node;
+    // A "node" of the cost model is an NVLink domain (`Cluster::domain_gpus`).
+    let gpn = cluster.domain_gpus();
     if ranks == 0 {
         bail!("--ranks must be at least 1");
     }

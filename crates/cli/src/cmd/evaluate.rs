@@ -210,13 +210,14 @@ fn summary(
     let c = ev.cluster();
     writeln!(
         out,
-        "{} on {} ({} GPUs: {} nodes × {} {})",
+        "{} on {} ({} GPUs: {} nodes × {} {}{})",
         model.name,
         c.name,
         c.gpus(),
         c.nodes,
         c.node.gpus_per_node,
-        c.gpu.name
+        c.gpu.name,
+        super::show_cluster::domain_note(c)
     )?;
     writeln!(out, "plan {plan_str}")?;
     writeln!(

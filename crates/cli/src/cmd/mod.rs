@@ -31,10 +31,12 @@ pub struct Workload {
     /// Override the model's global batch (sequences).
     #[arg(long)]
     pub global_batch: Option<u32>,
-    /// Override the model's training precision (the GEMMs' peak and bytes; FP8 keeps the
-    /// attention core and the LM head in BF16).
-    #[arg(long, value_enum)]
-    pub precision: Option<TrainPrecision>,
+    /// Override the model's training precision: bf16, fp16, fp8 (per-tensor delayed
+    /// scaling), fp8-current, fp8-block, mxfp8, nvfp4 (the last two on Blackwell GPUs). Sets
+    /// the GEMMs' peak and bytes; the low-precision recipes keep the attention core and the LM
+    /// head in BF16.
+    #[arg(long, value_parser = parse_precision, value_name = "PRECISION")]
+    pub precision: Option<autoplan_cluster::Precision>,
     /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
     #[arg(long)]
     pub gpus: Option<u32>,
@@ -64,12 +66,16 @@ impl Workload {
     }
 }
 
-/// Training precisions a model can declare.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TrainPrecision {
-    Bf16,
-    Fp16,
-    Fp8,
+/// `--precision`: a training precision by name (`autoplan_cluster::Precision`'s names).
+fn parse_precision(s: &str) -> Result<autoplan_cluster::Precision, String> {
+    let p: autoplan_cluster::Precision = s.parse()?;
+    if p.is_training() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "`{s}` is a GPU peak format, not a training precision (train FP4 with nvfp4)"
+        ))
+    }
 }
 
 /// The caveat for a GPU whose GEMM and HBM efficiency constants were fitted to no measured run
@@ -84,8 +90,13 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
             .collect();
         format!(
             "note: no published run on {} calibrates its GEMM and HBM efficiency; its compute \
-             times use uncalibrated defaults (fitted: {})",
+             times use {} (fitted: {})",
             c.gpu.name,
+            if c.gpu.arch.is_blackwell() {
+                "Hopper's calibrated constants as a prior"
+            } else {
+                "uncalibrated defaults"
+            },
             fitted.join(", ")
         )
     })
@@ -101,7 +112,6 @@ pub(crate) fn load_inputs(
     w: &Workload,
 ) -> anyhow::Result<(autoplan_graph::ModelSpec, autoplan_cluster::Cluster)> {
     use anyhow::Context;
-    use autoplan_cluster::Precision;
     let mut m = autoplan_graph::resolve_model(model)
         .with_context(|| format!("cannot load model `{model}`"))?;
     if w.seq_len.is_some() || w.global_batch.is_some() || w.precision.is_some() {
@@ -109,11 +119,7 @@ pub(crate) fn load_inputs(
         t.seq_len = w.seq_len.unwrap_or(t.seq_len);
         t.global_batch = w.global_batch.unwrap_or(t.global_batch);
         if let Some(p) = w.precision {
-            t.precision = match p {
-                TrainPrecision::Bf16 => Precision::Bf16,
-                TrainPrecision::Fp16 => Precision::Fp16,
-                TrainPrecision::Fp8 => Precision::Fp8,
-            };
+            t.precision = p;
         }
         m = m
             .with_training(t)
@@ -124,6 +130,9 @@ pub(crate) fn load_inputs(
     if let Some(n) = w.gpus {
         c = c.with_gpus(n)?;
     }
+    c.gpu
+        .check_training_precision(m.training.precision)
+        .map_err(|e| anyhow::anyhow!("model `{model}` on cluster `{cluster}`: {e}"))?;
     Ok((m, c))
 }
 

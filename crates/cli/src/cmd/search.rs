@@ -375,13 +375,14 @@ fn header(
     let c = scorer.exact.cluster();
     writeln!(
         out,
-        "{} on {} ({} GPUs: {} nodes × {} {}), seq {}, global batch {}",
+        "{} on {} ({} GPUs: {} nodes × {} {}{}), seq {}, global batch {}",
         m.name,
         c.name,
         c.gpus(),
         c.nodes,
         c.node.gpus_per_node,
         c.gpu.name,
+        super::show_cluster::domain_note(c),
         m.training.seq_len,
         m.training.global_batch
     )?;

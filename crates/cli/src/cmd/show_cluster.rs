@@ -55,9 +55,10 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
     )?;
     writeln!(
         out,
-        "node      {} GPUs on {}",
+        "node      {} GPUs on {}{}",
         n.gpus_per_node,
-        serde_name(&n.fabric)
+        serde_name(&n.fabric),
+        domain_note(c)
     )?;
     writeln!(
         out,
@@ -120,6 +121,7 @@ fn json(c: &Cluster) -> serde_json::Value {
             "intra_bw_bytes_per_s": n.intra_bw,
             "intra_latency_s": n.intra_latency,
             "in_switch_reduction": n.in_switch_reduction,
+            "nvlink_domain_gpus": c.domain_gpus(),
         },
         "network": {
             "topology": serde_name(&w.topology),
@@ -135,6 +137,16 @@ fn json(c: &Cluster) -> serde_json::Value {
             "cpufetch_s": e.cpufetch,
         },
     })
+}
+
+/// `", NVLink domains of N GPUs"` where NVLink joins several nodes into one scale-up domain
+/// (NVL72), empty where it ends at the node (then nothing printed changes).
+pub(crate) fn domain_note(c: &Cluster) -> String {
+    if c.domain_gpus() > c.node.gpus_per_node {
+        format!(", NVLink domains of {} GPUs", c.domain_gpus())
+    } else {
+        String::new()
+    }
 }
 
 /// `a.b.c,value` lines for the CSV format.
@@ -168,7 +180,7 @@ pub fn list() -> anyhow::Result<ExitCode> {
         let c = resolve_cluster(name).with_context(|| format!("bundled cluster `{name}`"))?;
         writeln!(
             out,
-            "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} {}",
+            "{:<17} {:>6} {:>9}  {:<21} {:>6} {:<9} {:>6} {}{}",
             c.name,
             c.gpus(),
             format!("{}x{}", c.nodes, c.node.gpus_per_node),
@@ -177,6 +189,11 @@ pub fn list() -> anyhow::Result<ExitCode> {
             serde_name(&c.node.fabric),
             c.network.inter_bw / 1e9,
             serde_name(&c.network.topology),
+            if c.domain_gpus() > c.node.gpus_per_node {
+                format!(" (NVLink domain {})", c.domain_gpus())
+            } else {
+                String::new()
+            },
         )?;
     }
     writeln!(

@@ -26,6 +26,8 @@ pub const LL_BANDWIDTH_FRACTION: f64 = 0.5;
 /// (tuning.cc, collectives.md §2.3.3). With it, 8×H100 all-reduce predicts algbw ≈ 270 GB/s
 /// (measured 273–275, collectives.md §4.1).
 pub const IN_SWITCH_EFFICIENCY: f64 = 0.85;
+/// NCCL's `nvlsEff` for Blackwell: 0.74 (tuning.cc, collectives.md §2.3.1's NVLS row).
+pub const IN_SWITCH_EFFICIENCY_BLACKWELL: f64 = 0.74;
 /// Fixed set-up latency of an in-switch (NVLS) collective, seconds: NCCL
 /// `hwLat[NVLINK][NVLS][Simple]` = 25 µs (tuning.cc v2.30, collectives.md §2.4).
 pub const IN_SWITCH_LATENCY: f64 = 25e-6;
@@ -51,7 +53,8 @@ pub struct CostModel {
     spb_inter_aligned: f64,
     /// Seconds per byte of a NIC share for cross-rail traffic (× oversubscription).
     spb_inter_cross: f64,
-    /// Seconds per byte of in-switch reduction (1 / (`b_intra` × IN_SWITCH_EFFICIENCY)).
+    /// Seconds per byte of in-switch reduction (1 / (`b_intra` × IN_SWITCH_EFFICIENCY), or
+    /// its Blackwell value).
     spb_in_switch: f64,
     in_switch: bool,
     start_lat: f64,
@@ -220,7 +223,8 @@ impl CostModel {
         let oversubscription = cluster.network.oversubscription.max(1.0);
         let rail = cluster.network.topology == NetTopology::RailOptimized;
         CostModel {
-            gpus_per_node: cluster.node.gpus_per_node.max(1),
+            // The cost model's "node" is the NVLink domain (a GB200 NVL72 rack, not its tray).
+            gpus_per_node: cluster.domain_gpus(),
             fabric: cluster.node.fabric,
             topology: cluster.network.topology,
             b_intra,
@@ -233,7 +237,13 @@ impl CostModel {
                 oversubscription / b_inter
             },
             spb_inter_cross: oversubscription / b_inter,
-            spb_in_switch: 1.0 / (b_intra * IN_SWITCH_EFFICIENCY),
+            spb_in_switch: 1.0
+                / (b_intra
+                    * if cluster.gpu.arch.is_blackwell() {
+                        IN_SWITCH_EFFICIENCY_BLACKWELL
+                    } else {
+                        IN_SWITCH_EFFICIENCY
+                    }),
             in_switch: cluster.node.in_switch_reduction,
             start_lat: cluster.efficiency.start_lat,
             sync_lat: cluster.efficiency.sync_lat,

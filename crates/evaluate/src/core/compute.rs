@@ -2,8 +2,7 @@
 //! the attention core and the memory-bound elementwise kernels, forward and backward. No
 //! communication (the parts' files) and no plan knob but the degrees.
 
-use autoplan_cluster::Precision;
-use autoplan_cost::compute::{attention_core_time_with, memory_bound_time_with};
+use autoplan_cost::compute::{attention_core_time_with, bytes_per_element, memory_bound_time_with};
 use autoplan_graph::{LayerKind, TpSplit};
 
 use super::classes::{Class, ClassId, G, NCLASS};
@@ -60,7 +59,8 @@ impl Evaluator {
             let e = &self.eff;
             // FP8 training keeps the LM head in 16 bits: Megatron-Core's `output_layer` is a
             // plain `ColumnParallelLinear`, outside Transformer Engine's `fp8_autocast`.
-            let head16 = kind == LayerKind::LmHead && self.precision == Precision::Fp8;
+            let low = self.precision.is_low_precision();
+            let head16 = kind == LayerKind::LmHead && low;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
             let mut tg = count
                 * if g.expert {
@@ -68,13 +68,15 @@ impl Evaluator {
                 } else {
                     pricer.time(2.0 * rows * n * k, rows, n, k)
                 };
-            if self.precision == Precision::Fp8 && !head16 {
-                // FP8 GEMMs quantize their 16-bit input (read 2 B, write 1 B per element;
-                // Transformer Engine's cast), a memory-bound pass per GEMM. Current scaling's
-                // amax is a second pass (2 B read) not itemised here: on the H100 the pair took
-                // 20 µs per 4096 × 2048 input where this term gives 15
-                // (results/h100/fp8cast.csv).
-                tg += memory_bound_time_with(&self.gpu, e, 3.0 * rows * count * k);
+            if low && !head16 {
+                // FP8 (FP4) GEMMs quantize their 16-bit input (read 2 B, write 1 B (0.5 B) per
+                // element; Transformer Engine's cast), a memory-bound pass per GEMM, whatever
+                // the scaling recipe. Current scaling's amax is a second pass (2 B read) not
+                // itemised here: on the H100 the pair took 20 µs per 4096 × 2048 input where
+                // this term gives 15 (results/h100/fp8cast.csv), and no other recipe's cast is
+                // measured.
+                let cast = ACT + bytes_per_element(self.precision);
+                tg += memory_bound_time_with(&self.gpu, e, cast * rows * count * k);
             }
             last = (rows, n, k, count, tg);
             t += tg;

@@ -82,7 +82,8 @@ fn hop(g: GroupPlacement) -> GroupPlacement {
 
 impl Evaluator {
     pub(super) fn ctx(&self, plan: &Plan) -> Ctx {
-        let gpn = self.cluster.node.gpus_per_node.max(1);
+        // Groups are placed on NVLink domains (a host, or an NVL72 rack of 18 hosts).
+        let gpn = self.cluster.domain_gpus();
         let edp = plan.edp().max(1);
         let tp = plan.tp.max(1);
         let cp = plan.cp.max(1);

@@ -127,7 +127,9 @@ impl Evaluator {
         let mtp_reuse = classes::mtp_reuses(&classes);
         let eff = opts.efficiency.unwrap_or(*arch_efficiency(gpu.arch));
         let gemm = GemmPricer::new(&gpu, &eff, precision);
-        let attn_precision = if precision == Precision::Fp8 {
+        // Low-precision recipes keep the attention core in 16 bits (Transformer Engine's FP8
+        // autocast covers the linear layers).
+        let attn_precision = if precision.is_low_precision() {
             Precision::Bf16
         } else {
             precision
