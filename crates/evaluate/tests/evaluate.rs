@@ -236,7 +236,7 @@ fn moe_plan_has_dispatch_combine_and_expert_gradients() {
         sp: true,
         dp: 8,
         ep: 8,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         ..Plan::default()
     };
     let r = ev.report(&plan).unwrap();
@@ -274,7 +274,7 @@ fn recompute_modules_price_what_they_rerun() {
         sp: true,
         dp: 8,
         ep: 4,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         recompute: Recompute::Selective,
         ..Plan::default()
     };
@@ -467,7 +467,7 @@ fn plans() -> impl Strategy<Value = Plan> {
                 ep,
                 recompute,
                 recompute_modules: modules(set),
-                zero: Zero(zero),
+                zero: Zero::stage(zero),
                 mbs,
                 tp_overlap: overlap,
                 schedule: Schedule::OneF1B,

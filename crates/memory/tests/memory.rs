@@ -431,7 +431,7 @@ fn valid_case() -> impl Strategy<Value = Option<(usize, Plan)>> {
                     moe_tp,
                     mbs,
                     sp,
-                    zero: Zero(zero),
+                    zero: Zero::stage(zero),
                     recompute,
                     recompute_layers: if recompute == Recompute::None {
                         None
@@ -526,7 +526,7 @@ proptest! {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
         let o = MemoryOptions::default();
-        let at = |z: u8| memory(&m, &Plan { zero: Zero(z), ..p }, &o).total;
+        let at = |z: u8| memory(&m, &Plan { zero: Zero::stage(z), ..p }, &o).total;
         prop_assert!(at(1) <= at(0) * (1.0 + 1e-12));
         prop_assert!(at(2) <= at(1) * (1.0 + 1e-12));
         // ZeRO-3 gathers one block while it runs: below ZeRO-2 once a stage has two blocks
@@ -566,7 +566,7 @@ proptest! {
         let mm = ModelMemory::new(&m);
         let o = MemoryOptions::default();
         let q = Plan {
-            zero: Zero(zero),
+            zero: Zero::stage(zero),
             recompute: [Recompute::None, Recompute::Selective, Recompute::Full][rc],
             recompute_modules: RecomputeModules(modules),
             mbs: (p.mbs >> mbs_div).max(1),

@@ -220,12 +220,12 @@ impl Evaluator {
         let e_ag = self.dp_hide(d, ag.time, d.s.fwd);
         let calls = if every_mb {
             out.per_mb += e_rs;
+            out.step += e_ag;
             micro
         } else {
-            out.step += e_rs;
+            out.step += e_rs + e_ag;
             1.0
         };
-        out.step += e_ag;
         if S::ENABLED {
             let [w1, w2] = d.names.zero1;
             let pass = if every_mb { Pass::Backward } else { Pass::Step };
