@@ -65,7 +65,13 @@ impl ModelMemory {
         // FSDP without resharding after forward keeps the stage's gathered 16-bit parameters
         // from the forward through the backward (frameworks.md §3.6, `reshard_after_forward`
         // False): the sharded copy plus the whole gathered one, where a group is sharded.
-        let kept = |d: f64| if zero.keeps_gathered() && d > 1.0 { 1.0 } else { 0.0 };
+        let kept = |d: f64| {
+            if zero.keeps_gathered() && d > 1.0 {
+                1.0
+            } else {
+                0.0
+            }
+        };
         let per_param =
             |d: f64| wb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);
         let weights = wb

@@ -17,7 +17,9 @@ pub enum Invalid {
     ZeroDegree { dim: &'static str },
     #[error("the plan uses tp·cp·dp·pp = {plan} GPUs but the cluster has {gpus}")]
     GpuCount { plan: u64, gpus: u32 },
-    #[error("zero={zero} is not a sharding mode (0, 1, 2, 3 or 3-noreshard, :G only from stage 1)")]
+    #[error(
+        "zero={zero} is not a sharding mode (0, 1, 2, 3 or 3-noreshard, :G only from stage 1)"
+    )]
     ZeroStage { zero: crate::Zero },
     #[error(
         "zero=…:{group}: an HSDP shard group of {group} ranks must divide the dp·cp = {dp_cp} \

@@ -231,7 +231,11 @@ impl Plan {
                 flags.push("--use-distributed-optimizer".into());
                 if z.group > 0 {
                     let instances = self.dp * self.cp / z.group;
-                    kv_push(a, "--num-distributed-optimizer-instances", instances.to_string());
+                    kv_push(
+                        a,
+                        "--num-distributed-optimizer-instances",
+                        instances.to_string(),
+                    );
                 }
             }
             3 if z.keeps_gathered() => {

@@ -233,7 +233,8 @@ impl Evaluator {
             push(sink, rs_row.calls(calls), rs, calls * e_rs);
             if d.cross.size > 1 {
                 let bytes = p * gb / shard.size as f64;
-                let ar_row = Comm::new(CommKind::Dp, d.names.cross, pass, AllReduce, d.cross, bytes);
+                let ar_row =
+                    Comm::new(CommKind::Dp, d.names.cross, pass, AllReduce, d.cross, bytes);
                 push(sink, ar_row.calls(calls), ar, 0.0);
             }
             let ag_row = Comm::new(CommKind::Dp, w2, Pass::Step, AllGather, shard, p * PARAM);

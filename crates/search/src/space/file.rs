@@ -83,11 +83,7 @@ pub(super) fn check_zero_constraints(src: &Source, raw: &RawSpaceFile) -> Result
         return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
     }
     if let Some(z) = raw.memory.zero.iter().find(|z| z.zero().is_none()) {
-        return Err(src.invalid(
-            &["memory", "zero"],
-            z,
-            autoplan_plan::zero::ZERO_EXPECTED,
-        ));
+        return Err(src.invalid(&["memory", "zero"], z, autoplan_plan::zero::ZERO_EXPECTED));
     }
     let c = &raw.constraints;
     if c.max_pp == Some(0) {

@@ -358,7 +358,10 @@ impl Space {
             dp: None,
             mbs: degrees(src, "batch", "mbs", &raw.batch.mbs)?,
             recompute: canon(recompute, |r| *r),
-            zero: canon(raw.memory.zero.iter().filter_map(RawZero::zero).collect(), |z| *z),
+            zero: canon(
+                raw.memory.zero.iter().filter_map(RawZero::zero).collect(),
+                |z| *z,
+            ),
             schedule: canon(schedule, |&x| SCHEDULES.position(x)),
             vpp: degrees(src, "pipeline", "vpp", &raw.pipeline.vpp)?,
             sp: bools(src, "knobs", "sp", &k.sp)?,
