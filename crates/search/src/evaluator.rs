@@ -25,7 +25,7 @@
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
-    Dispatcher, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition,
+    Dispatcher, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
@@ -116,14 +116,19 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
             union = Some(RecomputeModules(set));
         }
     }
-    // The sharding modes still open: each is priced below (no mode stores the least in every
-    // case: ZeRO 3 adds a gathered block, HSDP shards over fewer ranks, FSDP without resharding
-    // keeps the gathered parameters).
-    let zeros = if partial.depth < Depth::Zero {
+    // The sharding modes still open, each bounded by its ZeRO stage over the whole group with
+    // resharding (an HSDP group shards over fewer ranks; `3-noreshard` holds ZeRO 2's and
+    // ZeRO 3's weights and more): of stages 0–2 the highest stores the least, and ZeRO 3 can
+    // store more than it (its gathered block), so the floor tries the highest open stage below
+    // 3 and stage 3 (`autoplan-memory`'s tests pin each of these inequalities).
+    let open_zeros = if partial.depth < Depth::Zero {
         &s.zero[..]
     } else {
         std::slice::from_ref(&p.zero)
     };
+    let below_3 = open_zeros.iter().map(|z| z.stage).filter(|&st| st < 3).max();
+    let has_3 = open_zeros.iter().any(|z| z.stage >= 3);
+    let candidates = [below_3.map(Zero::stage), has_3.then_some(Zero::stage(3))];
     // Every leaf knob the memory model reads at its least memory: the engine's partial plans
     // hold whatever leaf values were tried last below an earlier sibling. The first placement
     // has the fewest replicas (`Space::placement` is sorted so); where it does not matter
@@ -149,7 +154,7 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
         mem
     };
     let mut mem = Some(f64::INFINITY);
-    for &z in zeros {
+    for z in candidates.into_iter().flatten() {
         q.zero = z;
         mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
         if let Some(m) = union {
