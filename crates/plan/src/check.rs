@@ -368,7 +368,10 @@ impl Plan {
         let edp = self.edp();
         let experts_unsharded = edp > 1 && z.shard_size(edp) == 1;
         if z.group > 0
-            && (z.group < 2 || z.group >= dp_cp || dp_cp % z.group != 0 || experts_unsharded)
+            && (z.group < 2
+                || z.group >= dp_cp
+                || !dp_cp.is_multiple_of(z.group)
+                || experts_unsharded)
         {
             return Err(Invalid::ShardGroup {
                 group: z.group,

@@ -229,8 +229,8 @@ impl Plan {
             0 => {}
             1 => {
                 flags.push("--use-distributed-optimizer".into());
-                if z.group > 0 {
-                    let instances = self.dp * self.cp / z.group;
+                // No group (0): one instance, the flag's default.
+                if let Some(instances) = (self.dp * self.cp).checked_div(z.group) {
                     kv_push(
                         a,
                         "--num-distributed-optimizer-instances",

@@ -126,7 +126,11 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     } else {
         std::slice::from_ref(&p.zero)
     };
-    let below_3 = open_zeros.iter().map(|z| z.stage).filter(|&st| st < 3).max();
+    let below_3 = open_zeros
+        .iter()
+        .map(|z| z.stage)
+        .filter(|&st| st < 3)
+        .max();
     let has_3 = open_zeros.iter().any(|z| z.stage >= 3);
     let candidates = [below_3.map(Zero::stage), has_3.then_some(Zero::stage(3))];
     // Every leaf knob the memory model reads at its least memory: the engine's partial plans
