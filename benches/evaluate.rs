@@ -24,7 +24,7 @@ fn evaluate(c: &mut Criterion) {
         vpp: 3,
         mbs: 1,
         recompute: Recompute::Selective,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         ..Plan::default()
     };
     assert!(ev.evaluate(&dense).is_ok());

@@ -529,17 +529,18 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     } else {
         Recompute::None
     };
-    let zs = r.zero_stage.as_deref().unwrap_or("").to_ascii_lowercase();
-    let zero = if zs.contains("fsdp") || zs.starts_with('3') {
-        Zero(3)
-    } else if zs.starts_with('2') {
-        Zero(2)
-    } else if zs.starts_with('1') || (zs.is_empty() && era == Era::MegatronCore) {
-        // NeMo / Megatron-Core recipes use the distributed optimizer.
-        Zero(1)
-    } else {
-        Zero(0)
-    };
+    // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
+    // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
+    // distributed optimizer.
+    let zero = r
+        .zero_stage
+        .as_deref()
+        .and_then(|t| Zero::from_wording(t, r.gpus_per_node.unwrap_or(8)))
+        .unwrap_or(if era == Era::MegatronCore {
+            Zero::stage(1)
+        } else {
+            Zero::NONE
+        });
     let ep = r.ep.unwrap_or(1);
     let moe_tp = r.etp.unwrap_or(1);
     let plan = Plan {
@@ -662,7 +663,7 @@ fn plan_summary(p: &Plan) -> String {
         p.mbs,
         p.sp,
         autoplan_plan::parse::recompute_label(p.recompute, p.recompute_modules),
-        p.zero.0
+        p.zero
     );
     s
 }

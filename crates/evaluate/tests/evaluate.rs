@@ -186,6 +186,89 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
 }
 
 #[test]
+fn sharding_modes_pay_their_per_micro_batch_collectives() {
+    // tiny-gpt, dp = 16 over two DGX A100 nodes, 2 micro-batches, one bucket (nothing hides
+    // but what a pass's compute covers): each mode's DP exposure, collective by collective.
+    let m = tiny_gpt();
+    let c = dgx_a100(2);
+    let ev = Evaluator::new(&m, &c, EvalOptions::default());
+    let cm = CostModel::new(&c);
+    let params = m.total_params();
+    let g = c.group_placement(&[1, 1, 16, 1], &[false, false, true, false]);
+    let coll = |op, g, bytes| cm.collective(op, g, bytes, AlgoMode::Cheapest).time;
+    let rs = coll(Collective::ReduceScatter, g, 4.0 * params);
+    let ag = coll(Collective::AllGather, g, 2.0 * params);
+    let run = |zero: &str| {
+        let plan: Plan = format!("dp=16,zero={zero}").parse().unwrap();
+        ev.report(&plan).expect("fits")
+    };
+    let (z1, z2, z3, nr) = (run("1"), run("2"), run("3"), run("3-noreshard"));
+    assert_eq!(z1.microbatches, 2);
+    // ZeRO-1: one reduce-scatter and one all-gather per step (nothing to hide behind: one
+    // bucket). ZeRO-2: the reduce-scatter after each of the 2 backwards.
+    let step = |r: &autoplan_evaluate::Report| r.metrics.step_time_s;
+    assert!(close(z1.breakdown.dp_exposed_s, rs + ag, 1e-9));
+    assert!(close(z2.breakdown.dp_exposed_s, 2.0 * rs + ag, 1e-9));
+    assert!(close(step(&z2) - step(&z1), rs, 1e-9));
+    let rs_row = |r: &autoplan_evaluate::Report| {
+        r.comm
+            .iter()
+            .find(|c| c.collective == Collective::ReduceScatter)
+            .expect("a gradient reduce-scatter")
+            .clone()
+    };
+    assert_eq!(rs_row(&z1).calls_per_step, 1.0);
+    assert_eq!(rs_row(&z2).calls_per_step, 2.0);
+    assert_eq!(rs_row(&z2).pass, Pass::Backward);
+    // ZeRO-3 gathers before each forward and backward and reduce-scatters after each backward;
+    // without resharding the backward gather is gone. One block per pass hides nothing of a
+    // one-bucket model beyond what its pass's compute covers, so ZeRO-3 costs more still.
+    assert!(step(&z3) > step(&nr) && step(&nr) > step(&z2) - 1e-12);
+    let gathers = |r: &autoplan_evaluate::Report| {
+        r.comm
+            .iter()
+            .filter(|c| c.collective == Collective::AllGather)
+            .map(|c| c.calls_per_step)
+            .sum::<f64>()
+    };
+    assert_eq!(gathers(&z3), 4.0);
+    assert_eq!(gathers(&nr), 2.0);
+    // Memory: ZeRO-3 shards the weights; without resharding the whole copy is held too.
+    assert!(close(z3.memory.weights, 2.0 * params / 16.0, 1e-9));
+    assert!(close(
+        nr.memory.weights,
+        2.0 * params * (1.0 + 1.0 / 16.0),
+        1e-9
+    ));
+    assert!(close(z2.memory.grads, 4.0 * params / 16.0, 1e-9));
+    assert!(close(z1.memory.grads, 4.0 * params, 1e-9));
+    // HSDP, shard groups of 8 (one node each): gathers and reduce-scatters inside the node,
+    // the reduced shard (1/8 of the gradients) all-reduced between the two nodes after each
+    // backward; optimizer state sharded 8 ways, not 16.
+    let h = run("3:8");
+    let inner = c.group_placement(&[8, 2], &[true, false]);
+    let cross = c.group_placement(&[8, 2], &[false, true]);
+    assert_eq!(
+        (inner.size, inner.nodes, cross.size, cross.nodes),
+        (8, 1, 2, 2)
+    );
+    let ar = h
+        .comm
+        .iter()
+        .find(|c| c.collective == Collective::AllReduce)
+        .expect("the cross-group all-reduce");
+    assert_eq!((ar.group.size, ar.group.nodes), (2, 2));
+    assert!(close(ar.bytes, 4.0 * params / 8.0, 1e-12));
+    assert_eq!(ar.calls_per_step, 2.0);
+    let t_ar = coll(Collective::AllReduce, cross, 4.0 * params / 8.0);
+    assert!(close(ar.time_per_call, t_ar, 1e-9));
+    let rs_h = rs_row(&h);
+    assert_eq!((rs_h.group.size, rs_h.group.nodes), (8, 1));
+    assert!(close(h.memory.optimizer, 12.0 * params / 8.0, 1e-9));
+    assert!(h.memory.optimizer > z3.memory.optimizer);
+}
+
+#[test]
 fn gpt_model_flops_match_megatron() {
     // Megatron (Narayanan 2021): 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) model FLOPs per step.
     // The formula omits biases and norms' FLOPs (none are GEMMs) and the position table.
@@ -236,7 +319,7 @@ fn moe_plan_has_dispatch_combine_and_expert_gradients() {
         sp: true,
         dp: 8,
         ep: 8,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         ..Plan::default()
     };
     let r = ev.report(&plan).unwrap();
@@ -274,7 +357,7 @@ fn recompute_modules_price_what_they_rerun() {
         sp: true,
         dp: 8,
         ep: 4,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         recompute: Recompute::Selective,
         ..Plan::default()
     };
@@ -451,7 +534,16 @@ fn plans() -> impl Strategy<Value = Plan> {
         prop::sample::select(vec![1u32, 2]),
         prop::bool::ANY,
         prop::sample::select(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
-        prop::sample::select(vec![0u8, 1, 3]),
+        prop::sample::select(vec![
+            Zero::stage(0),
+            Zero::stage(1),
+            Zero::stage(2),
+            Zero::stage(3),
+            Zero::NORESHARD,
+            Zero::stage(1).hsdp(2),
+            Zero::stage(3).hsdp(2),
+            Zero::NORESHARD.hsdp(4),
+        ]),
         prop::sample::select(vec![1u32, 2]),
         prop::bool::ANY,
         (0u8..32, prop::sample::select(vec![1u32, 2, 4])),
@@ -467,7 +559,7 @@ fn plans() -> impl Strategy<Value = Plan> {
                 ep,
                 recompute,
                 recompute_modules: modules(set),
-                zero: Zero(zero),
+                zero,
                 mbs,
                 tp_overlap: overlap,
                 schedule: Schedule::OneF1B,

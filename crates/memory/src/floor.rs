@@ -16,6 +16,9 @@ impl ModelMemory {
     /// can undercut full recompute's working set), with SP and with the all-reduce transition,
     /// so the bound takes those at their minimum (contiguous placement: no replicas; the least
     /// of full and all-module recompute) and the least of the ZeRO stages and dispatchers.
+    /// Stages 0–3 over the whole data-parallel group bound every sharding mode: an HSDP group
+    /// shards over fewer ranks (holds more), and FSDP without resharding holds stage 2's full
+    /// parameters plus their shard.
     pub fn floor(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
         let mut lo = f64::INFINITY;
         // Full recompute keeps the least per block but adds one block's working set; selective
@@ -31,7 +34,7 @@ impl ModelMemory {
                     .flat_map(|d| least.into_iter().map(move |r| (d, r)))
             {
                 let q = Plan {
-                    zero: Zero(zero),
+                    zero: Zero::stage(zero),
                     recompute,
                     recompute_modules,
                     recompute_layers: None,

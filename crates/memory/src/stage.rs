@@ -34,10 +34,18 @@ impl ModelMemory {
             }
         }
 
-        let zero = plan.zero.0;
-        let d_dense = (plan.dp.max(1) * plan.cp.max(1)) as f64;
-        let d_exp = plan.edp().max(1) as f64;
-        let shard = |z: u8, d: f64| if zero >= z { d } else { 1.0 };
+        // What the data-parallel ranks shard (`Zero`): optimizer state from stage 1, gradients
+        // from 2, parameters from 3 (Rajbhandari+20 §5.1–5.3), over the whole group or an HSDP
+        // shard group.
+        let zero = plan.zero;
+        let d_dense = zero.shard_size(plan.dp.max(1) * plan.cp.max(1)) as f64;
+        let d_exp = zero.shard_size(plan.edp().max(1)) as f64;
+        let shard = |on: bool, d: f64| if on { d } else { 1.0 };
+        let (s1, s2, s3) = (
+            zero.shards_optimizer(),
+            zero.shards_grads(),
+            zero.shards_params(),
+        );
         let (wb, gb) = (
             self.weight_bytes,
             if opts.fp32_main_grads {
@@ -54,15 +62,29 @@ impl ModelMemory {
             } else {
                 0.0
             };
-        let per_param = |d: f64| wb / shard(3, d) + gb / shard(2, d) + ob / shard(1, d);
-        let weights = wb * (p.dense / shard(3, d_dense) + p.expert / shard(3, d_exp));
-        let grads = gb * (p.dense / shard(2, d_dense) + p.expert / shard(2, d_exp));
-        let optimizer = ob * (p.dense / shard(1, d_dense) + p.expert / shard(1, d_exp));
+        // FSDP without resharding after forward keeps the stage's gathered 16-bit parameters
+        // from the forward through the backward (frameworks.md §3.6, `reshard_after_forward`
+        // False): the sharded copy plus the whole gathered one, where a group is sharded.
+        let kept = |d: f64| {
+            if zero.keeps_gathered() && d > 1.0 {
+                1.0
+            } else {
+                0.0
+            }
+        };
+        let per_param =
+            |d: f64| wb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);
+        let weights = wb
+            * (p.dense * (1.0 / shard(s3, d_dense) + kept(d_dense))
+                + p.expert * (1.0 / shard(s3, d_exp) + kept(d_exp)));
+        let grads = gb * (p.dense / shard(s2, d_dense) + p.expert / shard(s2, d_exp));
+        let optimizer = ob * (p.dense / shard(s1, d_dense) + p.expert / shard(s1, d_exp));
         let extra = p.o_extra * per_param(d_dense);
 
-        // Transient: ZeRO-3 gathers one block (when it is sharded), MoE dispatch buffers.
+        // Transient: ZeRO-3 resharding after forward gathers one block at a time (when it is
+        // sharded), MoE dispatch buffers.
         let mut transient: f64 = 0.0;
-        if zero >= 3 {
+        if zero.gathers_in_backward() {
             let mut gather = 0.0;
             if d_dense > 1.0 {
                 gather += wb * p.largest_dense_block;

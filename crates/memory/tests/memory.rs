@@ -431,7 +431,7 @@ fn valid_case() -> impl Strategy<Value = Option<(usize, Plan)>> {
                     moe_tp,
                     mbs,
                     sp,
-                    zero: Zero(zero),
+                    zero: Zero::stage(zero),
                     recompute,
                     recompute_layers: if recompute == Recompute::None {
                         None
@@ -526,7 +526,7 @@ proptest! {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
         let o = MemoryOptions::default();
-        let at = |z: u8| memory(&m, &Plan { zero: Zero(z), ..p }, &o).total;
+        let at = |z: u8| memory(&m, &Plan { zero: Zero::stage(z), ..p }, &o).total;
         prop_assert!(at(1) <= at(0) * (1.0 + 1e-12));
         prop_assert!(at(2) <= at(1) * (1.0 + 1e-12));
         // ZeRO-3 gathers one block while it runs: below ZeRO-2 once a stage has two blocks
@@ -558,7 +558,7 @@ proptest! {
 
     #[test]
     fn floor_is_a_lower_bound_over_the_memory_only_knobs(
-        case in valid_case(), zero in 0u8..4, rc in 0usize..3, mbs_div in 0u32..3,
+        case in valid_case(), zero in 0usize..9, rc in 0usize..3, mbs_div in 0u32..3,
         sp in any::<bool>(), a2a in any::<bool>(), modules in 1u8..128,
     ) {
         let Some((mi, p)) = case else { return Ok(()) };
@@ -566,7 +566,7 @@ proptest! {
         let mm = ModelMemory::new(&m);
         let o = MemoryOptions::default();
         let q = Plan {
-            zero: Zero(zero),
+            zero: MODES[zero],
             recompute: [Recompute::None, Recompute::Selective, Recompute::Full][rc],
             recompute_modules: RecomputeModules(modules),
             mbs: (p.mbs >> mbs_div).max(1),
@@ -574,6 +574,49 @@ proptest! {
             tp_sp_transition: if a2a { TpSpTransition::AllToAll } else { TpSpTransition::AllReduceSlice },
             ..p
         };
+        // Every sharding mode a valid plan can take.
+        if q.check(&m, q.gpus() as u32).is_err() {
+            return Ok(());
+        }
         prop_assert!(mm.floor(&p, &o) <= mm.breakdown(&q, &o).total * (1.0 + 1e-12));
     }
+
+    #[test]
+    fn hsdp_and_no_reshard_hold_more_than_full_sharding(case in valid_case(), g in 0usize..3) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions::default();
+        let at = |z: Zero| memory(&m, &Plan { zero: z, ..p }, &o);
+        // FSDP without resharding keeps the gathered parameters: ZeRO-2's weights plus the
+        // shard, never less than ZeRO-2 or ZeRO-3.
+        let (z2, z3, nr) = (at(Zero::stage(2)), at(Zero::stage(3)), at(Zero::NORESHARD));
+        prop_assert!(nr.grads == z2.grads && nr.optimizer == z2.optimizer);
+        prop_assert!(nr.weights >= z2.weights * (1.0 - 1e-12));
+        prop_assert!(nr.weights >= z3.weights * (1.0 - 1e-12));
+        // A shard group of G ranks holds at least what the whole group does, for each stage.
+        let group = [2, 4, 8][g];
+        for stage in 1..=3 {
+            let z = Zero::stage(stage);
+            let q = Plan { zero: z.hsdp(group), ..p };
+            if q.check(&m, q.gpus() as u32).is_err() {
+                continue;
+            }
+            let (full, hsdp) = (at(z), at(z.hsdp(group)));
+            prop_assert!(hsdp.total >= full.total * (1.0 - 1e-12), "stage {}", stage);
+            prop_assert!(hsdp.optimizer >= full.optimizer * (1.0 - 1e-12));
+        }
+    }
 }
+
+/// The sharding modes the floor property draws from.
+const MODES: [Zero; 9] = [
+    Zero::stage(0),
+    Zero::stage(1),
+    Zero::stage(2),
+    Zero::stage(3),
+    Zero::NORESHARD,
+    Zero::stage(1).hsdp(2),
+    Zero::stage(2).hsdp(4),
+    Zero::stage(3).hsdp(2),
+    Zero::NORESHARD.hsdp(8),
+];

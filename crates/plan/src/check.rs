@@ -17,8 +17,16 @@ pub enum Invalid {
     ZeroDegree { dim: &'static str },
     #[error("the plan uses tp·cp·dp·pp = {plan} GPUs but the cluster has {gpus}")]
     GpuCount { plan: u64, gpus: u32 },
-    #[error("zero={zero} is not a ZeRO stage (0, 1, 2 or 3)")]
-    ZeroStage { zero: u8 },
+    #[error(
+        "zero={zero} is not a sharding mode (0, 1, 2, 3 or 3-noreshard, :G only from stage 1)"
+    )]
+    ZeroStage { zero: crate::Zero },
+    #[error(
+        "zero=…:{group}: an HSDP shard group of {group} ranks must divide the dp·cp = {dp_cp} \
+         data-parallel ranks, be smaller (the whole group is plain sharding, without :G) and \
+         share a factor with the expert data-parallel group"
+    )]
+    ShardGroup { group: u32, dp_cp: u32 },
     #[error("tp={tp} does not divide the {heads} attention heads")]
     TpHeads { tp: u32, heads: u32 },
     #[error(
@@ -346,8 +354,29 @@ impl Plan {
                 gpus,
             });
         }
-        if self.zero.0 > 3 {
-            return Err(Invalid::ZeroStage { zero: self.zero.0 });
+        let z = self.zero;
+        if z.stage > 3 || (z.stage < 3 && !z.reshard) || (z.stage == 0 && z.group > 0) {
+            return Err(Invalid::ZeroStage { zero: z });
+        }
+        // HSDP: shard groups of G ranks tile the dense data-parallel group (dp·cp ranks,
+        // frameworks.md §2.1: torchtitan's `dp_replicate · dp_shard`); G = dp·cp is plain
+        // sharding, written without `:G` (one name per plan).
+        let dp_cp = self.dp.saturating_mul(self.cp);
+        // The experts' EDP group shards over gcd(G, edp) ranks (`Zero::shard_size`): at least
+        // two where it has two, so HSDP never holds whole expert weights that full sharding
+        // would shard (the memory floor's stages 0–3 bound it, `autoplan-memory`'s `floor`).
+        let edp = self.edp();
+        let experts_unsharded = edp > 1 && z.shard_size(edp) == 1;
+        if z.group > 0
+            && (z.group < 2
+                || z.group >= dp_cp
+                || !dp_cp.is_multiple_of(z.group)
+                || experts_unsharded)
+        {
+            return Err(Invalid::ShardGroup {
+                group: z.group,
+                dp_cp,
+            });
         }
         Ok(())
     }

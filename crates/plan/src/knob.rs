@@ -468,13 +468,7 @@ impl Knob {
                 (p.recompute, p.recompute_modules) = crate::parse::parse_recompute(v)?
             }
             Knob::Zero => {
-                p.zero = match norm(v).as_str() {
-                    "0" => Zero(0),
-                    "1" => Zero(1),
-                    "2" => Zero(2),
-                    "3" => Zero(3),
-                    _ => return Err(bad(key, v, "0, 1, 2 or 3")),
-                }
+                p.zero = Zero::parse(v).ok_or_else(|| bad(key, v, crate::zero::ZERO_EXPECTED))?
             }
             Knob::Schedule => {
                 p.schedule = SCHEDULES
@@ -528,7 +522,7 @@ impl Knob {
             Knob::FirstStageLayers => opt(p.first_stage_layers),
             Knob::LastStageLayers => opt(p.last_stage_layers),
             Knob::Recompute => crate::parse::recompute_label(p.recompute, p.recompute_modules),
-            Knob::Zero => p.zero.0.to_string(),
+            Knob::Zero => p.zero.name(),
             Knob::Schedule => SCHEDULES.name(p.schedule).into(),
             Knob::CpComm => CP_COMMS.name(p.cp_comm).into(),
             Knob::Transition => TRANSITIONS.name(p.tp_sp_transition).into(),
@@ -650,7 +644,8 @@ impl Knob {
             // traffic: nothing without TP.
             Knob::Sp | Knob::Transition | Knob::TpOverlap => ctx.tp > 1,
             Knob::CpComm => ctx.cp > 1,
-            // ZeRO shards over the data-parallel ranks (dense `dp·cp`, experts `edp`).
+            // ZeRO, FSDP and HSDP shard over the data-parallel ranks (dense `dp·cp`, experts
+            // `edp`); a shard group that does not fit is `Plan::check`'s.
             Knob::Zero => ctx.dp * ctx.cp > 1 || ctx.edp() > 1,
             Knob::Schedule | Knob::FirstStageLayers | Knob::LastStageLayers => ctx.pp > 1,
             Knob::Vpp => ctx.pp > 1 && ctx.schedule == Schedule::Interleaved,
@@ -752,7 +747,7 @@ mod tests {
                        moe_tp_scheme=scatter-gather,dispatcher=deepep,algo=ring,\
                        order=tp-dp-cp-pp,placement=balanced:1,tp_overlap=on,ep_overlap=on,\
                        recompute=full,recompute_layers=2,first_stage_layers=3,\
-                       last_stage_layers=1,pp=4,schedule=interleaved,vpp=2,zero=3,mbs=2"
+                       last_stage_layers=1,pp=4,schedule=interleaved,vpp=2,zero=3-noreshard:2,mbs=2"
             .parse()
             .unwrap();
         for k in Knob::ALL {

@@ -31,11 +31,13 @@ mod check;
 pub mod knob;
 mod megatron;
 pub mod parse;
+pub mod zero;
 
 pub use check::{Invalid, StageLayout};
 pub use knob::Knob;
 pub use megatron::Unsupported;
 pub use parse::ParseError;
+pub use zero::Zero;
 
 pub use autoplan_cost::{AlgoMode, Algorithm};
 use serde::{Deserialize, Serialize};
@@ -145,11 +147,6 @@ impl Default for RecomputeModules {
     }
 }
 
-/// ZeRO stage: 0 none, 1 optimizer state sharded (= distributed optimizer), 2 + gradients,
-/// 3 + parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Zero(pub u8);
-
 /// How context parallelism exchanges K/V.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -235,6 +232,7 @@ pub struct Plan {
     pub cp: u32,
     pub cp_comm: CpComm,
     pub dp: u32,
+    /// Data-parallel sharding: ZeRO stage, FSDP reshard mode, HSDP group (`zero.rs`).
     pub zero: Zero,
     pub pp: u32,
     pub schedule: Schedule,
@@ -285,7 +283,7 @@ impl Default for Plan {
             cp: 1,
             cp_comm: CpComm::Ring,
             dp: 1,
-            zero: Zero(0),
+            zero: Zero::NONE,
             pp: 1,
             schedule: Schedule::OneF1B,
             vpp: 1,

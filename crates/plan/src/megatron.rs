@@ -214,16 +214,47 @@ impl Plan {
         a: &mut Vec<String>,
         flags: &mut Vec<String>,
     ) -> Result<(), Unsupported> {
-        // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies.
-        match self.zero.0 {
+        // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies; stage 3
+        // without resharding = Torch-FSDP2 with `--torch-fsdp2-no-reshard-after-forward`;
+        // stage-1 HSDP = `--num-distributed-optimizer-instances` (frameworks.md §1.1, §1.4).
+        let z = self.zero;
+        if z.group > 0 && z.stage != 1 {
+            return Err(unsupported(
+                "zero",
+                z,
+                "Megatron shards inside groups only for the distributed optimizer (zero=1:G)",
+            ));
+        }
+        match z.stage {
             0 => {}
-            1 => flags.push("--use-distributed-optimizer".into()),
+            1 => {
+                flags.push("--use-distributed-optimizer".into());
+                // No group (0): one instance, the flag's default.
+                if let Some(instances) = (self.dp * self.cp).checked_div(z.group) {
+                    kv_push(
+                        a,
+                        "--num-distributed-optimizer-instances",
+                        instances.to_string(),
+                    );
+                }
+            }
+            3 if z.keeps_gathered() => {
+                if self.pp > 1 || self.ep > 1 {
+                    return Err(unsupported(
+                        "zero",
+                        z,
+                        "Megatron's Torch-FSDP2 path (the no-reshard mode) needs pp = 1 and ep = 1",
+                    ));
+                }
+                flags.push("--use-torch-fsdp2".into());
+                flags.push("--torch-fsdp2-no-reshard-after-forward".into());
+            }
             2 | 3 => {
                 flags.push("--use-megatron-fsdp".into());
                 kv_push(
                     a,
                     "--data-parallel-sharding-strategy",
-                    if self.zero.0 == 2 {
+                    if z.stage == 2 {
                         "optim_grads"
                     } else {
                         "optim_grads_params"
@@ -231,12 +262,14 @@ impl Plan {
                     .into(),
                 );
             }
-            z => return Err(unsupported("zero", z, "ZeRO stages are 0 to 3")),
+            _ => return Err(unsupported("zero", z, "ZeRO stages are 0 to 3")),
         }
         if self.dp * self.cp > 1 {
             // Gradient reduction overlapped with backward, as the evaluator assumes.
             flags.push("--overlap-grad-reduce".into());
-            if self.zero.0 >= 1 {
+            // `--overlap-param-gather` needs the distributed optimizer or Megatron-FSDP, not
+            // Torch-FSDP2 (frameworks.md §1.4).
+            if self.zero.shards_optimizer() && !self.zero.keeps_gathered() {
                 flags.push("--overlap-param-gather".into());
             }
         }

@@ -26,7 +26,7 @@ fn parses_every_key() {
         cp: 2,
         cp_comm: CpComm::AllToAll,
         dp: 16,
-        zero: Zero(1),
+        zero: Zero::stage(1),
         pp: 8,
         schedule: Schedule::Interleaved,
         vpp: 2,
@@ -518,6 +518,71 @@ fn megatron_flags_of_a_gpt3_plan() {
 }
 
 #[test]
+fn sharding_modes_parse_check_and_export() {
+    let gpt = model("gpt3-175b"); // 96 blocks, GB 1536
+    let with = |s: &str| s.parse::<Plan>().unwrap();
+    let p = with("tp=8,pp=8,dp=16,zero=3-noreshard:8");
+    assert_eq!(p.zero, Zero::NORESHARD.hsdp(8));
+    assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
+    assert!(p.to_string().contains("zero=3-noreshard:8"));
+    assert_eq!(p.check(&gpt, 1024), Ok(()));
+    assert_eq!(with("tp=8,pp=8,dp=16,zero=fsdp").zero, Zero::stage(3));
+    assert_eq!(
+        with("tp=8,pp=8,dp=16,zero=hsdp:4").zero,
+        Zero::stage(3).hsdp(4)
+    );
+    // The shard group must tile dp·cp and be smaller than it.
+    for (plan, group, dp_cp) in [
+        ("tp=8,pp=8,dp=16,zero=3:16", 16, 16),
+        ("tp=8,pp=8,dp=16,zero=3:6", 6, 16),
+        ("tp=8,pp=4,dp=16,cp=2,zero=1:64", 64, 32),
+    ] {
+        let gpus = with(plan).gpus() as u32;
+        assert_eq!(
+            with(plan).check(&gpt, gpus),
+            Err(Invalid::ShardGroup { group, dp_cp }),
+            "{plan}"
+        );
+    }
+    for bad in ["zero=0:8", "zero=4", "zero=3:1", "zero=2-noreshard"] {
+        let e = format!("tp=8,pp=8,dp=16,{bad}")
+            .parse::<Plan>()
+            .unwrap_err();
+        assert!(
+            matches!(e, ParseError::BadValue { key: "zero", .. }),
+            "{bad}: {e}"
+        );
+    }
+    // Megatron: stage-1 HSDP is the distributed optimizer in dp·cp/G instances; FSDP without
+    // resharding is Torch-FSDP2's no-reshard flag (pp = 1, ep = 1 only).
+    let args = with("tp=8,pp=8,dp=16,zero=1:4")
+        .megatron_args(&gpt)
+        .unwrap()
+        .join(" ");
+    assert!(args.contains("--use-distributed-optimizer"), "{args}");
+    assert!(
+        args.contains("--num-distributed-optimizer-instances 4"),
+        "{args}"
+    );
+    let m8 = model("llama3-8b");
+    let nr = with("tp=8,dp=8,zero=3-noreshard");
+    let args = nr.megatron_args(&m8).unwrap().join(" ");
+    assert!(
+        args.contains("--use-torch-fsdp2 --torch-fsdp2-no-reshard-after-forward"),
+        "{args}"
+    );
+    assert!(!args.contains("--overlap-param-gather"), "{args}");
+    let e = with("tp=8,pp=8,dp=16,zero=3-noreshard")
+        .megatron_args(&gpt)
+        .unwrap_err();
+    assert_eq!(e.knob, "zero");
+    let e = with("tp=8,pp=8,dp=16,zero=3:8")
+        .megatron_args(&gpt)
+        .unwrap_err();
+    assert_eq!(e.knob, "zero");
+}
+
+#[test]
 fn megatron_accounts_for_embedding_and_loss_when_the_layout_matches() {
     // Qwen3-235B-A22B (94 blocks) on pp = 8, vpp = 4, as the Megatron MoE model zoo runs it:
     // (94 + 2) / 32 = 3 blocks per chunk; the first and last stages have 11 blocks.
@@ -555,7 +620,17 @@ fn any_plan() -> impl Strategy<Value = Plan> {
     );
     let knobs = (
         any::<bool>(),
-        0u8..4,
+        proptest::sample::select(vec![
+            Zero::stage(0),
+            Zero::stage(1),
+            Zero::stage(2),
+            Zero::stage(3),
+            Zero::NORESHARD,
+            Zero::stage(1).hsdp(2),
+            Zero::stage(2).hsdp(8),
+            Zero::stage(3).hsdp(4),
+            Zero::NORESHARD.hsdp(16),
+        ]),
         prop_oneof![
             Just(Recompute::None),
             Just(Recompute::Selective),
@@ -601,7 +676,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             cp,
             cp_comm: if cpa { CpComm::AllToAll } else { CpComm::Ring },
             dp,
-            zero: Zero(zero),
+            zero,
             pp,
             schedule,
             vpp,

@@ -89,8 +89,8 @@ impl Objective for Evaluator {
 }
 
 /// The memory floor of the module docs: the peak of the completion with every undecided memory
-/// knob at its most saving value, minimised over the open schedules, dispatchers and (around
-/// ZeRO 3) stages; 0 if the plan is invalid (no information).
+/// knob at its most saving value, minimised over the open schedules, dispatchers and sharding
+/// modes; 0 if the plan is invalid (no information).
 fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     let p = partial.plan;
     let s = partial.space;
@@ -116,10 +116,23 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
             union = Some(RecomputeModules(set));
         }
     }
-    if partial.depth < Depth::Zero {
-        // The highest open stage shards the most; ZeRO 3's gather buffer is handled below.
-        q.zero = s.zero.iter().copied().max().unwrap_or(p.zero);
-    }
+    // The sharding modes still open, each bounded by its ZeRO stage over the whole group with
+    // resharding (an HSDP group shards over fewer ranks; `3-noreshard` holds ZeRO 2's and
+    // ZeRO 3's weights and more): of stages 0–2 the highest stores the least, and ZeRO 3 can
+    // store more than it (its gathered block), so the floor tries the highest open stage below
+    // 3 and stage 3 (`autoplan-memory`'s tests pin each of these inequalities).
+    let open_zeros = if partial.depth < Depth::Zero {
+        &s.zero[..]
+    } else {
+        std::slice::from_ref(&p.zero)
+    };
+    let below_3 = open_zeros
+        .iter()
+        .map(|z| z.stage)
+        .filter(|&st| st < 3)
+        .max();
+    let has_3 = open_zeros.iter().any(|z| z.stage >= 3);
+    let candidates = [below_3.map(Zero::stage), has_3.then_some(Zero::stage(3))];
     // Every leaf knob the memory model reads at its least memory: the engine's partial plans
     // hold whatever leaf values were tried last below an earlier sibling. The first placement
     // has the fewest replicas (`Space::placement` is sorted so); where it does not matter
@@ -144,37 +157,21 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
         });
         mem
     };
-    let mut mem = floor(&mut q);
-    // The stage below ZeRO 3 may store less.
-    let below = zero_below_3(partial);
-    if let Some(z) = below {
-        let mut r = Plan { zero: z, ..q };
-        mem = mem.zip(floor(&mut r)).map(|(a, b)| a.min(b));
-    }
-    if let Some(m) = union {
-        // Either ZeRO stage again, with the union of the selective sets.
-        q.recompute = Recompute::Selective;
-        q.recompute_modules = m;
+    let mut mem = Some(f64::INFINITY);
+    for z in candidates.into_iter().flatten() {
+        q.zero = z;
         mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
-        if let Some(z) = below {
-            q.zero = z;
-            mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
+        if let Some(m) = union {
+            // The same mode again with the union of the selective sets.
+            let mut r = Plan {
+                recompute: Recompute::Selective,
+                recompute_modules: m,
+                ..q
+            };
+            mem = mem.zip(floor(&mut r)).map(|(a, b)| a.min(b));
         }
     }
     mem.filter(|m| m.is_finite()).unwrap_or(0.0)
-}
-
-/// The ZeRO stage to try besides the highest open one for a memory floor: the memory crate's
-/// weights, gradients and optimizer state shrink from stage to stage, but ZeRO 3 adds a buffer
-/// for one gathered block (`transient`), so ZeRO 3 can need more than the highest stage below
-/// it (which then stores the least of the stages below 3). `None` where the stage is fixed, or
-/// 3 is not open, or nothing below it is.
-fn zero_below_3(partial: &Partial<'_>) -> Option<Zero> {
-    let s = partial.space;
-    if partial.depth >= Depth::Zero || !s.zero.contains(&Zero(3)) {
-        return None;
-    }
-    s.zero.iter().copied().filter(|&z| z < Zero(3)).max()
 }
 
 /// The relevance context of `plan` for the evaluator's model ([`Knob::matters`]).

@@ -10,7 +10,7 @@
 //! ties occur and the `(step time, key)` tie-break is exercised.
 
 use autoplan_plan::{
-    CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition, Zero,
+    CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape};
@@ -135,7 +135,7 @@ impl Synthetic {
         } else {
             0.0
         };
-        let shard = |z: u8, n: f64| if p.zero >= Zero(z) { n } else { 1.0 };
+        let shard = |z: u8, n: f64| if p.zero.stage >= z { n } else { 1.0 };
         let weights = 2.0 * (dense / shard(3, dp * cp) + expert / shard(3, edp)) + extra;
         let grads = 4.0 * (dense / shard(2, dp * cp) + expert / shard(2, edp));
         let opt = 12.0 * (dense / shard(1, dp * cp) + expert / shard(1, edp));
@@ -197,7 +197,7 @@ impl Synthetic {
             / (p.tp * p.pp) as f64;
         let dp_comm = if p.dp * p.cp > 1 {
             let t = grad_bytes / self.bw(self.intra(p, Dim::Dp));
-            0.2 * t * if p.zero >= Zero(3) { 1.5 } else { 1.0 }
+            0.2 * t * if p.zero.stage >= 3 { 1.5 } else { 1.0 }
         } else {
             0.0
         };

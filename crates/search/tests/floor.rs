@@ -178,7 +178,7 @@ fn bnb_equals_exhaustive_on_small_moe_with_every_knob_open() {
         .fix("mbs=1,recompute=full,schedule=1f1b")
         .expect("valid fix");
     space.pp = vec![1, 2, 4];
-    space.zero = vec![autoplan_plan::Zero(1), autoplan_plan::Zero(3)];
+    space.zero = vec![autoplan_plan::Zero::stage(1), autoplan_plan::Zero::stage(3)];
     let run = |exhaustive: bool, threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

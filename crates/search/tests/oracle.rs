@@ -477,7 +477,21 @@ fn small_space() -> impl Strategy<Value = Space> {
                 &["none", "selective", "selective:layernorm+moe_act", "full"],
                 2,
             ),
-            num(&["0", "1", "2", "3"], 2),
+            // Every sharding mode: ZeRO stages, FSDP without resharding, HSDP groups of 2.
+            quoted(
+                &[
+                    "0",
+                    "1",
+                    "2",
+                    "3",
+                    "3-noreshard",
+                    "1:2",
+                    "2:2",
+                    "3:2",
+                    "3-noreshard:2",
+                ],
+                2,
+            ),
             quoted(&["1f1b", "interleaved", "zero-bubble", "dualpipe"], 2),
             num(&["2", "4"], 2),
         ),
@@ -540,7 +554,8 @@ proptest! {
 
 /// A fixed case where every value of the knobs the engine has been seen to drop matters: 16
 /// GPUs on two nodes, CP 2 with both exchanges, four rank orders (groups on or across the
-/// nodes), three dispatchers, interleaving with two vpp, all ZeRO stages, recompute modes.
+/// nodes), three dispatchers, interleaving with two vpp, all ZeRO stages, FSDP without
+/// resharding and HSDP, recompute modes.
 #[test]
 fn bnb_matches_the_oracle_on_every_communication_knob() {
     let model = SmallModel {
@@ -555,7 +570,8 @@ fn bnb_matches_the_oracle_on_every_communication_knob() {
     .spec();
     let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1, 2]\nep = [2, 4]\nmoe_tp = [1]\n\
                 [batch]\nmbs = [1]\n[memory]\nrecompute = [\"selective\", \"full\"]\n\
-                zero = [0, 1, 2, 3]\n[pipeline]\nschedules = [\"1f1b\", \"interleaved\"]\n\
+                zero = [0, 1, 2, 3, \"3-noreshard\", \"1:2\", \"3:2\"]\n\
+                [pipeline]\nschedules = [\"1f1b\", \"interleaved\"]\n\
                 vpp = [2, 4]\n[knobs]\nsp = [true]\ncp_comm = [\"ring\", \"all-to-all\"]\n\
                 tp_sp_transition = [\"all-reduce-slice\"]\n\
                 moe_tp_scheme = [\"scatter-gather\"]\n\
@@ -586,7 +602,7 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
     .spec();
     let text = "[degrees]\ntp = [1, 2, 4]\npp = [1, 2, 4]\ncp = [1, 2]\nep = [1]\nmoe_tp = [1]\n\
                 [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"full\"]\n\
-                zero = [1, 3]\n[pipeline]\nschedules = [\"1f1b\", \"interleaved\", \"zero-bubble\"]\n\
+                zero = [1, 2, 3, \"3-noreshard\", \"3:2\"]\n[pipeline]\nschedules = [\"1f1b\", \"interleaved\", \"zero-bubble\"]\n\
                 vpp = [2]\n[knobs]\nsp = [false, true]\ncp_comm = [\"ring\", \"all-to-all\"]\n\
                 tp_sp_transition = [\"all-reduce-slice\"]\n\
                 moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\

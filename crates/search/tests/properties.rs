@@ -29,7 +29,12 @@ fn space() -> impl Strategy<Value = Space> {
         ),
         (
             subset(vec![Recompute::None, Recompute::Selective, Recompute::Full]),
-            subset(vec![Zero(0), Zero(1), Zero(2), Zero(3)]),
+            subset(vec![
+                Zero::stage(0),
+                Zero::stage(1),
+                Zero::stage(2),
+                Zero::stage(3),
+            ]),
             subset(vec![
                 Schedule::OneF1B,
                 Schedule::Interleaved,

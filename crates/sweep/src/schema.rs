@@ -271,7 +271,7 @@ fn plan_fields(p: &Plan, row: &mut Vec<String>) {
         p.cp.to_string(),
         names::cp_comm_name(p.cp_comm).to_string(),
         p.dp.to_string(),
-        p.zero.0.to_string(),
+        p.zero.name(),
         p.pp.to_string(),
         names::schedule_name(p.schedule).to_string(),
         p.vpp.to_string(),

@@ -487,7 +487,7 @@ fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyho
             p.mbs,
             sched,
             recompute_name(p),
-            p.zero.0,
+            p.zero.name(),
             m.step_time_s,
             m.tokens_per_s_per_gpu,
             100.0 * m.mfu,

@@ -63,17 +63,11 @@ struct OpenKnobs<'a> {
     schemes: &'a [MoeTpScheme],
 }
 
-/// ZeRO stages with the same step time (`dp_comm` and `run` only ask `≥ 1` and `≥ 3`; 1 and
-/// 2 differ in memory): the floor prices one stage of each class.
-fn zero_time_class(z: Zero) -> (bool, bool) {
-    (z >= Zero(1), z >= Zero(3))
-}
-
 /// Where a knob cannot change the plan's cost its first open value stands for all; whether it
 /// can is the plan crate's one rule, [`Knob::matters`] (the dispatcher and the `moe_tp`
 /// scheme; the TP→SP transition and the CP exchange are always tried, their parts pricing
-/// nothing where they do not apply: [`CommPart::applies`]); ZeRO 1 and 2 take the same time
-/// ([`zero_time_class`]).
+/// nothing where they do not apply: [`CommPart::applies`]); every open sharding mode is
+/// priced (each communicates differently, `dp.rs`).
 ///
 /// `values` if the knob matters, else its first value alone.
 #[inline]
@@ -132,19 +126,7 @@ impl Evaluator {
         // Compute, once: `run`'s, which reads none of the open decisions.
         let x0 = self.ctx(plan);
         let cc = self.class_compute(&x0);
-        // One ZeRO stage per time class.
-        let mut zs = [Zero(0); 3];
-        let mut nz = 0;
-        for &z in zeros {
-            if !zs[..nz]
-                .iter()
-                .any(|&y| zero_time_class(y) == zero_time_class(z))
-            {
-                zs[nz] = z;
-                nz += 1;
-            }
-        }
-        let zs = &zs[..nz];
+        let zs = zeros;
         // Orders placing every group alike give the same floor (`Ctx` differs only in the
         // groups, and no cost reads `plan.order`): the group sets already seen.
         let none = GroupPlacement {
@@ -395,8 +377,8 @@ impl Evaluator {
     }
 
     /// For one stage layout: `run`'s busiest stage time `t_max` and stage sum, and the least
-    /// over `zeros` of the rest of the step: `m·zero3_per_mb + dp_exposed + optimizer` (`run`
-    /// sums `m·(t_max + zero3_per_mb) + bubble + dp_exposed + optimizer`; the regrouping moves
+    /// over `zeros` of the rest of the step: `m·dp_per_mb + dp_exposed + optimizer` (`run`
+    /// sums `m·(t_max + dp_per_mb) + bubble + dp_exposed + optimizer`; the regrouping moves
     /// the result by ulps, inside the floor's margin).
     fn stages_floor(
         &self,

@@ -18,10 +18,15 @@ const SGD_BYTES_PER_PARAM: f64 = 26.0;
 
 impl Evaluator {
     /// The optimizer step: memory-bound over this GPU's shard of the parameters of the stage
-    /// `pmax` holding the most (dense ones sharded over dp × cp, experts over edp, from ZeRO 1).
+    /// `pmax` holding the most (dense ones sharded over dp × cp, experts over edp, from ZeRO 1; over the shard group
+    /// under HSDP).
     pub(super) fn optimizer_time(&self, zero: Zero, x: &Ctx, pmax: &StageTime) -> f64 {
-        let (shard_d, shard_e) = if zero >= Zero(1) {
-            (x.g_dp.size as f64, x.g_edp.size as f64)
+        // Sharded over the data-parallel group, or the HSDP shard group (`Zero::shard_size`).
+        let (shard_d, shard_e) = if zero.shards_optimizer() {
+            (
+                zero.shard_size(x.g_dp.size) as f64,
+                zero.shard_size(x.g_edp.size) as f64,
+            )
         } else {
             (1.0, 1.0)
         };

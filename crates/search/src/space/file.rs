@@ -82,8 +82,8 @@ pub(super) fn check_zero_constraints(src: &Source, raw: &RawSpaceFile) -> Result
     if raw.memory.zero.is_empty() {
         return Err(src.invalid(&["memory", "zero"], "[]", "the list is empty"));
     }
-    if let Some(z) = raw.memory.zero.iter().find(|&&z| z > 3) {
-        return Err(src.invalid(&["memory", "zero"], z, "ZeRO stages are 0, 1, 2 and 3"));
+    if let Some(z) = raw.memory.zero.iter().find(|z| z.zero().is_none()) {
+        return Err(src.invalid(&["memory", "zero"], z, autoplan_plan::zero::ZERO_EXPECTED));
     }
     let c = &raw.constraints;
     if c.max_pp == Some(0) {

@@ -58,7 +58,35 @@ pub struct RawBatch {
 #[serde(deny_unknown_fields)]
 pub struct RawMemory {
     pub recompute: Vec<String>,
-    pub zero: Vec<u8>,
+    /// ZeRO stages as numbers, or any `zero=` value as a string (`"3-noreshard"`, `"3:8"`).
+    pub zero: Vec<RawZero>,
+}
+
+/// One `[memory] zero` entry: a stage number or a plan-string `zero=` value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawZero {
+    Stage(i64),
+    Name(String),
+}
+
+impl RawZero {
+    /// The mode, or `None` if it is not one (`Zero::parse`).
+    pub fn zero(&self) -> Option<Zero> {
+        match self {
+            RawZero::Stage(n) => Zero::parse(&n.to_string()),
+            RawZero::Name(s) => Zero::parse(s),
+        }
+    }
+}
+
+impl std::fmt::Display for RawZero {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RawZero::Stage(n) => write!(f, "{n}"),
+            RawZero::Name(s) => write!(f, "{s:?}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -330,7 +358,10 @@ impl Space {
             dp: None,
             mbs: degrees(src, "batch", "mbs", &raw.batch.mbs)?,
             recompute: canon(recompute, |r| *r),
-            zero: canon(raw.memory.zero.iter().map(|&z| Zero(z)).collect(), |z| *z),
+            zero: canon(
+                raw.memory.zero.iter().filter_map(RawZero::zero).collect(),
+                |z| *z,
+            ),
             schedule: canon(schedule, |&x| SCHEDULES.position(x)),
             vpp: degrees(src, "pipeline", "vpp", &raw.pipeline.vpp)?,
             sp: bools(src, "knobs", "sp", &k.sp)?,

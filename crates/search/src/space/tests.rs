@@ -143,7 +143,7 @@ fn fix_narrows_and_never_widens() {
         "moe_tp=1",
     ] {
         let mut s = resolve_space("moe").unwrap();
-        s.zero = vec![Zero(1)];
+        s.zero = vec![Zero::stage(1)];
         s.schedule = vec![Schedule::Interleaved];
         s.ep = vec![8];
         s.moe_tp = vec![2];
