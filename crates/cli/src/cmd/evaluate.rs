@@ -245,7 +245,7 @@ fn summary(
     )?;
     writeln!(
         out,
-        "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   (3·(GEMM + 2·causal attention) FLOPs/token)",
+        "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   (3·(GEMM + causal attention) FLOPs/token)",
         m.tflops_per_gpu,
         100.0 * m.mfu
     )?;
