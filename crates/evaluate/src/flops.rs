@@ -170,8 +170,7 @@ impl ModelFlops {
             * (on(
                 RecomputeModules::CORE_ATTN,
                 conv.factor() * self.attn_fwd_causal,
-            )
-                + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
+            ) + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
                 + on(RecomputeModules::MLP, self.dense_mlp_fwd)
                 + moe)
     }

@@ -107,9 +107,11 @@ impl Evaluator {
             + tokens
                 * match plan.recompute {
                     Recompute::Full => self.flops.full_recompute_per_token(rc_frac, conv),
-                    Recompute::Selective => self
-                        .flops
-                        .selective_recompute_per_token(plan.recompute_modules, rc_frac, conv),
+                    Recompute::Selective => self.flops.selective_recompute_per_token(
+                        plan.recompute_modules,
+                        rc_frac,
+                        conv,
+                    ),
                     Recompute::None => 0.0,
                 };
         let tflops = model_flops / step / gpus;
