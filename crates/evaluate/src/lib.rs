@@ -181,6 +181,8 @@ pub struct Report {
     pub microbatches: u32,
     pub tokens_per_step: f64,
     pub flops: ModelFlops,
+    /// The attention convention of `metrics`' MFU, HFU and TFLOP/s.
+    pub attention_flops: AttentionFlops,
     /// Per-layer communication table (busiest stage for per-layer collectives).
     pub comm: Vec<CommRow>,
     pub stages: Vec<StageSummary>,
