@@ -1,24 +1,85 @@
 //! FLOP conventions for MFU/HFU.
 //!
-//! **Model FLOPs** per token = `3 · (G + 2·A)`, where `G` is the forward matmul FLOPs per token
+//! **Model FLOPs** per token = `3 · (G + c·A)`, where `G` is the forward matmul FLOPs per token
 //! of every layer (attention projections, MLP or the `top_k` routed + shared experts and the
 //! router, the LM head; the embedding lookup is not a matmul) and `A` the causal attention-core
-//! FLOPs per token from the graph (`QKᵀ` + `AV` over `s/2` keys on average). The factor 3 is
-//! forward + backward (2×); `2·A` counts the full `s×s` score matrix as Megatron, NeMo and
-//! PaLM's MFU do. For a GPT (MHA, 4h GELU MLP, tied head) this is exactly Megatron's
-//! `72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))` per step (Narayanan et al. 2021, eq. 3 without
-//! recompute; the test `gpt_model_flops_match_megatron` checks it), i.e. `6·N_matmul + 12·l·h·s`.
+//! FLOPs per token from the graph (`QKᵀ` + `AV` over `s/2` keys on average, a sliding window's
+//! keys where the block has one). The factor 3 is forward + backward (2×).
 //!
-//! **Hardware FLOPs** add what is recomputed: full recompute re-runs every block's forward
-//! (`G_blocks + 2·A`, giving Megatron's `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`), selective
-//! recompute re-runs the attention core (`2·A`, Korthikanti et al. 2022 §5) and the matmuls of
-//! the other modules it names (`mla_up_proj`: `q_b`, `kv_b`; `mlp`: the dense MLPs; `moe`: the
-//! MoE layers; `shared_experts`: the shared experts; norms and activation functions are not
-//! matmuls).
+//! `c` is the [`AttentionFlops`] convention. **Causal (`c = 1`, the default)**: only the
+//! unmasked half of the `s×s` score and context GEMMs, which is what a causal kernel runs and
+//! what the evaluator prices, so MFU and HFU never exceed 1. It is Megatron-LM's
+//! `num_floating_point_operations` since 2025 ("only half of the attention matrix is non-zero
+//! and needs to be multiplied with V", `megatron/training/training.py`; the released
+//! Megatron-Bridge 25.11 and MoE ModelZoo figures reproduce with it:
+//! `crates/graph/tests/bundled.rs::moe_flops_match_megatron_model_flops_of_published_runs`).
+//! **Full (`c = 2`)**: the whole `s×s` matrix, as Narayanan et al. 2021 eq. 3 (Megatron's
+//! `72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h))`), Megatron-LM before 2025, NeMo 24.07
+//! (`crates/evaluate/tests/published.rs::nemo_model_flops_per_token_match_the_rows`) and
+//! PaLM's `6N + 12·L·H·Q·T` (Chowdhery et al. 2022, App. B) count it; a published row that
+//! declares it is scored in it ([`AttentionFlops::of_row`]). For a GPT (MHA, 4h GELU MLP, tied
+//! head) the full count is exactly Megatron's formula (the test `gpt_model_flops_match_megatron`).
+//!
+//! **Hardware FLOPs** add what is recomputed, in the same convention: full recompute re-runs
+//! every block's forward (`G_blocks + c·A`; with `c = 2` Megatron's
+//! `96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))`), selective recompute re-runs the attention core
+//! (`c·A`, Korthikanti et al. 2022 §5) and the matmuls of the other modules it names
+//! (`mla_up_proj`: `q_b`, `kv_b`; `mlp`: the dense MLPs; `moe`: the MoE layers;
+//! `shared_experts`: the shared experts; norms and activation functions are not matmuls).
 
 use autoplan_graph::{LayerKind, ModelSpec, TpSplit};
 use autoplan_plan::RecomputeModules;
 use serde::Serialize;
+
+/// How a FLOP count counts the attention core's score (`QKᵀ`) and context (`AV`) GEMMs of a
+/// causal model (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionFlops {
+    /// The unmasked half: what the kernels run (autoplan's own figures).
+    #[default]
+    Causal,
+    /// The whole `s×s` matrix (Megatron's `s/(6h)` term, PaLM's `12·L·H·Q·T`).
+    Full,
+}
+
+impl AttentionFlops {
+    /// Multiple of the causal attention-core FLOPs the convention counts.
+    pub fn factor(self) -> f64 {
+        match self {
+            AttentionFlops::Causal => 1.0,
+            AttentionFlops::Full => 2.0,
+        }
+    }
+
+    /// The convention a published row declares: its `tflops_convention` cell when it names
+    /// one (`full` / `causal`, e.g. `model (full attention)`), else its notes when they give
+    /// the formula the source used (Megatron's `72·B·s·l·h²` / `96·B·s·l·h²` formulas or
+    /// their `s/6h` term count the full matrix; `s/12h` or "causal" the half), else `None`.
+    pub fn of_row(convention: &str, notes: &str) -> Option<AttentionFlops> {
+        let squash = |t: &str| {
+            t.to_ascii_lowercase()
+                .chars()
+                .filter(|c| !matches!(c, ' ' | '*' | '·' | '^' | '×' | '(' | ')'))
+                .collect::<String>()
+        };
+        let cell = convention.to_ascii_lowercase();
+        if cell.contains("full") {
+            return Some(AttentionFlops::Full);
+        }
+        if cell.contains("causal") {
+            return Some(AttentionFlops::Causal);
+        }
+        let n = squash(notes);
+        if ["72bslh2", "96bslh2", "s/6h"].iter().any(|f| n.contains(f)) {
+            Some(AttentionFlops::Full)
+        } else if n.contains("s/12h") || n.contains("causalattentionflops") {
+            Some(AttentionFlops::Causal)
+        } else {
+            None
+        }
+    }
+}
 
 /// FLOPs per token of one model (forward, in the conventions above).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -82,18 +143,23 @@ impl ModelFlops {
         f
     }
 
-    /// Model FLOPs per token (forward + backward): `3 · (G + 2A)`.
-    pub fn model_per_token(&self) -> f64 {
-        3.0 * (self.gemm_fwd + 2.0 * self.attn_fwd_causal)
+    /// Model FLOPs per token (forward + backward): `3 · (G + c·A)` in convention `conv`.
+    pub fn model_per_token(&self, conv: AttentionFlops) -> f64 {
+        3.0 * (self.gemm_fwd + conv.factor() * self.attn_fwd_causal)
     }
 
     /// Extra FLOPs per token recomputed when `fraction` of the blocks are fully recomputed.
-    pub fn full_recompute_per_token(&self, fraction: f64) -> f64 {
-        fraction * (self.gemm_fwd_blocks + 2.0 * self.attn_fwd_causal)
+    pub fn full_recompute_per_token(&self, fraction: f64, conv: AttentionFlops) -> f64 {
+        fraction * (self.gemm_fwd_blocks + conv.factor() * self.attn_fwd_causal)
     }
 
     /// Extra FLOPs per token recomputed by selective recompute of `modules` (module docs).
-    pub fn selective_recompute_per_token(&self, modules: RecomputeModules, fraction: f64) -> f64 {
+    pub fn selective_recompute_per_token(
+        &self,
+        modules: RecomputeModules,
+        fraction: f64,
+        conv: AttentionFlops,
+    ) -> f64 {
         let on = |b: u8, v: f64| if modules.has(b) { v } else { 0.0 };
         let moe = if modules.has(RecomputeModules::MOE) {
             self.moe_fwd
@@ -101,8 +167,10 @@ impl ModelFlops {
             on(RecomputeModules::SHARED_EXPERTS, self.shared_experts_fwd)
         };
         fraction
-            * (on(RecomputeModules::CORE_ATTN, 2.0 * self.attn_fwd_causal)
-                + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
+            * (on(
+                RecomputeModules::CORE_ATTN,
+                conv.factor() * self.attn_fwd_causal,
+            ) + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
                 + on(RecomputeModules::MLP, self.dense_mlp_fwd)
                 + moe)
     }

@@ -39,7 +39,7 @@ pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 pub use balance::{balanced_imbalance, contiguous_imbalance};
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{Evaluator, Partial};
-pub use flops::ModelFlops;
+pub use flops::{AttentionFlops, ModelFlops};
 
 use serde::Serialize;
 
@@ -73,6 +73,9 @@ pub struct EvalOptions {
     /// `autoplan_cost::compute::ARCH_TABLE` entry of its architecture (`autoplan validate
     /// --fit` tries others).
     pub efficiency: Option<autoplan_cost::compute::ArchEfficiency>,
+    /// How MFU, HFU and the TFLOP/s figures count attention ([`AttentionFlops`]; causal by
+    /// default, `validate` scores a row in the convention it declares).
+    pub flops: AttentionFlops,
 }
 
 impl Default for EvalOptions {
@@ -84,6 +87,7 @@ impl Default for EvalOptions {
             bucket_params: 40e6,
             memory: MemoryOptions::default(),
             efficiency: None,
+            flops: AttentionFlops::Causal,
         }
     }
 }
@@ -177,6 +181,8 @@ pub struct Report {
     pub microbatches: u32,
     pub tokens_per_step: f64,
     pub flops: ModelFlops,
+    /// The attention convention of `metrics`' MFU, HFU and TFLOP/s.
+    pub attention_flops: AttentionFlops,
     /// Per-layer communication table (busiest stage for per-layer collectives).
     pub comm: Vec<CommRow>,
     pub stages: Vec<StageSummary>,

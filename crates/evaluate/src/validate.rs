@@ -593,8 +593,28 @@ fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
         } else {
             4.0
         },
+        flops: row_attention_flops(r),
         ..EvalOptions::default()
     }
+}
+
+/// The attention FLOP convention of row `r`'s TFLOP/s or MFU: the one the row declares
+/// ([`crate::AttentionFlops::of_row`]), else its source's as `published_runs_SOURCES.md`
+/// documents it: Megatron-LM 2020–22 (`meg20_`, `nar21_`, `kor22_`: the 72/96·B·s·l·h²
+/// formulas), the Megatron-Core 0.8 README table (`mcore08_`, Megatron's formula of 2024) and
+/// NeMo 24.07 (`nemo2407_`: 57.9 GFLOP per token for Llama3-8B at 8K) count the full `s×s`
+/// matrix; everything else the causal half, Megatron-LM's count since 2025.
+fn row_attention_flops(r: &PublishedRun) -> crate::AttentionFlops {
+    let full_sources = ["meg20", "nar21", "kor22", "mcore08", "nemo2407"];
+    crate::AttentionFlops::of_row(
+        r.tflops_convention.as_deref().unwrap_or(""),
+        r.notes.as_deref().unwrap_or(""),
+    )
+    .unwrap_or(if full_sources.iter().any(|p| r.id.starts_with(p)) {
+        crate::AttentionFlops::Full
+    } else {
+        crate::AttentionFlops::Causal
+    })
 }
 
 /// The measured figure of row `r` and its value.

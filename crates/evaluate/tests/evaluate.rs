@@ -7,7 +7,7 @@ use autoplan_cost::calibration::dgx_a100;
 use autoplan_cost::compute::{attention_core_time, gemm_time, memory_bound_time};
 use autoplan_cost::{AlgoMode, Collective, CostModel};
 use autoplan_evaluate::Pass;
-use autoplan_evaluate::{CommKind, EvalOptions, Evaluator, Infeasible};
+use autoplan_evaluate::{AttentionFlops, CommKind, EvalOptions, Evaluator, Infeasible};
 use autoplan_graph::{
     Attention, Family, Mlp, ModelSpec, Moe, Norm, Optimizer, Positions, Routing, Training,
 };
@@ -173,10 +173,11 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
     assert!(close(mm.reserve, 3.0 * 1024.0 * 1024.0 * 1024.0, 1e-12));
     assert_eq!(r.metrics.memory_peak_bytes, mm.total);
     // Throughput and MFU follow from the step: 32 sequences of 512 tokens; model FLOPs
-    // 3·(GEMM + 2·causal attention) per token (Megatron's convention).
+    // 3·(GEMM + causal attention) per token (the default convention): the graph's forward
+    // FLOPs per token, attention core causal, times 3.
     let tokens = 32.0 * 512.0;
     assert!(close(r.metrics.tokens_per_s, tokens / want, 1e-9));
-    let flops_tok = 3.0 * (m.flops_per_token() + 2.0 * 2.0 * 8.0 * 128.0 * 512.0 / 2.0);
+    let flops_tok = 3.0 * m.flops_per_token();
     let mfu = tokens * flops_tok / want / 16.0 / 312e12;
     assert!(
         close(r.metrics.mfu, mfu, 1e-9),
@@ -276,7 +277,12 @@ fn gpt_model_flops_match_megatron() {
     let ev = Evaluator::new(&m, &dgx_a100(2), EvalOptions::default());
     let (l, h, s, v) = (2.0, 512.0, 512.0, 1024.0);
     let megatron = 72.0 * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h)) / s;
-    assert!(close(ev.model_flops().model_per_token(), megatron, 1e-12));
+    let full = ev.model_flops().model_per_token(AttentionFlops::Full);
+    assert!(close(full, megatron, 1e-12));
+    // The causal convention halves the s/(6h) term: Megatron-LM's count since 2025.
+    let causal = 72.0 * s * l * h * h * (1.0 + s / (12.0 * h) + v / (12.0 * l * h)) / s;
+    let ours = ev.model_flops().model_per_token(AttentionFlops::Causal);
+    assert!(close(ours, causal, 1e-12));
 }
 
 #[test]

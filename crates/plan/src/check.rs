@@ -93,6 +93,22 @@ pub enum Invalid {
          balancing gives each CP rank two chunks)"
     )]
     CpSeq { cp: u32, seq_len: u32 },
+    #[error(
+        "{mode} needs {what} ({n}) divisible by tp·{group} ({prod}): Ulysses splits the heads \
+         of each TP rank over the all-to-all group"
+    )]
+    CpHeads {
+        mode: &'static str,
+        what: &'static str,
+        n: u32,
+        group: &'static str,
+        prod: u32,
+    },
+    #[error(
+        "cp_comm=a2a+p2p:{a2a} needs an a2a group size N with 2 ≤ N ≤ cp/2 dividing cp={cp} \
+         (Megatron's --hierarchical-context-parallel-sizes N cp/N, both levels > 1)"
+    )]
+    CpHierarchy { a2a: u32, cp: u32 },
     #[error("recompute_layers={layers} given with recompute=none")]
     RecomputeLayersWithoutRecompute { layers: u32 },
     #[error(
@@ -309,6 +325,7 @@ impl Plan {
                 seq_len: seq,
             });
         }
+        self.check_cp_comm(model)?;
         if let (Some(layers), crate::Recompute::None) = (self.recompute_layers, self.recompute) {
             return Err(Invalid::RecomputeLayersWithoutRecompute { layers });
         }
@@ -534,6 +551,44 @@ impl Plan {
             }
         }
         Ok(stages)
+    }
+
+    /// The CP exchange against the heads: Ulysses (`a2a`, and the a2a level of `a2a+p2p`)
+    /// gives each rank of the all-to-all group whole heads of its TP rank, so the heads and
+    /// the K/V heads must divide by `tp` × the group (Transformer Engine's a2a CP asserts it;
+    /// DeepSpeed-Ulysses, Jacobs et al. 2023 §3.1); `a2a+p2p:N` needs `1 < N < cp`, `N | cp`.
+    pub fn check_cp_comm(&self, model: &ModelSpec) -> Result<(), Invalid> {
+        if self.cp <= 1 {
+            return Ok(());
+        }
+        let (mode, group, a2a) = match self.cp_comm {
+            crate::CpComm::AllToAll => ("a2a", "cp", self.cp),
+            crate::CpComm::Hierarchical { a2a } => {
+                if a2a < 2 || a2a >= self.cp || !self.cp.is_multiple_of(a2a) {
+                    return Err(Invalid::CpHierarchy { a2a, cp: self.cp });
+                }
+                ("a2a+p2p", "a2a", a2a)
+            }
+            crate::CpComm::Ring | crate::CpComm::AllGather => return Ok(()),
+        };
+        let prod = self.tp.max(1).saturating_mul(a2a);
+        let kv = match model.attention {
+            Attention::Gqa { kv_heads, .. } => kv_heads,
+            // MLA's K/V are per query head after the up-projection.
+            Attention::Mla { .. } => model.heads,
+        };
+        for (what, n) in [("heads", model.heads), ("kv_heads", kv)] {
+            if !n.is_multiple_of(prod) {
+                return Err(Invalid::CpHeads {
+                    mode,
+                    what,
+                    n,
+                    group,
+                    prod,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The recompute modules against the model: each must name a part the model has (a

@@ -101,7 +101,9 @@ pub const SCHEDULES: Names<Schedule> = Names(&[
     named(Schedule::DualPipe, "dualpipe", &["dual-pipe"]),
 ]);
 
-/// Context-parallel K/V exchanges (Megatron-Core `--cp-comm-type`).
+/// Context-parallel K/V exchanges without a size (Megatron-Core `--cp-comm-type`; TE spells
+/// the all-gather `all_gather`, frameworks.md §1.5). The hierarchical `a2a+p2p:N` carries its
+/// a2a group size: [`parse_cp_comm`], [`cp_comm_name`].
 pub const CP_COMMS: Names<CpComm> = Names(&[
     Named {
         megatron: Some("p2p"),
@@ -115,7 +117,38 @@ pub const CP_COMMS: Names<CpComm> = Names(&[
             &["alltoall", "a2a", "ulysses"],
         )
     },
+    Named {
+        megatron: Some("all_gather"),
+        ..named(CpComm::AllGather, "all-gather", &["allgather", "ag"])
+    },
 ]);
+
+/// What `cp_comm=` accepts.
+const CP_COMM_EXPECTED: &str = "ring (p2p), all-to-all (a2a), all-gather or a2a+p2p:N (Ulysses \
+inside groups of N ≥ 2 CP ranks, ring across them)";
+
+/// The plan-string name of a CP exchange (`a2a+p2p:N` for the hierarchical one).
+pub fn cp_comm_name(c: CpComm) -> String {
+    match c {
+        CpComm::Hierarchical { a2a } => format!("a2a+p2p:{a2a}"),
+        _ => CP_COMMS.name(c).into(),
+    }
+}
+
+/// Parse a CP exchange: a [`CP_COMMS`] name, or `a2a+p2p:N` (also `hierarchical:N`).
+pub fn parse_cp_comm(key: &'static str, v: &str) -> Result<CpComm, ParseError> {
+    if let Some(c) = CP_COMMS.parse(v) {
+        return Ok(c);
+    }
+    let nv = norm(v);
+    match nv.split_once(':') {
+        Some(("a2a+p2p" | "hierarchical", n)) => match n.trim().parse::<u32>() {
+            Ok(a2a) if a2a >= 2 => Ok(CpComm::Hierarchical { a2a }),
+            _ => Err(bad(key, v, CP_COMM_EXPECTED)),
+        },
+        _ => Err(bad(key, v, CP_COMM_EXPECTED)),
+    }
+}
 
 /// TP → SP transitions of the attention output (space files say `all-reduce-slice`).
 pub const TRANSITIONS: Names<TpSpTransition> = Names(&[
@@ -475,11 +508,7 @@ impl Knob {
                     .parse(v)
                     .ok_or_else(|| bad(key, v, "1f1b, interleaved, zero-bubble or dualpipe"))?
             }
-            Knob::CpComm => {
-                p.cp_comm = CP_COMMS
-                    .parse(v)
-                    .ok_or_else(|| bad(key, v, "ring (p2p) or all-to-all (a2a)"))?
-            }
+            Knob::CpComm => p.cp_comm = parse_cp_comm(key, v)?,
             Knob::Transition => {
                 p.tp_sp_transition = TRANSITIONS
                     .parse(v)
@@ -524,7 +553,7 @@ impl Knob {
             Knob::Recompute => crate::parse::recompute_label(p.recompute, p.recompute_modules),
             Knob::Zero => p.zero.name(),
             Knob::Schedule => SCHEDULES.name(p.schedule).into(),
-            Knob::CpComm => CP_COMMS.name(p.cp_comm).into(),
+            Knob::CpComm => cp_comm_name(p.cp_comm),
             Knob::Transition => TRANSITIONS.name(p.tp_sp_transition).into(),
             Knob::MoeTpScheme => MOE_TP_SCHEMES.name(p.moe_tp_scheme).into(),
             Knob::Dispatcher => DISPATCHERS.name(p.dispatcher).into(),

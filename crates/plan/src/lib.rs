@@ -147,14 +147,24 @@ impl Default for RecomputeModules {
     }
 }
 
-/// How context parallelism exchanges K/V.
+/// How context parallelism exchanges K/V: Megatron-Core's `--cp-comm-type` (the values of
+/// `transformer_config.py @ core_v0.19.0:L987-1003`, run by Transformer Engine;
+/// ../shared/reference/frameworks.md §1.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpComm {
-    /// Ring attention: K/V blocks passed around the CP ring (overlappable with compute).
+    /// `p2p`: ring attention, K/V blocks passed around the CP ring, each step's transfer
+    /// overlapped with the attention on the block in hand.
     Ring,
-    /// Ulysses-style all-to-all of heads ↔ sequence.
+    /// `a2a`: DeepSpeed-Ulysses, all-to-all of Q/K/V (sequence → heads) before the attention
+    /// core and of its output after it; heads and K/V heads must divide by `tp·cp`.
     AllToAll,
+    /// `all_gather`: K/V all-gathered over the CP group before the attention core (not
+    /// overlapped), their gradients reduce-scattered in backward.
+    AllGather,
+    /// `a2a+p2p`: Ulysses inside groups of `a2a` consecutive CP ranks, ring attention across
+    /// the `cp / a2a` groups (`--hierarchical-context-parallel-sizes a2a cp/a2a`).
+    Hierarchical { a2a: u32 },
 }
 
 /// Seed 001: how attention output goes from TP to SP layout.

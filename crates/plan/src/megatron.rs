@@ -8,7 +8,7 @@
 use autoplan_graph::{Attention, ModelSpec};
 
 use crate::knob::{Context, Knob, CP_COMMS, DISPATCHERS};
-use crate::{Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
+use crate::{CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
 
 /// A plan knob that Megatron-LM has no flag for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -291,6 +291,14 @@ impl Plan {
             CP_COMMS.megatron(self.cp_comm),
         ) {
             kv_push(a, flag, v.into());
+        }
+        if let (CpComm::Hierarchical { a2a }, true) = (self.cp_comm, Knob::CpComm.matters(ctx)) {
+            // `a2a+p2p` needs the level sizes, a2a group first (`args.py @ core_v0.19.0:
+            // L562-567`, `model_parallel_config.py:L103-110`; frameworks.md §1.5).
+            kv_push(a, "--cp-comm-type", "a2a+p2p".into());
+            a.push("--hierarchical-context-parallel-sizes".into());
+            a.push(a2a.to_string());
+            a.push((self.cp / a2a.max(1)).to_string());
         }
         if self.tp_sp_transition == TpSpTransition::AllToAll && Knob::Transition.matters(ctx) {
             return Err(unsupported(

@@ -74,8 +74,8 @@ impl Schedule {
 
 impl CpComm {
     /// Name in the plan string.
-    pub fn name(self) -> &'static str {
-        knob::CP_COMMS.name(self)
+    pub fn name(self) -> String {
+        knob::cp_comm_name(self)
     }
 }
 

@@ -649,7 +649,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         any::<bool>(),
     );
     let comm = (
-        any::<bool>(),
+        prop_oneof![
+            Just(CpComm::Ring),
+            Just(CpComm::AllToAll),
+            Just(CpComm::AllGather),
+            (2u32..64).prop_map(|a2a| CpComm::Hierarchical { a2a })
+        ],
         any::<bool>(),
         any::<bool>(),
         proptest::sample::select(vec![
@@ -674,7 +679,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             tp,
             sp,
             cp,
-            cp_comm: if cpa { CpComm::AllToAll } else { CpComm::Ring },
+            cp_comm: cpa,
             dp,
             zero,
             pp,
@@ -748,4 +753,70 @@ proptest! {
             prop_assert!(expected, "{:?}", reason);
         }
     }
+}
+
+#[test]
+fn cp_modes_parse_print_check_and_emit() {
+    let m = model("llama3-8b"); // 32 heads, 8 kv heads
+    let plan = |s: &str| s.parse::<Plan>().unwrap();
+    // Names both ways, Megatron's spellings accepted.
+    for (s, c) in [
+        ("p2p", CpComm::Ring),
+        ("a2a", CpComm::AllToAll),
+        ("all_gather", CpComm::AllGather),
+        ("a2a+p2p:4", CpComm::Hierarchical { a2a: 4 }),
+    ] {
+        let p = plan(&format!("tp=1,cp=8,dp=1,cp_comm={s}"));
+        assert_eq!(p.cp_comm, c, "{s}");
+        assert_eq!(p.to_string().parse::<Plan>().unwrap(), p, "{s}");
+    }
+    assert!("tp=1,cp=8,cp_comm=a2a+p2p:1".parse::<Plan>().is_err());
+    assert!("tp=1,cp=8,cp_comm=a2a+p2p".parse::<Plan>().is_err());
+    // Ulysses: heads and kv heads divisible by tp·cp.
+    let e = plan("tp=4,cp=4,dp=4,cp_comm=a2a")
+        .check(&m, 64)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("a2a needs kv_heads (8) divisible by tp·cp (16)"),
+        "{e}"
+    );
+    assert!(plan("tp=2,cp=4,dp=8,cp_comm=a2a").check(&m, 64).is_ok());
+    assert!(plan("tp=4,cp=4,dp=4,cp_comm=ring").check(&m, 64).is_ok());
+    assert!(plan("tp=4,cp=4,dp=4,cp_comm=all-gather")
+        .check(&m, 64)
+        .is_ok());
+    // a2a+p2p: the a2a level 2..cp/2 dividing cp, Ulysses' rule on it.
+    assert!(plan("tp=4,cp=4,dp=4,cp_comm=a2a+p2p:2")
+        .check(&m, 64)
+        .is_ok());
+    let e = plan("tp=4,cp=8,dp=2,cp_comm=a2a+p2p:4")
+        .check(&m, 64)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("a2a+p2p needs kv_heads (8) divisible by tp·a2a (16)"),
+        "{e}"
+    );
+    for bad in ["a2a+p2p:8", "a2a+p2p:3"] {
+        let e = plan(&format!("tp=1,cp=8,dp=8,cp_comm={bad}")).check(&m, 64);
+        assert!(
+            matches!(e, Err(Invalid::CpHierarchy { .. })),
+            "{bad}: {e:?}"
+        );
+    }
+    // Megatron flags: TE's `all_gather` spelling, the hierarchical sizes.
+    let args = plan("tp=1,cp=8,dp=8,cp_comm=a2a+p2p:2")
+        .megatron_args(&m)
+        .unwrap()
+        .join(" ");
+    assert!(
+        args.contains("--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 4"),
+        "{args}"
+    );
+    let args = plan("tp=1,cp=8,dp=8,cp_comm=all-gather")
+        .megatron_args(&m)
+        .unwrap()
+        .join(" ");
+    assert!(args.contains("--cp-comm-type all_gather"), "{args}");
 }

@@ -174,6 +174,8 @@ impl Synthetic {
             comm += match p.cp_comm {
                 CpComm::Ring => 0.5 * t,
                 CpComm::AllToAll => 0.6 * t * (p.cp as f64).log2(),
+                CpComm::AllGather => 0.8 * t,
+                CpComm::Hierarchical { a2a } => 0.55 * t * (a2a as f64).log2(),
             };
         }
         if self.shape.experts > 0 && p.ep * p.moe_tp > 1 {

@@ -467,7 +467,7 @@ fn small_space() -> impl Strategy<Value = Space> {
         (
             num(&["1", "2", "4"], 4),
             num(&["1", "2", "4"], 4),
-            num(&["1", "2"], 4),
+            num(&["1", "2", "4"], 4),
             num(&["1", "2", "4"], 4),
             num(&["1", "2"], 2),
             num(&["1", "2"], 2),
@@ -497,7 +497,7 @@ fn small_space() -> impl Strategy<Value = Space> {
         ),
         (
             num(&["false", "true"], 2),
-            quoted(&["ring", "all-to-all"], 4),
+            quoted(&["ring", "all-to-all", "all-gather", "a2a+p2p:2"], 4),
             quoted(&["all-reduce-slice", "all-to-all"], 2),
             quoted(&["scatter-gather", "group-all-to-all"], 2),
             quoted(&["all-to-all", "all-gather", "deepep"], 2),

@@ -269,7 +269,7 @@ fn plan_fields(p: &Plan, row: &mut Vec<String>) {
         p.tp.to_string(),
         p.sp.to_string(),
         p.cp.to_string(),
-        names::cp_comm_name(p.cp_comm).to_string(),
+        names::cp_comm_name(p.cp_comm),
         p.dp.to_string(),
         p.zero.name(),
         p.pp.to_string(),

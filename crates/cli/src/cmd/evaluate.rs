@@ -246,9 +246,13 @@ fn summary(
     )?;
     writeln!(
         out,
-        "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   (3·(GEMM + 2·causal attention) FLOPs/token)",
+        "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   ({} FLOPs/token)",
         m.tflops_per_gpu,
-        100.0 * m.mfu
+        100.0 * m.mfu,
+        match r.attention_flops {
+            autoplan_evaluate::AttentionFlops::Causal => "3·(GEMM + causal attention)",
+            autoplan_evaluate::AttentionFlops::Full => "3·(GEMM + full s×s attention)",
+        }
     )?;
     writeln!(
         out,

@@ -29,6 +29,8 @@ pub(super) struct ComputeCost {
     /// The attention core's forward (with an unfused softmax): what selective recompute of
     /// `core_attn` runs again ([`Evaluator::selective_rc`]'s `core`).
     pub(super) core: f64,
+    /// The attention core's backward (what a CP ring's backward steps hide behind).
+    pub(super) core_bwd: f64,
     /// The forward GEMMs alone (the window TP overlap hides behind; the MTP module's reuse).
     pub(super) gemm: f64,
 }
@@ -181,6 +183,7 @@ impl Evaluator {
             bwd,
             rc_full: fwd,
             core: core_f + score_f,
+            core_bwd: core_b + 2.0 * score_f,
             gemm,
         }
     }

@@ -103,7 +103,7 @@ impl Evaluator {
         let c = &self.classes[id as usize];
         match part {
             CommPart::Tp => self.tp_comm(plan, c, id, x, cc.gemm, e),
-            CommPart::Cp => self.cp_comm(plan, c, x, e, attn.fwd, attn.bwd),
+            CommPart::Cp => self.cp_comm(plan, c, x, e, attn.core, attn.core_bwd),
             CommPart::Ep => {
                 let budget = cc.fwd + cc.bwd + attn.fwd + attn.bwd;
                 self.ep_comm(plan, x, e, budget)

@@ -58,7 +58,7 @@ impl Ctx {
 
 /// The point-to-point hop between neighbours of group `g` (CP ring, pipeline): inside a node
 /// when the whole group is, across nodes otherwise.
-fn hop(g: GroupPlacement) -> GroupPlacement {
+pub(super) fn hop(g: GroupPlacement) -> GroupPlacement {
     if g.size <= 1 {
         GroupPlacement {
             size: 1,

@@ -266,6 +266,7 @@ impl Evaluator {
             microbatches: o.micro,
             tokens_per_step: self.global_batch as f64 * self.seq,
             flops: self.flops,
+            attention_flops: self.opts.flops,
             comm: rows,
             stages,
             bottleneck_stage: o.bottleneck,

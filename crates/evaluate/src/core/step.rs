@@ -100,15 +100,18 @@ impl Evaluator {
     ) -> Metrics {
         let tokens = self.global_batch as f64 * self.seq;
         let gpus = plan.gpus() as f64;
-        let model_flops = tokens * self.flops.model_per_token();
+        let conv = self.opts.flops;
+        let model_flops = tokens * self.flops.model_per_token(conv);
         let rc_frac = rc_frac(plan, scan.bottleneck.blocks.max(1));
         let hw_flops = model_flops
             + tokens
                 * match plan.recompute {
-                    Recompute::Full => self.flops.full_recompute_per_token(rc_frac),
-                    Recompute::Selective => self
-                        .flops
-                        .selective_recompute_per_token(plan.recompute_modules, rc_frac),
+                    Recompute::Full => self.flops.full_recompute_per_token(rc_frac, conv),
+                    Recompute::Selective => self.flops.selective_recompute_per_token(
+                        plan.recompute_modules,
+                        rc_frac,
+                        conv,
+                    ),
                     Recompute::None => 0.0,
                 };
         let tflops = model_flops / step / gpus;

@@ -249,6 +249,15 @@ fn lookup<T: Copy + PartialEq>(table: Names<T>, s: &str) -> Result<T, String> {
         .ok_or_else(|| format!("unknown value; expected one of: {}", table.file_names()))
 }
 
+/// Sort key of a CP exchange: the named ones in their table's order, then `a2a+p2p` by its
+/// a2a group size.
+fn cp_comm_key(c: &CpComm) -> (usize, u32) {
+    match *c {
+        CpComm::Hierarchical { a2a } => (CP_COMMS.0.len(), a2a),
+        c => (CP_COMMS.position(c), 0),
+    }
+}
+
 /// Sort key of a placement policy: contiguous, then balanced by replicas.
 fn placement_key(p: &PlacementPolicy) -> (u8, u32) {
     match p {
@@ -315,7 +324,10 @@ impl Space {
             SCHEDULES,
         )?;
         let k = &raw.knobs;
-        let cp_comm = table(src, "knobs", "cp_comm", &k.cp_comm, CP_COMMS)?;
+        let cp_comm: Vec<CpComm> = values(src, "knobs", "cp_comm", &k.cp_comm, Knob::CpComm)?
+            .into_iter()
+            .map(|p| p.cp_comm)
+            .collect();
         let tp_sp = table(
             src,
             "knobs",
@@ -365,7 +377,7 @@ impl Space {
             schedule: canon(schedule, |&x| SCHEDULES.position(x)),
             vpp: degrees(src, "pipeline", "vpp", &raw.pipeline.vpp)?,
             sp: bools(src, "knobs", "sp", &k.sp)?,
-            cp_comm: canon(cp_comm, |&x| CP_COMMS.position(x)),
+            cp_comm: canon(cp_comm, cp_comm_key),
             tp_sp_transition: canon(tp_sp, |&x| TRANSITIONS.position(x)),
             moe_tp_scheme: canon(mts, |&x| MOE_TP_SCHEMES.position(x)),
             dispatcher: canon(disp, |&x| DISPATCHERS.position(x)),

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use autoplan_plan::knob::{CP_COMMS, DISPATCHERS, MOE_TP_SCHEMES, SCHEDULES, TRANSITIONS};
+use autoplan_plan::knob::{DISPATCHERS, MOE_TP_SCHEMES, SCHEDULES, TRANSITIONS};
 use autoplan_plan::{AlgoMode, CpComm, Dispatcher, MoeTpScheme, Plan, Schedule, TpSpTransition};
 
 /// Short names of the knob values, as written in space files (for tables).
@@ -16,8 +16,8 @@ pub fn recompute_name(p: &Plan) -> String {
     autoplan_plan::parse::recompute_label(p.recompute, p.recompute_modules)
 }
 
-pub fn cp_comm_name(c: CpComm) -> &'static str {
-    CP_COMMS.file_name(c)
+pub fn cp_comm_name(c: CpComm) -> String {
+    autoplan_plan::knob::cp_comm_name(c)
 }
 
 pub fn tp_sp_name(t: TpSpTransition) -> &'static str {
