@@ -89,10 +89,19 @@ pub struct Timeline {
 pub enum TimelineError {
     #[error("pp, vpp and the micro-batch count must be at least 1")]
     Empty,
-    #[error("interleaved 1F1B needs micro-batches ({microbatches}) divisible by pp ({pp}) (Megatron-LM's check)")]
+    #[error("interleaved 1F1B needs at least pp ({pp}) micro-batches, got {microbatches} (Megatron-LM's check)")]
     Interleaved { pp: u32, microbatches: u32 },
     #[error("DualPipe needs an even pp ≥ 2 and an even number of micro-batches ≥ 2·pp; pp={pp}, {microbatches} micro-batches (DualPipe's own assertion)")]
     DualPipe { pp: u32, microbatches: u32 },
+    #[error(
+        "the {schedule:?} order deadlocks on pp={pp}, vpp={vpp}, {microbatches} micro-batches"
+    )]
+    Deadlock {
+        schedule: Schedule,
+        pp: u32,
+        vpp: u32,
+        microbatches: u32,
+    },
     #[error("{slots} slots: too long a timeline to draw (at most {MAX_SLOTS})")]
     TooLong { slots: u64 },
 }
@@ -133,7 +142,7 @@ impl Timeline {
         let orders: Vec<Vec<Planned>> = match schedule {
             Schedule::OneF1B => (0..pp).map(|s| one_f1b(pp, s, micro)).collect(),
             Schedule::Interleaved => {
-                if micro % pp != 0 {
+                if micro < pp {
                     return Err(TimelineError::Interleaved {
                         pp,
                         microbatches: micro,
@@ -153,7 +162,12 @@ impl Timeline {
             }
         };
         let unit = 3 * vpp;
-        let stages = simulate(schedule, pp, vpp, &orders);
+        let stages = simulate(schedule, pp, vpp, &orders).ok_or(TimelineError::Deadlock {
+            schedule,
+            pp,
+            vpp,
+            microbatches: micro,
+        })?;
         let makespan = stages
             .iter()
             .flat_map(|s| s.last())
@@ -230,26 +244,30 @@ fn one_f1b(pp: u32, s: u32, m: u32) -> Vec<Planned> {
     v
 }
 
-/// Interleaved 1F1B (Megatron-LM `forward_backward_pipelining_with_interleaving`): warm-up
-/// `(pp − s − 1)·2 + (vpp − 1)·pp` chunk forwards; the k-th forward runs chunk
-/// `(k mod pp·vpp) / pp` of micro-batch `(k / (pp·vpp))·pp + k mod pp`, backwards the same
-/// with the chunk order reversed (`get_model_chunk_id`).
+/// Interleaved 1F1B (Megatron-Core `schedules.py`, `forward_backward_pipelining_with_interleaving`
+/// and `get_schedule_table`): micro-batches in groups of `pp` (the last group takes the rest),
+/// each group through chunk 0, then chunk 1, ...; backwards in the same table with the chunks
+/// reversed; `(pp − s − 1)·2 + (vpp − 1)·pp` warm-up forwards, then one forward and one
+/// backward alternately.
 fn interleaved(pp: u32, vpp: u32, s: u32, m: u32) -> Vec<Planned> {
+    let mut table = Vec::with_capacity((m * vpp) as usize);
+    let mut lo = 0;
+    while lo < m {
+        let hi = if lo + pp >= m { m } else { lo + pp };
+        for c in 0..vpp {
+            table.extend((lo..hi).map(|mb| (mb, c)));
+        }
+        lo = hi;
+    }
     let total = m * vpp;
     let warm = ((pp - s - 1) * 2 + (vpp - 1) * pp).min(total);
-    let id = |k: u32, forward: bool| {
-        let g = k % (pp * vpp);
-        let c = g / pp;
-        let chunk = if forward { c } else { vpp - 1 - c };
-        ((k / (pp * vpp)) * pp + g % pp, chunk)
-    };
-    let f = |k| {
-        let (mb, c) = id(k, true);
+    let f = |k: u32| {
+        let (mb, c) = table[k as usize];
         fwd(mb, c)
     };
-    let b = |k| {
-        let (mb, c) = id(k, false);
-        op(Op::Backward, mb, c)
+    let b = |k: u32| {
+        let (mb, c) = table[k as usize];
+        op(Op::Backward, mb, vpp - 1 - c)
     };
     let mut v: Vec<Planned> = (0..warm).map(f).collect();
     for i in 0..total - warm {
@@ -406,10 +424,14 @@ fn holder(schedule: Schedule, pp: u32, pos: u32, chunk: u32) -> (u32, u32) {
 /// Times every stage's order, slot by slot: at each slot a free stage starts the next
 /// operation of its order if its inputs are done, else (zero-bubble only) its oldest pending
 /// weight gradient, else idles. Inputs finish on slot boundaries, so a weight gradient started
-/// in an idle slot never delays the order. The orders are the frameworks' and do not deadlock
-/// (a slot count past [`MAX_SLOTS`] stops the loop with what was timed; tests check it never
-/// happens).
-fn simulate(schedule: Schedule, pp: u32, vpp: u32, orders: &[Vec<Planned>]) -> Vec<Vec<Event>> {
+/// in an idle slot never delays the order. `None` when the orders deadlock (every stage idle
+/// with work left).
+fn simulate(
+    schedule: Schedule,
+    pp: u32,
+    vpp: u32,
+    orders: &[Vec<Planned>],
+) -> Option<Vec<Vec<Event>>> {
     use std::collections::{HashMap, VecDeque};
     let last = match schedule {
         Schedule::Interleaved => pp * vpp - 1,
@@ -425,8 +447,9 @@ fn simulate(schedule: Schedule, pp: u32, vpp: u32, orders: &[Vec<Planned>]) -> V
     let mut out: Vec<Vec<Event>> = orders.iter().map(|o| Vec::with_capacity(o.len())).collect();
     let mut t = 0u32;
     while (0..n).any(|s| next[s] < orders[s].len() || !pending[s].is_empty()) {
-        if u64::from(t) > MAX_SLOTS {
-            break;
+        if free.iter().all(|&f| f < t) && t > 0 && !out.iter().flatten().any(|e| e.start + 1 == t) {
+            // Nothing running and nothing started last slot: nothing can ever become ready.
+            return None;
         }
         for s in 0..n {
             if free[s] > t {
@@ -507,7 +530,7 @@ fn simulate(schedule: Schedule, pp: u32, vpp: u32, orders: &[Vec<Planned>]) -> V
         }
         t += 1;
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -596,10 +619,26 @@ mod tests {
         assert_eq!(t.at(0, 0).map(|e| e.op), Some(Op::Forward));
     }
 
+    /// Micro-batches not a multiple of pp (Megatron-Core runs them: the last group takes
+    /// the rest): the timeline's bubble, against the formula's.
+    #[test]
+    fn interleaved_uneven_groups() {
+        for (pp, vpp, m) in [(2, 4, 15), (4, 2, 6)] {
+            let t = Timeline::new(Schedule::Interleaved, pp, vpp, m).unwrap();
+            let want = Schedule::Interleaved.bubble(f64::from((pp - 1) * t.unit), vpp, pp);
+            // The last, smaller group runs its chunks with fewer micro-batches to hide the
+            // hops behind: more bubble than the formula (pp=2, vpp=4, 15: 9 slots, not 3).
+            assert!(
+                f64::from(t.bubble_slots()) >= want,
+                "pp={pp} vpp={vpp} m={m}"
+            );
+        }
+    }
+
     #[test]
     fn refuses_what_the_framework_refuses() {
         assert!(matches!(
-            Timeline::new(Schedule::Interleaved, 4, 2, 6),
+            Timeline::new(Schedule::Interleaved, 4, 2, 3),
             Err(TimelineError::Interleaved { .. })
         ));
         assert!(matches!(
