@@ -10,14 +10,14 @@ const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}\
 td.t,th.t{text-align:left}th{cursor:pointer;background:#f4f4f4}th.sorted{background:#dde8f4}\
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dt{color:#555}dd{margin:0;font-family:ui-monospace,monospace}\
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dt{color:#555}dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}\
 svg text{font:11px system-ui,sans-serif;fill:#222}svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#e5e5e5;stroke-width:1}\
 svg .hbm{stroke:#d00;stroke-width:2;stroke-dasharray:6 3}svg rect:hover{opacity:.75}\
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}\
 .note{color:#555;font-size:12px}.scroll{overflow-x:auto}";
 
 /// Sorts a table by the clicked column: numbers by `data-v`, text by its content; a second
-/// click reverses.
+/// click reverses. Marks the body `data-ready="1"` once it has run (the browser test reads it).
 const SCRIPT: &str = "document.querySelectorAll('table.sortable').forEach(function(t){\
 t.querySelectorAll('th').forEach(function(h,i){h.addEventListener('click',function(){\
 var b=t.tBodies[0],r=Array.prototype.slice.call(b.rows),d=h.dataset.dir==='a'?-1:1;\
@@ -25,7 +25,8 @@ r.sort(function(x,y){var p=x.cells[i],q=y.cells[i],u=p.dataset.v,v=q.dataset.v;\
 if(u!==undefined&&v!==undefined){return d*(parseFloat(u)-parseFloat(v));}\
 return d*p.textContent.localeCompare(q.textContent);});\
 t.querySelectorAll('th').forEach(function(o){o.classList.remove('sorted');delete o.dataset.dir;});\
-h.classList.add('sorted');h.dataset.dir=d===1?'a':'d';r.forEach(function(x){b.appendChild(x);});});});});";
+h.classList.add('sorted');h.dataset.dir=d===1?'a':'d';r.forEach(function(x){b.appendChild(x);});});});});\
+document.body.setAttribute('data-ready','1');";
 
 /// The whole page for `doc`.
 pub fn render(doc: &Document) -> String {
