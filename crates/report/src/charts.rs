@@ -136,9 +136,9 @@ pub(crate) fn timeline(o: &mut String, p: &PlanView) {
     let t = match Timeline::new(plan.schedule, pp, vpp, md) {
         Ok(t) => t,
         Err(e) => {
-            let _ = write!(
+            let _ = writeln!(
                 o,
-                "<p class=\"note\">No timeline: {}.</p></section>\n",
+                "<p class=\"note\">No timeline: {}.</p></section>",
                 esc(&e.to_string())
             );
             return;
@@ -281,12 +281,12 @@ pub(crate) fn timeline(o: &mut String, p: &PlanView) {
         .map(|s| s.time_per_microbatch_s)
         .sum::<f64>()
         - tmax;
-    let _ = write!(
+    let _ = writeln!(
         o,
         "<p class=\"note\">{} on {pp} stages{}, {md} micro-batches drawn{}; numbers are micro-batches, \
          lighter shades later chunks. Every stage is drawn at the bottleneck stage's pace ({} per micro-batch). \
          Timeline bubble: {} slots = {:.4} of 1F1B's (pp − 1) micro-batches; the evaluator's schedule factor: {:.4} \
-         (bubble {} over Σ stage − max stage = {}).</p></section>\n",
+         (bubble {} over Σ stage − max stage = {}).</p></section>",
         esc(plan.schedule.name()),
         if vpp > 1 { format!(", {vpp} chunks each") } else { String::new() },
         if md != m { format!(" (the plan has {m}; the steady state repeats)") } else { String::new() },
@@ -438,9 +438,9 @@ pub(crate) fn memory(o: &mut String, p: &PlanView) {
         .collect();
     legend(o, &items);
     o.push_str(&svg(lw + w + 160.0, h, "memory per stage against HBM", &s));
-    let _ = write!(
+    let _ = writeln!(
         o,
-        "<p class=\"note\">Dashed red line: HBM, {}.</p></section>\n",
+        "<p class=\"note\">Dashed red line: HBM, {}.</p></section>",
         esc(&gib(hbm))
     );
 }

@@ -49,7 +49,7 @@ pub fn render(doc: &Document) -> String {
         charts::breakdown(&mut o, &doc.breakdowns);
     }
     if let Some(p) = &doc.plan {
-        let _ = write!(o, "<h2>{}</h2>\n", esc(&p.heading));
+        let _ = writeln!(o, "<h2>{}</h2>", esc(&p.heading));
         charts::timeline(&mut o, p);
         charts::communication(&mut o, p);
         charts::memory(&mut o, p);

@@ -114,7 +114,7 @@ pub fn svg(w: f64, h: f64, label: &str, body: &str) -> String {
 
 /// Round "nice" axis step for a range of `max` over about `n` ticks.
 pub fn nice_step(max: f64, n: f64) -> f64 {
-    if !(max > 0.0) || !max.is_finite() {
+    if max.is_nan() || max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
     let raw = max / n;

@@ -152,7 +152,7 @@ impl Timeline {
             }
             Schedule::ZeroBubble => (0..pp).map(|s| zb_h1(pp, s, micro)).collect(),
             Schedule::DualPipe => {
-                if pp % 2 != 0 || micro % 2 != 0 || micro < 2 * pp {
+                if !pp.is_multiple_of(2) || !micro.is_multiple_of(2) || micro < 2 * pp {
                     return Err(TimelineError::DualPipe {
                         pp,
                         microbatches: micro,
@@ -364,7 +364,7 @@ fn dualpipe(pp: u32, s: u32, m: u32) -> Vec<Planned> {
             zb = true;
         }
         b(&mut v, 1, zb, &mut deferred);
-        if i == k / 2 && r % 2 == 0 {
+        if i == k / 2 && r.is_multiple_of(2) {
             zb = true;
         }
         b(&mut v, 0, zb, &mut deferred);

@@ -306,7 +306,7 @@ pub(crate) fn validate_document(v: &Validation, runs: &[PublishedRun], file: &Pa
             .find(|r| r.id == id)
             .map(|r| {
                 r.model
-                    .split(|c: char| c == '-' || c == '_' || c == ' ')
+                    .split(['-', '_', ' '])
                     .next()
                     .unwrap_or("")
                     .to_ascii_lowercase()
