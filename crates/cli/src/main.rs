@@ -31,6 +31,8 @@ enum Command {
     Collective(cmd::collective::Args),
     /// Place MoE experts (and replicas) on an EP group to minimise all-to-all time.
     PlaceExperts(cmd::place_experts::Args),
+    /// Write one plan's (or a search's) self-contained HTML report.
+    Report(cmd::report::Args),
     /// Run a model × cluster × workload grid to CSV.
     Sweep(cmd::sweep::Args),
     /// Merge sharded sweep CSVs into the unsharded output.
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Validate(a) => cmd::validate::run(a),
         Command::Collective(a) => cmd::collective::run(a),
         Command::PlaceExperts(a) => cmd::place_experts::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Merge(a) => cmd::sweep::merge(a),
         Command::Diff(a) => cmd::sweep::diff(a),

@@ -313,6 +313,19 @@ impl ModelMemory {
     }
 }
 
+impl ModelMemory {
+    /// Memory of one pipeline stage's GPU (`stage < pp`): what [`ModelMemory::breakdown`]
+    /// takes the maximum of. The HTML report draws every stage against HBM.
+    pub fn stage_breakdown(
+        &self,
+        plan: &Plan,
+        opts: &MemoryOptions,
+        stage: u32,
+    ) -> MemoryBreakdown {
+        self.stage(plan, opts, stage.min(plan.pp.max(1) - 1))
+    }
+}
+
 /// [`ModelMemory::new`] then [`ModelMemory::breakdown`]: the memory of the most loaded GPU.
 pub fn memory(model: &ModelSpec, plan: &Plan, opts: &MemoryOptions) -> MemoryBreakdown {
     ModelMemory::new(model).breakdown(plan, opts)

@@ -3,6 +3,7 @@
 pub mod collective;
 pub mod evaluate;
 pub mod place_experts;
+pub mod report;
 pub mod search;
 pub mod show;
 pub mod show_cluster;

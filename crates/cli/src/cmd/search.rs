@@ -61,6 +61,10 @@ pub struct Args {
     /// Evaluate every plan of the space (no pruning): slower, same answer.
     #[arg(long)]
     pub exhaustive: bool,
+    /// Also write the self-contained HTML report (ranking, breakdowns, plan --explain N or 1
+    /// in full) to this file (docs/report.md).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// The indicatif bar as an observer of the search (hidden when stderr is not a terminal).
@@ -108,6 +112,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         super::ensure_finite_metrics(&format!("plan {} ({})", i + 1, r.plan), &r.metrics, hbm)?;
     }
 
+    if let (Some(path), false) = (&args.html, outcome.plans.is_empty()) {
+        let doc = super::report::search_document(
+            &scorer.exact,
+            &args.space,
+            &outcome,
+            args.explain.unwrap_or(1),
+        )?;
+        super::report::write_html(path, &doc)?;
+    }
     let explained = explained(&args, &scorer, &outcome)?;
     let mut sink: Box<dyn Write> = match &args.out {
         Some(p) => Box::new(std::io::BufWriter::new(

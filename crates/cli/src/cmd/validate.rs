@@ -34,6 +34,10 @@ pub struct Args {
     /// printing the best points by MAPE and the calibrated table's own score.
     #[arg(long, value_name = "ARCH")]
     pub fit: Option<String>,
+    /// Also write the self-contained HTML report (every row predicted against measured) to
+    /// this file (docs/report.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fit", "explain"])]
+    pub html: Option<PathBuf>,
 }
 
 /// Read a `published_runs.csv` file; errors name the file and the line.
@@ -90,6 +94,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return fit_arch(&args.runs, arch, args.format);
     }
     let v = validate_file(&args.runs)?;
+    if let Some(path) = &args.html {
+        let runs = load_runs(&args.runs)?;
+        let doc = super::report::validate_document(&v, &runs, &args.runs);
+        super::report::write_html(path, &doc)?;
+    }
     for r in v.rows.iter().chain(v.outliers.iter().map(|o| &o.row)) {
         super::ensure_finite(
             &format!("run `{}`", r.id),

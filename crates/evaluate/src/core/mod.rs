@@ -223,6 +223,14 @@ impl Evaluator {
         Ok(self.memory(plan))
     }
 
+    /// The memory of every pipeline stage's GPU of a checked plan, in stage order (the report's
+    /// `memory` is the most loaded of them).
+    pub fn stage_memory(&self, plan: &Plan) -> Vec<autoplan_memory::MemoryBreakdown> {
+        (0..plan.pp.max(1))
+            .map(|i| self.mem.stage_breakdown(plan, &self.mem_opts, i))
+            .collect()
+    }
+
     /// The full report: breakdown, per-layer communication table, stages, memory.
     pub fn report(&self, plan: &Plan) -> Result<Report, Infeasible> {
         let mut rows: Vec<CommRow> = Vec::new();
