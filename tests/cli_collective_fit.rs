@@ -29,7 +29,10 @@ fn fits_the_measured_h100_rows_within_their_tolerance() {
         "8xH100-SXM5 NVSwitch",
     ]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("inter_bw") && out.contains("undetermined"), "{out}");
+    assert!(
+        out.contains("inter_bw") && out.contains("undetermined"),
+        "{out}"
+    );
     // The rows are nccl-tests bus bandwidths validated at 20% (calibration.md).
     let worst: f64 = out
         .lines()
@@ -40,7 +43,7 @@ fn fits_the_measured_h100_rows_within_their_tolerance() {
     assert!(worst < 20.0, "{out}");
     // Mixed machines are refused, naming the way out.
     let (code, _, err) = common::autoplan(&["collective", "--fit", DATA, "--cluster", "dgx-h100"]);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert!(err.contains("--hardware"), "{err}");
 }
 
@@ -59,12 +62,22 @@ fn recovers_known_link_parameters_from_pair_timings() {
                 continue;
             }
             let g = if s / 2 == d / 2 {
-                GroupPlacement { size: 2, ranks_per_node: 2, nodes: 1 }
+                GroupPlacement {
+                    size: 2,
+                    ranks_per_node: 2,
+                    nodes: 1,
+                }
             } else {
-                GroupPlacement { size: 2, ranks_per_node: 1, nodes: 2 }
+                GroupPlacement {
+                    size: 2,
+                    ranks_per_node: 1,
+                    nodes: 2,
+                }
             };
             for b in [1e3, 1e5, 1e7, 1e9] {
-                let t = m.collective(Collective::SendRecv, g, b, AlgoMode::NcclTuner).time;
+                let t = m
+                    .collective(Collective::SendRecv, g, b, AlgoMode::NcclTuner)
+                    .time;
                 csv.push_str(&format!("{s},{d},{b},{}\n", t * 1e6));
             }
         }
@@ -86,7 +99,10 @@ fn recovers_known_link_parameters_from_pair_timings() {
     assert_eq!(code, Some(0), "{err}");
     for (key, want) in [("intra_bw", 9.0), ("inter_bw", 0.5)] {
         let got = value(&out, key);
-        assert!((got / want - 1.0).abs() < 0.02, "{key}: {got} vs {want}\n{out}");
+        assert!(
+            (got / want - 1.0).abs() < 0.02,
+            "{key}: {got} vs {want}\n{out}"
+        );
     }
     // The per-pair matrix: 56 ordered pairs, in place-experts' --alpha-beta format.
     assert!(out.contains("src,dst,alpha_us,bw_gbps"));

@@ -277,7 +277,9 @@ pub fn fit_pairs(rows: &[(u32, u32, f64, f64)]) -> Result<Vec<PairFit>, FitError
         let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
         let bad = |what: String| FitError::Bad { index: 0, what };
         if sxx <= 0.0 {
-            return Err(bad(format!("pair {s}→{d}: needs timings at two sizes or more")));
+            return Err(bad(format!(
+                "pair {s}→{d}: needs timings at two sizes or more"
+            )));
         }
         let slope = sxy / sxx;
         if slope <= 0.0 {
@@ -358,7 +360,10 @@ mod tests {
             (f.start_lat, 9e-6, "start_lat"),
             (f.sync_lat, 3e-6, "sync_lat"),
         ] {
-            assert!((got / want - 1.0).abs() < 0.02, "{what}: {got:e} vs {want:e}");
+            assert!(
+                (got / want - 1.0).abs() < 0.02,
+                "{what}: {got:e} vs {want:e}"
+            );
         }
         assert!(f.rms_log_residual < 1e-3, "{f:?}");
     }

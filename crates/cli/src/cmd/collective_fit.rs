@@ -72,7 +72,13 @@ pub fn run(a: FitArgs<'_>) -> anyhow::Result<ExitCode> {
         }
     };
     let f = fit(&a.cluster, &obs, AlgoMode::NcclTuner).with_context(|| file.clone())?;
-    let mark = |k: usize| if f.determined[k] { "" } else { "  (undetermined: kept)" };
+    let mark = |k: usize| {
+        if f.determined[k] {
+            ""
+        } else {
+            "  (undetermined: kept)"
+        }
+    };
     println!(
         "fit of {} timings on base cluster {}:",
         obs.len(),
@@ -117,7 +123,11 @@ pub fn run(a: FitArgs<'_>) -> anyhow::Result<ExitCode> {
 
 /// nccl-tests data lines: `size count type redop root time algbw busbw #wrong time …`; the
 /// out-of-place time (µs, the sixth column) of each size.
-fn nccl_tests(text: &str, op: Collective, group: GroupPlacement) -> anyhow::Result<Vec<Observation>> {
+fn nccl_tests(
+    text: &str,
+    op: Collective,
+    group: GroupPlacement,
+) -> anyhow::Result<Vec<Observation>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
@@ -244,7 +254,12 @@ fn rewrite(base: &str, f: &autoplan_cost::fit::Fit) -> String {
                 continue;
             }
             "name" => {
-                let v = line.split('=').nth(1).unwrap_or("").trim().trim_matches('"');
+                let v = line
+                    .split('=')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .trim_matches('"');
                 Some(format!("\"{v}-fit\""))
             }
             _ => None,

@@ -149,9 +149,9 @@ impl Evaluator {
                 plan.ep.max(1) as usize,
                 self.imbalance,
             ),
-            PlacementPolicy::Balanced { .. } => self
-                .with_packing(plan, |p| p.max_over_mean)
-                .unwrap_or(1.0),
+            PlacementPolicy::Balanced { .. } => {
+                self.with_packing(plan, |p| p.max_over_mean).unwrap_or(1.0)
+            }
         }
     }
 
