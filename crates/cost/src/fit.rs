@@ -230,8 +230,8 @@ fn nelder_mead(
             } else {
                 let b = simplex[0].0;
                 for s in simplex.iter_mut().skip(1) {
-                    for k in 0..4 {
-                        s.0[k] = b[k] + 0.5 * (s.0[k] - b[k]);
+                    for (x, &bk) in s.0.iter_mut().zip(&b) {
+                        *x = bk + 0.5 * (*x - bk);
                     }
                     s.1 = f(&s.0);
                 }
