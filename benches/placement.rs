@@ -18,6 +18,7 @@ fn instance(objective: Objective) -> Instance {
         bytes_per_token: 7168.0 * 2.0,
         expert_bytes: 3.0 * 7168.0 * 2048.0 * 2.0,
         compute_s_per_token: 2.0 * 3.0 * 7168.0 * 2048.0 / 400e12,
+        replica_sync_bytes: 0.0,
         objective,
     };
     Instance::new(topo, 256, 5, demand, opts).unwrap()

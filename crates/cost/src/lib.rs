@@ -29,6 +29,7 @@
 
 pub mod calibration;
 pub mod compute;
+pub mod fit;
 mod model;
 pub mod validation;
 

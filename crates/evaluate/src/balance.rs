@@ -97,6 +97,47 @@ pub(crate) fn power_profile(n: usize, target: f64) -> Vec<f64> {
 
 /// EPLB-style replication + packing of expert loads `w` on `ep` GPUs; max/mean GPU load.
 pub(crate) fn pack_max_over_mean(w: &[f64], ep: usize, redundant_per_gpu: usize) -> f64 {
+    pack(w, ep, redundant_per_gpu).max_over_mean
+}
+
+/// Where a balanced placement puts the copies of the experts that have more than one: the
+/// gradients of such an expert are summed over its copies every step (seed 004 §5.3.2,
+/// Table 5-4's `Bwd_Allreduce` grows with the replicas), so the evaluator prices an
+/// all-reduce over exactly these EP ranks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplicaLayout {
+    /// For each replicated expert (two or more copies), the EP ranks holding it, ascending.
+    pub sets: Vec<Vec<u32>>,
+    /// For each EP rank, the indices into `sets` of the replicated experts it holds.
+    pub per_gpu: Vec<Vec<u32>>,
+}
+
+/// A balanced packing: its max/mean GPU load and where the replicated experts went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Packing {
+    pub max_over_mean: f64,
+    pub layout: ReplicaLayout,
+}
+
+/// [`balanced_imbalance`]'s packing with the replica layout kept (same inputs, same rules).
+pub fn balanced_packing(
+    experts: usize,
+    ep: usize,
+    redundant_per_gpu: usize,
+    load_imbalance: f64,
+) -> Packing {
+    if experts == 0 || ep <= 1 {
+        return Packing {
+            max_over_mean: 1.0,
+            layout: ReplicaLayout::default(),
+        };
+    }
+    let w = power_profile(experts, load_imbalance);
+    pack(&w, ep, redundant_per_gpu)
+}
+
+/// The EPLB packing of [`balanced_imbalance`]'s docs, keeping where each copy went.
+pub(crate) fn pack(w: &[f64], ep: usize, redundant_per_gpu: usize) -> Packing {
     let n = w.len();
     let slots = n.div_ceil(ep) + redundant_per_gpu;
     let mut count = vec![1usize; n];
@@ -131,10 +172,32 @@ pub(crate) fn pack_max_over_mean(w: &[f64], ep: usize, redundant_per_gpu: usize)
     }
     let total: f64 = load.iter().sum();
     let max = load.iter().fold(0.0f64, |m, &x| m.max(x));
-    if total > 0.0 {
+    let max_over_mean = if total > 0.0 {
         max / (total / ep as f64)
     } else {
         1.0
+    };
+    // The replica sets: every expert with two or more copies, the ranks holding it.
+    let mut holders: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (g, h) in hosted.iter().enumerate() {
+        for &e in h {
+            holders[e].push(g as u32);
+        }
+    }
+    let mut layout = ReplicaLayout {
+        sets: Vec::new(),
+        per_gpu: vec![Vec::new(); ep],
+    };
+    for set in holders.into_iter().filter(|s| s.len() >= 2) {
+        let k = layout.sets.len() as u32;
+        for &g in &set {
+            layout.per_gpu[g as usize].push(k);
+        }
+        layout.sets.push(set);
+    }
+    Packing {
+        max_over_mean,
+        layout,
     }
 }
 
@@ -184,6 +247,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn replica_layout_lists_every_copy_of_a_replicated_expert() {
+        // Loads 3,1 on 2 GPUs with one redundant slot each: both experts on both GPUs.
+        let p = pack(&[3.0, 1.0], 2, 1);
+        assert_eq!(p.layout.sets, vec![vec![0, 1], vec![0, 1]]);
+        assert_eq!(p.layout.per_gpu, vec![vec![0, 1], vec![0, 1]]);
+        // No redundant slots: nothing replicated.
+        let p = pack(&[5.0, 1.0, 1.0, 1.0], 2, 0);
+        assert!(p.layout.sets.is_empty());
+        // 64 experts on 8 GPUs, 2 replicas each: 16 extra copies, every set on distinct GPUs.
+        let p = balanced_packing(64, 8, 2, 3.0);
+        let copies: usize = p.layout.sets.iter().map(|s| s.len() - 1).sum();
+        assert_eq!(copies, 16);
+        for s in &p.layout.sets {
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "{s:?}");
+        }
+        assert_eq!(p.max_over_mean, balanced_imbalance(64, 8, 2, 3.0));
     }
 
     #[test]

@@ -36,7 +36,9 @@ pub mod validate;
 
 pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 
-pub use balance::{balanced_imbalance, contiguous_imbalance};
+pub use balance::{
+    balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
+};
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{Evaluator, Partial};
 pub use flops::{AttentionFlops, ModelFlops};

@@ -219,6 +219,20 @@ fn balanced_placement_lowers_ep_time_and_costs_the_replicas_memory() {
         rb.breakdown,
         rc.breakdown
     );
+    // The replicas are trained copies (issue 22): the EDP reduction and the optimizer step
+    // cover them, and their ZeRO shards are all-reduced over the copies (a row of its own).
+    // Inside one NVLink node that costs less than the all-to-all and expert GEMMs save.
+    let sync = |r: &autoplan_evaluate::Report| {
+        r.comm
+            .iter()
+            .filter(|c| c.what.starts_with("EP replica gradient all-reduce"))
+            .map(|c| c.exposed)
+            .sum::<f64>()
+    };
+    assert_eq!(sync(&rc), 0.0);
+    assert!(sync(&rb) > 0.0);
+    assert!(rb.breakdown.dp_exposed_s > rc.breakdown.dp_exposed_s);
+    assert!(rb.breakdown.optimizer_s > rc.breakdown.optimizer_s);
     assert!(
         rb.metrics.step_time_s < rc.metrics.step_time_s,
         "{:?} vs {:?}",

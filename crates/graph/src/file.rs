@@ -29,8 +29,10 @@
 //! top_k = 2
 //! expert_ffn_hidden = 14336
 //! # shared_experts = 0, shared_ffn_hidden, first_dense_layers = 0,
-//! # routing = "top-k" | "dynamic-top1-top2" (+ threshold, two_expert_fraction),
-//! # capacity_factor (absent = dropless), load_imbalance = 1.0 (max/mean tokens per expert)
+//! # routing = "top-k" | "dynamic-top1-top2" (+ threshold; two_expert_fraction, a measured
+//! #   share of two-expert tokens, else derived from the threshold: seed 004 §3.2.1),
+//! # capacity_factor (absent = dropless), load_imbalance = 1.0 (max/mean tokens per expert),
+//! # load_imbalance_source = "..." (the figure's source, or why balance is assumed)
 //!
 //! [training]
 //! seq_len = 8192
@@ -125,6 +127,10 @@ pub struct RawMoe {
     pub two_expert_fraction: Option<f64>,
     pub capacity_factor: Option<f64>,
     pub load_imbalance: Option<f64>,
+    /// Where `load_imbalance` comes from (a paper's measured figure), or why the model is
+    /// taken as balanced: every bundled MoE model states it (`tests/bundled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_imbalance_source: Option<String>,
 }
 
 /// `[training]`.
@@ -533,13 +539,9 @@ impl RawMoe {
                             "must lie in [0, 1]: a fraction of tokens",
                         ))
                     }
-                    None => {
-                        return Err(src.invalid(
-                            &p("two_expert_fraction"),
-                            "(missing)",
-                            format!("required {why}"),
-                        ))
-                    }
+                    // Seed 004 §3.2.1: the share of tokens whose two best scores differ by
+                    // less than the threshold (`routing::two_expert_fraction`).
+                    None => crate::routing::two_expert_fraction(threshold, experts),
                 };
                 Routing::DynamicTop1Top2 {
                     threshold,

@@ -462,6 +462,7 @@ fn empty_moe() -> RawMoe {
         two_expert_fraction: None,
         capacity_factor: None,
         load_imbalance: None,
+        load_imbalance_source: None,
     }
 }
 

@@ -109,7 +109,9 @@ pub enum Routing {
     /// Every token goes to exactly `top_k` experts.
     TopK,
     /// Seed 004 §3.2: top-1, or top-2 when the gap between the two best scores is below
-    /// `threshold`; `two_expert_fraction` is the expected fraction of tokens that take two.
+    /// `threshold`; `two_expert_fraction` is the expected fraction of tokens that take two,
+    /// derived from the threshold ([`routing::two_expert_fraction`]) unless the model file
+    /// gives a measured one.
     DynamicTop1Top2 {
         threshold: f64,
         two_expert_fraction: f64,
@@ -224,6 +226,7 @@ mod bundled;
 mod file;
 mod hf;
 mod layers;
+pub mod routing;
 pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
 pub use file::{
     AttentionKind, RawAttention, RawModel, RawModelFile, RawMoe, RawTraining, RoutingKind,

@@ -193,8 +193,8 @@ fn impossible_combinations() {
     );
     let e = err(
         "mixtral-8x7b",
-        "top_k = 2",
-        "top_k = 2\nload_imbalance = 0.5",
+        "load_imbalance = 1.0",
+        "load_imbalance = 0.5",
     );
     expect(
         &e,
@@ -413,7 +413,7 @@ fn workload_and_moe_numbers_have_ranges() {
         &e,
         &["training.seq_len = 16777217: too large: expected [1, 16777216]"],
     );
-    let e = err("mixtral-8x7b", "top_k = 2", "top_k = 2\nload_imbalance = 9");
+    let e = err("mixtral-8x7b", "load_imbalance = 1.0", "load_imbalance = 9");
     expect(&e, &["moe.load_imbalance = 9: too large", "[1, 8]"]);
     let e = err(
         "mixtral-8x7b",

@@ -152,6 +152,9 @@ pub struct Metrics {
     pub combine_s: f64,
     /// Slowest GPU's expert compute (forward), seconds: max load × compute_s_per_token.
     pub compute_s: f64,
+    /// The busiest GPU's gradient all-reduces of the replicated experts it holds, seconds
+    /// ([`replica_sync_s`]); part of `objective_s`. 0 without replicas or sync bytes.
+    pub replica_sync_s: f64,
     /// Bytes that leave their node in the dispatch phase (the combine phase sends as many
     /// back).
     pub cross_node_bytes: f64,
@@ -326,6 +329,36 @@ impl Traffic {
     }
 }
 
+/// Seconds the busiest GPU spends all-reducing the gradients of the replicated experts it
+/// holds, `reps[e]` the GPUs holding expert `e` (ascending). Each expert with `c ≥ 2` copies
+/// runs a ring all-reduce of [`Instance::replica_sync_bytes`] over its GPUs in ascending
+/// order (seed 000 §6 ring all-reduce: `2(c − 1)` steps of `M/c` bytes; on the α-β matrix a
+/// step takes its slowest ring link, `α_ij + (M/c)/β_ij`); a GPU runs the all-reduces of its
+/// experts one after another. 0 when the instance has no sync bytes.
+pub fn replica_sync_s(inst: &Instance, reps: &[Vec<usize>]) -> f64 {
+    let m = inst.replica_sync_bytes();
+    if m <= 0.0 {
+        return 0.0;
+    }
+    let t = inst.topology();
+    let mut per_gpu = vec![0.0f64; inst.gpus()];
+    for r in reps.iter().filter(|r| r.len() >= 2) {
+        let c = r.len();
+        let chunk = m / c as f64;
+        let step = (0..c)
+            .map(|k| {
+                let (i, j) = (r[k], r[(k + 1) % c]);
+                t.alpha(i, j) + chunk * t.inv_beta(i, j)
+            })
+            .fold(0.0f64, f64::max);
+        let time = 2.0 * (c - 1) as f64 * step;
+        for &g in r {
+            per_gpu[g] += time;
+        }
+    }
+    per_gpu.into_iter().fold(0.0, f64::max)
+}
+
 /// Cost of `placement` routed by `routing` on `inst`.
 ///
 /// Seed 004 §4.2.1(4): V_ij = Σ_e W_ije · C_ie (tokens of GPU i for expert e sent to GPU j),
@@ -374,8 +407,10 @@ pub(crate) fn metrics_of(inst: &Instance, placement: &Placement, tr: &mut Traffi
     let max_load = tr.load.iter().fold(0.0f64, |m, &x| m.max(x));
     let mean = total / p as f64;
     let max_copies = placement.gpus.iter().map(Vec::len).max().unwrap_or(0);
+    let sync = replica_sync_s(inst, &placement.replicas_of(inst.experts()));
     Metrics {
-        objective_s: times.objective(inst.objective()),
+        objective_s: times.objective(inst.objective()) + sync,
+        replica_sync_s: sync,
         thesis_s: times.thesis,
         alltoall_time_s: times.dispatch + times.combine,
         dispatch_s: times.dispatch,

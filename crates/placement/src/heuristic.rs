@@ -244,6 +244,7 @@ impl<'a> State<'a> {
         self.tr
             .fast_times(self.inst)
             .objective(self.inst.objective())
+            + crate::eval::replica_sync_s(self.inst, &self.reps)
     }
 
     fn detach(&mut self, e: usize) {

@@ -280,6 +280,7 @@ pub struct Instance {
     pub(crate) bytes_per_token: f64,
     pub(crate) expert_bytes: f64,
     pub(crate) compute_s_per_token: f64,
+    pub(crate) replica_sync_bytes: f64,
     pub(crate) objective: Objective,
 }
 
@@ -308,6 +309,12 @@ pub struct InstanceOptions {
     /// (forward) to the objective so replicas are also used to balance compute. 0 = pure
     /// communication, as in the thesis.
     pub compute_s_per_token: f64,
+    /// Gradient bytes of one expert that its copies all-reduce per all-to-all round (the
+    /// caller amortises the once-per-step reduction over the rounds of a step). Every copy
+    /// beyond the first is trained too, so a placement that replicates pays a ring
+    /// all-reduce over each replicated expert's GPUs ([`crate::eval::replica_sync_s`]).
+    /// 0 = the thesis's objective, replicas free.
+    pub replica_sync_bytes: f64,
     pub objective: Objective,
 }
 
@@ -317,6 +324,7 @@ impl Default for InstanceOptions {
             bytes_per_token: 1.0,
             expert_bytes: 0.0,
             compute_s_per_token: 0.0,
+            replica_sync_bytes: 0.0,
             objective: Objective::Synchronous,
         }
     }
@@ -376,6 +384,7 @@ impl Instance {
             ("bytes_per_token", opts.bytes_per_token),
             ("expert_bytes", opts.expert_bytes),
             ("compute_s_per_token", opts.compute_s_per_token),
+            ("replica_sync_bytes", opts.replica_sync_bytes),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(InstanceError::BadScalar { field, value });
@@ -389,6 +398,7 @@ impl Instance {
             bytes_per_token: opts.bytes_per_token,
             expert_bytes: opts.expert_bytes,
             compute_s_per_token: opts.compute_s_per_token,
+            replica_sync_bytes: opts.replica_sync_bytes,
             objective: opts.objective,
         })
     }
@@ -425,6 +435,10 @@ impl Instance {
     }
     pub fn compute_s_per_token(&self) -> f64 {
         self.compute_s_per_token
+    }
+    /// Gradient bytes one replicated expert all-reduces over its copies per round.
+    pub fn replica_sync_bytes(&self) -> f64 {
+        self.replica_sync_bytes
     }
     pub fn objective(&self) -> Objective {
         self.objective

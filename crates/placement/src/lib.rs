@@ -49,7 +49,9 @@ pub mod instance;
 pub mod loads;
 mod matrix;
 
-pub use eval::{evaluate, evaluate_nearest, Metrics, Placement, PlacementError, Routing};
+pub use eval::{
+    evaluate, evaluate_nearest, replica_sync_s, Metrics, Placement, PlacementError, Routing,
+};
 pub use exact::{ExactError, ExactOptions, ExactResult, ExactStatus};
 pub use heuristic::{HeuristicOptions, SearchStats};
 pub use instance::{
@@ -173,7 +175,12 @@ pub fn solve(inst: &Instance, opts: &SolveOptions) -> Result<Report, ExactError>
         None => (None, None),
     };
     let (lower_bound_s, bound_kind) = match (&exact, exact_status) {
-        (Some(x), Some(ExactStatus::Optimal)) => (x.metrics.objective_s, BoundKind::ProvenOptimum),
+        // The MILP does not price the replicas' gradient sync: its optimum bounds the
+        // objective only when there is none to price (the LP and combinatorial bounds ignore
+        // a nonnegative term, so they stay bounds).
+        (Some(x), Some(ExactStatus::Optimal)) if inst.replica_sync_bytes() <= 0.0 => {
+            (x.metrics.objective_s, BoundKind::ProvenOptimum)
+        }
         _ if inst.gpus() * inst.gpus() * inst.experts() <= opts.lp_bound_max_vars => {
             // The LP bound is optional: a solver failure or a stall makes it unavailable, not
             // the command fail.

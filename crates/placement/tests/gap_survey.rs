@@ -37,6 +37,7 @@ fn heuristic_gap_over_small_grid() {
                                         bytes_per_token: 4096.0,
                                         expert_bytes: 0.0,
                                         compute_s_per_token: if compute { 2e-8 } else { 0.0 },
+                                        replica_sync_bytes: 0.0,
                                         objective,
                                     };
                                     let inst =

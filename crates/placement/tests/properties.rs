@@ -25,6 +25,7 @@ fn instance(case: Case) -> Instance {
         expert_bytes: 0.0,
         // About as long as the all-to-all of a token: compute matters but does not dominate.
         compute_s_per_token: if compute { 2e-8 } else { 0.0 },
+        replica_sync_bytes: 0.0,
         objective: if thesis {
             Objective::Thesis
         } else {

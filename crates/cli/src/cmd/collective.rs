@@ -21,17 +21,17 @@ pub struct Args {
     pub cluster: Option<String>,
     /// The collective: allreduce, allgather, reducescatter, alltoall, broadcast, reduce,
     /// scatter, gather, sendrecv, barrier.
-    #[arg(long, required_unless_present = "validate", value_parser = parse_collective)]
+    #[arg(long, required_unless_present_any = ["validate", "fit"], value_parser = parse_collective)]
     pub op: Option<Collective>,
     /// Ranks in the group.
-    #[arg(long, required_unless_present = "validate")]
+    #[arg(long, required_unless_present_any = ["validate", "fit"])]
     pub ranks: Option<u32>,
     /// Group ranks on each node (default: fill nodes, min(ranks, GPUs per node)).
     #[arg(long)]
     pub ranks_per_node: Option<u32>,
     /// Message size in the nccl-tests convention: "4096", "256MB" (10^6), "1GiB" (2^30);
     /// K/M/G/T alone are binary, as in nccl-tests.
-    #[arg(long, required_unless_present_any = ["validate"], value_parser = parse_bytes)]
+    #[arg(long, required_unless_present_any = ["validate", "fit"], value_parser = parse_bytes)]
     pub bytes: Option<f64>,
     /// Force this algorithm (falls back to the cheapest valid one where it is not valid).
     #[arg(long, value_parser = parse_algorithm, conflicts_with = "mode")]
@@ -44,6 +44,17 @@ pub struct Args {
     /// Compare the model with a measured-collectives CSV (`collectives_measured.csv` format).
     #[arg(long, value_name = "CSV", conflicts_with_all = ["cluster", "op", "ranks", "bytes"])]
     pub validate: Option<PathBuf>,
+    /// Fit the cluster parameters to measured timings: nccl-tests output (with --op, --ranks),
+    /// a per-pair CSV `src,dst,bytes,time_us`, or collectives_measured.csv rows; the rest of
+    /// the cluster comes from --cluster.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["validate", "bytes"], requires = "cluster")]
+    pub fit: Option<PathBuf>,
+    /// With --fit on collectives_measured.csv: the rows whose `hardware` contains this.
+    #[arg(long, requires = "fit")]
+    pub hardware: Option<String>,
+    /// With --fit: write the fitted cluster TOML here.
+    #[arg(long, value_name = "TOML", requires = "fit")]
+    pub write: Option<PathBuf>,
 }
 
 /// Algorithm choice (see `autoplan_cost::AlgoMode`).
@@ -109,6 +120,9 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.validate {
         return validate(path, args.format);
+    }
+    if let Some(path) = &args.fit {
+        return fit(&args, path);
     }
     let (Some(cluster), Some(op), Some(ranks), Some(bytes)) =
         (&args.cluster, args.op, args.ranks, args.bytes)
@@ -241,6 +255,28 @@ fn reference_machine(name: &str) -> Option<Cluster> {
 
 /// A bundled cluster or cluster TOML (the cluster crate's `resolve_cluster`), else a reference
 /// machine of the calibration.
+/// `--fit`: the base cluster, the nccl-tests group, then `collective_fit`.
+fn fit(args: &Args, path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let name = args.cluster.as_deref().unwrap_or_default();
+    let cluster = resolve(name)?;
+    let cluster_text = autoplan_cluster::bundled_cluster_text(name)
+        .map(str::to_owned)
+        .or_else(|| std::fs::read_to_string(name).ok());
+    let group = match args.ranks {
+        Some(r) => Some(placement(&cluster, r, args.ranks_per_node)?),
+        None => None,
+    };
+    super::collective_fit::run(super::collective_fit::FitArgs {
+        file: path,
+        cluster,
+        cluster_text,
+        op: args.op,
+        group,
+        hardware: args.hardware.as_deref(),
+        write: args.write.as_deref(),
+    })
+}
+
 fn resolve(name: &str) -> anyhow::Result<Cluster> {
     match autoplan_cluster::resolve_cluster(name) {
         Ok(c) => Ok(c),

@@ -1,6 +1,7 @@
 //! One module per subcommand: each has an `Args` (clap) and a `run(Args) -> anyhow::Result<ExitCode>`.
 
 pub mod collective;
+mod collective_fit;
 pub mod evaluate;
 pub mod place_experts;
 pub mod report;
@@ -45,6 +46,10 @@ pub struct Workload {
     /// fragmentation (default 3). Raise it to keep a safety margin under HBM.
     #[arg(long, value_name = "GIB")]
     pub reserve: Option<f64>,
+    /// Override the MoE model's expected expert load imbalance (max/mean tokens per expert,
+    /// in [1, experts]; the model file's `load_imbalance`, with its source).
+    #[arg(long, value_name = "MAX/MEAN")]
+    pub imbalance: Option<f64>,
 }
 
 impl Workload {
@@ -125,6 +130,17 @@ pub(crate) fn load_inputs(
         m = m
             .with_training(t)
             .with_context(|| format!("--seq-len/--global-batch/--precision for model `{model}`"))?;
+    }
+    if let Some(v) = w.imbalance {
+        let Some(moe) = m.moe.as_mut() else {
+            anyhow::bail!("--imbalance {v}: model `{model}` has no experts");
+        };
+        let e = f64::from(moe.experts);
+        anyhow::ensure!(
+            v.is_finite() && (1.0..=e).contains(&v),
+            "--imbalance {v}: expected max/mean tokens per expert in [1, {e}] (moe.experts)"
+        );
+        moe.load_imbalance = v;
     }
     let mut c = autoplan_cluster::resolve_cluster(cluster)
         .with_context(|| format!("cannot load cluster `{cluster}`"))?;

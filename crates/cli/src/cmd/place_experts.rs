@@ -58,6 +58,11 @@ pub struct Args {
     /// Ignore expert compute: minimise communication only, as the thesis does.
     #[arg(long)]
     pub comm_only: bool,
+    /// All-to-all rounds (dispatch + combine) of this layer per training step, over which the
+    /// replicas' once-per-step gradient all-reduce is amortised: 2 × micro-batches (forward
+    /// and backward). 0 prices replicas as free, as the thesis's objective does.
+    #[arg(long, value_name = "N", default_value_t = 2.0)]
+    pub rounds_per_step: f64,
     /// Measured α-β matrix (CSV `src,dst,alpha_us,bw_gbps`, every ordered pair) replacing the
     /// cluster's intra/inter-node values.
     #[arg(long, value_name = "FILE")]
@@ -104,6 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ("all-to-all time", m.alltoall_time_s),
                 ("thesis objective", m.thesis_s),
                 ("compute time", m.compute_s),
+                ("replica sync time", m.replica_sync_s),
                 ("cross-node bytes", m.cross_node_bytes),
                 ("max/mean load", m.max_over_mean_load),
             ],
@@ -232,10 +238,24 @@ fn build(args: &Args) -> anyhow::Result<(Instance, String)> {
         // Forward FLOPs of a gated expert MLP per token: 3 GEMMs of 2·h·f.
         6.0 * h * f / (peak * args.expert_mfu)
     };
+    if !(args.rounds_per_step.is_finite() && args.rounds_per_step >= 0.0) {
+        bail!(
+            "--rounds-per-step must be a number ≥ 0, got {}",
+            args.rounds_per_step
+        );
+    }
+    // A replicated expert's gradients: 3·h·f parameters in fp32 main gradients (Megatron's
+    // default for bf16, autoplan-memory's bytes per parameter), all-reduced once per step.
+    let replica_sync_bytes = if args.rounds_per_step > 0.0 {
+        3.0 * h * f * 4.0 / args.rounds_per_step
+    } else {
+        0.0
+    };
     let opts = InstanceOptions {
         bytes_per_token: h * 2.0,
         expert_bytes: 3.0 * h * f * 2.0,
         compute_s_per_token,
+        replica_sync_bytes,
         objective: match args.objective {
             ObjectiveArg::Synchronous => Objective::Synchronous,
             ObjectiveArg::Thesis => Objective::Thesis,
@@ -275,12 +295,13 @@ fn table(out: &mut impl Write, inst: &Instance, r: &Report, describe: &str) -> a
     writeln!(out, "{describe}")?;
     writeln!(
         out,
-        "{:<11} {:>13} {:>11} {:>11} {:>11} {:>10} {:>9} {:>8}",
+        "{:<11} {:>13} {:>11} {:>11} {:>11} {:>9} {:>10} {:>9} {:>8}",
         "placement",
         "objective ms",
         "a2a ms",
         "thesis ms",
         "compute ms",
+        "sync ms",
         "xnode MB",
         "max/mean",
         "copies"
@@ -289,12 +310,13 @@ fn table(out: &mut impl Write, inst: &Instance, r: &Report, describe: &str) -> a
         let m = &c.metrics;
         writeln!(
             out,
-            "{:<11} {:>13.4} {:>11.4} {:>11.4} {:>11.4} {:>10.2} {:>9.3} {:>8}",
+            "{:<11} {:>13.4} {:>11.4} {:>11.4} {:>11.4} {:>9.4} {:>10.2} {:>9.3} {:>8}",
             c.name,
             m.objective_s * 1e3,
             m.alltoall_time_s * 1e3,
             m.thesis_s * 1e3,
             m.compute_s * 1e3,
+            m.replica_sync_s * 1e3,
             m.cross_node_bytes / 1e6,
             m.max_over_mean_load,
             c.placement.copies(),
@@ -396,6 +418,7 @@ fn csv_out(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
         "cross_node_bytes",
         "max_over_mean_load",
         "copies",
+        "replica_sync_s",
     ])?;
     for c in candidates(r) {
         let m = &c.metrics;
@@ -410,6 +433,7 @@ fn csv_out(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
             m.cross_node_bytes.to_string(),
             m.max_over_mean_load.to_string(),
             c.placement.copies().to_string(),
+            m.replica_sync_s.to_string(),
         ])?;
     }
     w.flush()?;

@@ -27,6 +27,9 @@ pub(super) struct Ctx {
     /// Expert rows per dispatched token on the busiest GPU of the EP group: capacity-padded
     /// `cf · top_k`, dropless `k_eff · ep_imb` (seed 004 §3.2).
     pub(super) recv: f64,
+    /// Redundant expert copies per GPU per MoE block (`placement=balanced:R`, capped as
+    /// `autoplan_memory::ModelMemory::replicas_per_gpu` caps it); 0 under contiguous placement.
+    pub(super) replicas: f64,
     pub(super) sp: bool,
     pub(super) algo: AlgoMode,
     pub(super) g_tp: GroupPlacement,
@@ -133,6 +136,7 @@ impl Evaluator {
                 Some(cf) => cf * self.top_k,
                 None => self.k_eff * ep_imb,
             },
+            replicas: self.mem.replicas_per_gpu(plan),
             sp: plan.sp || tp == 1,
             algo: plan.algo,
             g_tp,

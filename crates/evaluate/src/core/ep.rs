@@ -12,7 +12,7 @@ use super::compute::ACT;
 use super::ctx::Ctx;
 use super::emit::{Comm, Emitter, Hide};
 use super::Evaluator;
-use crate::balance::{balanced_imbalance, contiguous_imbalance};
+use crate::balance::{balanced_packing, contiguous_imbalance, Packing};
 use crate::comm::{CommKind, Pass, Sink};
 
 /// Redundant slots per GPU covered by [`Evaluator`]'s cached balanced-placement values.
@@ -21,7 +21,7 @@ pub(super) const BALANCED_R: usize = 8;
 /// Empty cache slots for every EP degree dividing `E` (the valid ones, `Plan::check`) and
 /// `R ≤ BALANCED_R`; no slots for dense models. The values are a pure function of (E, ep, R,
 /// load_imbalance), so which thread fills a slot first does not change any result.
-pub(super) fn balanced_table(experts: u32) -> Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])> {
+pub(super) fn balanced_table(experts: u32) -> Vec<(u32, [OnceLock<Packing>; BALANCED_R + 1])> {
     (1..=experts)
         .filter(|&d| experts.is_multiple_of(d))
         .map(|ep| (ep, std::array::from_fn(|_| OnceLock::new())))
@@ -138,7 +138,7 @@ impl Evaluator {
     /// (its slowest rank) and the expert GEMMs of the most loaded GPU wait for. Contiguous
     /// placement: [`contiguous_imbalance`]`(E, ep, load_imbalance)`, the GPU
     /// holding the hottest expert beside `E/ep − 1` average ones. `placement=balanced:R`:
-    /// [`balanced_imbalance`]`(E, ep, R, load_imbalance)`, EPLB-style packing
+    /// [`crate::balanced_imbalance`]`(E, ep, R, load_imbalance)`, EPLB-style packing
     /// with `R` redundant slots per GPU (seed 004 §4). Capacity-padded dispatch ignores it:
     /// its buffers have the capacity's size whatever the placement. No allocation once a
     /// (`ep`, `R ≤ BALANCED_R`) pair has been seen (a cached slot); beyond, computed each time.
@@ -149,17 +149,27 @@ impl Evaluator {
                 plan.ep.max(1) as usize,
                 self.imbalance,
             ),
-            PlacementPolicy::Balanced { redundant } => {
-                let (e, ep) = (self.experts as u32, plan.ep.max(1));
-                // A GPU holds an expert once: slots beyond E − E/ep stay empty.
-                let r = redundant.min(e.saturating_sub(e / ep)) as usize;
-                let compute = || balanced_imbalance(e as usize, ep as usize, r, self.imbalance);
-                match self.balanced.iter().find(|(d, _)| *d == ep) {
-                    Some((_, row)) if r <= BALANCED_R => *row[r].get_or_init(compute),
-                    _ => compute(),
-                }
+            PlacementPolicy::Balanced { .. } => {
+                self.with_packing(plan, |p| p.max_over_mean).unwrap_or(1.0)
             }
         }
+    }
+
+    /// Calls `f` with the balanced packing of `plan` (`None` under contiguous placement): the
+    /// cached one when `R ≤ BALANCED_R`, else computed for the call. A GPU holds an expert
+    /// once, so slots beyond `E − E/ep` stay empty (the cap of
+    /// `autoplan_memory::ModelMemory::replicas_per_gpu`).
+    pub(super) fn with_packing<T>(&self, plan: &Plan, f: impl FnOnce(&Packing) -> T) -> Option<T> {
+        let PlacementPolicy::Balanced { redundant } = plan.placement else {
+            return None;
+        };
+        let (e, ep) = (self.experts as u32, plan.ep.max(1));
+        let r = redundant.min(e.saturating_sub(e / ep)) as usize;
+        let compute = || balanced_packing(e as usize, ep as usize, r, self.imbalance);
+        Some(match self.balanced.iter().find(|(d, _)| *d == ep) {
+            Some((_, row)) if r <= BALANCED_R => f(row[r].get_or_init(compute)),
+            _ => f(&compute()),
+        })
     }
 
     /// The EP and `moe_tp` collectives of a MoE class (or MTP module), hidden behind `budget`

@@ -35,6 +35,7 @@ mod memo;
 mod optimizer;
 mod pipeline;
 mod recompute;
+mod replica;
 mod step;
 mod tp;
 
@@ -83,11 +84,11 @@ pub struct Evaluator {
     k_eff: f64,
     imbalance: f64,
     capacity: Option<f64>,
-    /// Max/mean expert load per GPU under `placement=balanced:R`
-    /// ([`crate::balanced_imbalance`]), one slot per EP degree dividing the experts and `R ≤
+    /// Max/mean expert load per GPU under `placement=balanced:R`, and where the replicated
+    /// experts sit ([`crate::balanced_packing`]), one slot per EP degree dividing the experts and `R ≤
     /// BALANCED_R`, filled on first use ([`Evaluator::ep_imbalance`]): models and searches
     /// that never ask pay nothing, later evaluations read it without allocating.
-    balanced: Vec<(u32, [OnceLock<f64>; BALANCED_R + 1])>,
+    balanced: Vec<(u32, [OnceLock<crate::Packing>; BALANCED_R + 1])>,
     /// The GPU's efficiency constants (`EvalOptions::efficiency`, else `ARCH_TABLE`'s).
     eff: ArchEfficiency,
     /// GEMM times at the training precision under `eff`.

@@ -130,6 +130,11 @@ impl Evaluator {
         }
         s.params_dense /= x.tp;
         s.params_expert /= x.ep * x.mt;
+        if x.replicas > 0.0 && self.experts > 0.0 {
+            // Redundant copies are trained experts too (seed 004 §4's virtual experts): their
+            // gradients join the EDP reduction and their state the optimizer step.
+            s.params_expert *= 1.0 + x.replicas * x.ep / self.experts;
+        }
         s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
         s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
         s

@@ -84,7 +84,11 @@ impl Evaluator {
         micro: f64,
     ) -> AfterPipeline {
         AfterPipeline {
-            dp: self.dp_comm(plan, x, pmax, sink, micro),
+            dp: {
+                let mut dp = self.dp_comm(plan, x, pmax, sink, micro);
+                dp.step += self.replica_sync(plan, x, pmax, sink);
+                dp
+            },
             optimizer: self.optimizer_time(plan.zero, x, pmax),
         }
     }
