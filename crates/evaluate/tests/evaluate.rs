@@ -35,6 +35,8 @@ fn tiny_gpt() -> ModelSpec {
         vocab: 1024,
         tied_embeddings: true,
         bias: true,
+        embedding_norm: false,
+        parallel_block: false,
         moe: None,
         mtp_modules: 0,
         training: Training {
@@ -67,6 +69,8 @@ fn tiny_moe() -> ModelSpec {
         vocab: 2048,
         tied_embeddings: false,
         bias: false,
+        embedding_norm: false,
+        parallel_block: false,
         moe: Some(Moe {
             experts: 16,
             top_k: 2,
