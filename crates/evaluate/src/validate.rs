@@ -277,8 +277,23 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, String> {
         seq_len: seq,
         moe,
     };
-    ModelSpec::from_shape(&r.model, family, &shape)
-        .map_err(|e| format!("{} shape from the row's columns: {e}", family.name()))
+    let mut model = ModelSpec::from_shape(&r.model, family, &shape)
+        .map_err(|e| format!("{} shape from the row's columns: {e}", family.name()))?;
+    // Whether the output layer shares the embedding is not a column, and sources of one family
+    // differ (Megatron-LM ties by default, `--untie-embeddings-and-output-weights` unties).
+    // The row's published size decides it when exactly one of the two matches it: e.g.
+    // Megatron-Core's H100 scaling table (mcore08_*: 12·l·h² + 2·V·h at V = 131072).
+    if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
+        let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= PARAMS_TOLERANCE;
+        let other = ModelSpec {
+            tied_embeddings: !model.tied_embeddings,
+            ..model.clone()
+        };
+        if !fits(&model) && fits(&other) {
+            model = other;
+        }
+    }
+    Ok(model)
 }
 
 /// The largest relative difference between the built model's parameters and the row's
@@ -368,10 +383,17 @@ fn case_model(
     if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
         let built = model.total_params() / 1e9;
         if (built / p - 1.0).abs() > PARAMS_TOLERANCE {
+            let untied = if model.tied_embeddings {
+                let head = model.vocab as f64 * model.hidden as f64 / 1e9;
+                format!(" ({:.2}B with an untied output layer)", built + head)
+            } else {
+                String::new()
+            };
             return Err(skip(
                 id,
                 format!(
-                    "built {} shape of `{}` has {built:.1}B params, row says {p}B (more than {:.0}% apart)",
+                    "built {} shape of `{}` has {built:.2}B params{untied}, row says {p}B \
+                     (more than {:.0}% apart)",
                     model.family.name(),
                     r.model,
                     PARAMS_TOLERANCE * 100.0

@@ -70,11 +70,11 @@ impl ModelSpec {
         l.active_params = l.params;
         l.finish_gemm_flops();
         // Norm input + fc1 input (2sbh each) + inner + dropout mask (sbh): 21·h at f = 4h GELU.
-        // In a parallel block the norm's input is the block input the attention node already
-        // stores (one tensor, kept once).
-        let norm_in = if self.parallel_block { 0.0 } else { B16 * hf };
+        // In a parallel block the norm's input is the block input the attention node also
+        // reads: counted here as the norm's traffic, stored once by the memory crate
+        // (`dense_mlp` there).
         l.act_bytes_per_token =
-            norm_in + B16 * hf + self.mlp_inner_act(f) + if self.dropout() { hf } else { 0.0 };
+            2.0 * B16 * hf + self.mlp_inner_act(f) + if self.dropout() { hf } else { 0.0 };
         // A parallel block sums the MLP's partial output with the attention's and reduces the
         // sum once (GPT-NeoX `gpt_j_residual`, Black+22 §2.1: "a single all-reduce"); the MLP's
         // own input-gradient reduction (Megatron's `f`) stays.
