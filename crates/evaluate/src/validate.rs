@@ -246,7 +246,12 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, String> {
             missing.join(", ")
         ));
     }
-    let (layers, hidden, heads, seq) = (r.layers.unwrap_or(0), r.hidden.unwrap_or(0), r.heads.unwrap_or(0), r.seq_len.unwrap_or(0));
+    let (layers, hidden, heads, seq) = (
+        r.layers.unwrap_or(0),
+        r.hidden.unwrap_or(0),
+        r.heads.unwrap_or(0),
+        r.seq_len.unwrap_or(0),
+    );
     let named = Family::of_model_name(&r.model);
     let family = match (named, r.moe_experts.is_some()) {
         (Some(f), true) if f.is_moe() => f,

@@ -9,10 +9,22 @@ use crate::ModelSpec;
 
 /// Every file of `models/`, by name (file stem), sorted.
 static BUNDLED: &[(&str, &str)] = &[
-    ("bloom-176b", include_str!("../../../models/bloom-176b.toml")),
-    ("deepseek-v2", include_str!("../../../models/deepseek-v2.toml")),
-    ("deepseek-v2-lite", include_str!("../../../models/deepseek-v2-lite.toml")),
-    ("deepseek-v3", include_str!("../../../models/deepseek-v3.toml")),
+    (
+        "bloom-176b",
+        include_str!("../../../models/bloom-176b.toml"),
+    ),
+    (
+        "deepseek-v2",
+        include_str!("../../../models/deepseek-v2.toml"),
+    ),
+    (
+        "deepseek-v2-lite",
+        include_str!("../../../models/deepseek-v2-lite.toml"),
+    ),
+    (
+        "deepseek-v3",
+        include_str!("../../../models/deepseek-v3.toml"),
+    ),
     ("gpt-1.7b", include_str!("../../../models/gpt-1.7b.toml")),
     ("gpt-145b", include_str!("../../../models/gpt-145b.toml")),
     ("gpt-18b", include_str!("../../../models/gpt-18b.toml")),
@@ -24,9 +36,18 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt-530b", include_str!("../../../models/gpt-530b.toml")),
     ("gpt-7.5b", include_str!("../../../models/gpt-7.5b.toml")),
     ("gpt-76b", include_str!("../../../models/gpt-76b.toml")),
-    ("gpt-neox-20b", include_str!("../../../models/gpt-neox-20b.toml")),
-    ("gpt-oss-120b", include_str!("../../../models/gpt-oss-120b.toml")),
-    ("gpt-oss-20b", include_str!("../../../models/gpt-oss-20b.toml")),
+    (
+        "gpt-neox-20b",
+        include_str!("../../../models/gpt-neox-20b.toml"),
+    ),
+    (
+        "gpt-oss-120b",
+        include_str!("../../../models/gpt-oss-120b.toml"),
+    ),
+    (
+        "gpt-oss-20b",
+        include_str!("../../../models/gpt-oss-20b.toml"),
+    ),
     ("gpt2-1b", include_str!("../../../models/gpt2-1b.toml")),
     ("gpt2-2b", include_str!("../../../models/gpt2-2b.toml")),
     ("gpt2-4b", include_str!("../../../models/gpt2-4b.toml")),
@@ -35,25 +56,64 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt3-20b", include_str!("../../../models/gpt3-20b.toml")),
     ("gpt3-5b", include_str!("../../../models/gpt3-5b.toml")),
     ("grok-1", include_str!("../../../models/grok-1.toml")),
-    ("llama2-13b", include_str!("../../../models/llama2-13b.toml")),
-    ("llama2-70b", include_str!("../../../models/llama2-70b.toml")),
+    (
+        "llama2-13b",
+        include_str!("../../../models/llama2-13b.toml"),
+    ),
+    (
+        "llama2-70b",
+        include_str!("../../../models/llama2-70b.toml"),
+    ),
     ("llama2-7b", include_str!("../../../models/llama2-7b.toml")),
-    ("llama3-70b", include_str!("../../../models/llama3-70b.toml")),
+    (
+        "llama3-70b",
+        include_str!("../../../models/llama3-70b.toml"),
+    ),
     ("llama3-8b", include_str!("../../../models/llama3-8b.toml")),
-    ("llama3.1-405b", include_str!("../../../models/llama3.1-405b.toml")),
-    ("mixtral-8x22b", include_str!("../../../models/mixtral-8x22b.toml")),
-    ("mixtral-8x7b", include_str!("../../../models/mixtral-8x7b.toml")),
+    (
+        "llama3.1-405b",
+        include_str!("../../../models/llama3.1-405b.toml"),
+    ),
+    (
+        "mixtral-8x22b",
+        include_str!("../../../models/mixtral-8x22b.toml"),
+    ),
+    (
+        "mixtral-8x7b",
+        include_str!("../../../models/mixtral-8x7b.toml"),
+    ),
     ("mpt-30b", include_str!("../../../models/mpt-30b.toml")),
     ("mpt-70b", include_str!("../../../models/mpt-70b.toml")),
     ("mpt-7b", include_str!("../../../models/mpt-7b.toml")),
-    ("mt-nlg-530b", include_str!("../../../models/mt-nlg-530b.toml")),
-    ("nemotron-22b", include_str!("../../../models/nemotron-22b.toml")),
-    ("nemotron-340b", include_str!("../../../models/nemotron-340b.toml")),
-    ("nemotron-4-15b", include_str!("../../../models/nemotron-4-15b.toml")),
-    ("nemotron-8b", include_str!("../../../models/nemotron-8b.toml")),
+    (
+        "mt-nlg-530b",
+        include_str!("../../../models/mt-nlg-530b.toml"),
+    ),
+    (
+        "nemotron-22b",
+        include_str!("../../../models/nemotron-22b.toml"),
+    ),
+    (
+        "nemotron-340b",
+        include_str!("../../../models/nemotron-340b.toml"),
+    ),
+    (
+        "nemotron-4-15b",
+        include_str!("../../../models/nemotron-4-15b.toml"),
+    ),
+    (
+        "nemotron-8b",
+        include_str!("../../../models/nemotron-8b.toml"),
+    ),
     ("opt-175b", include_str!("../../../models/opt-175b.toml")),
-    ("qwen3-235b-a22b", include_str!("../../../models/qwen3-235b-a22b.toml")),
-    ("qwen3-30b-a3b", include_str!("../../../models/qwen3-30b-a3b.toml")),
+    (
+        "qwen3-235b-a22b",
+        include_str!("../../../models/qwen3-235b-a22b.toml"),
+    ),
+    (
+        "qwen3-30b-a3b",
+        include_str!("../../../models/qwen3-30b-a3b.toml"),
+    ),
 ];
 
 /// The bundled models as `(name, TOML text)`, sorted by name.

@@ -174,7 +174,10 @@ impl Family {
                 norm: Norm::LayerNorm,
                 ..llama
             },
-            Family::GptOss => Arch { bias: true, ..llama },
+            Family::GptOss => Arch {
+                bias: true,
+                ..llama
+            },
             Family::Llama | Family::Mixtral | Family::Deepseek | Family::QwenMoe => llama,
         }
     }

@@ -266,7 +266,9 @@ impl RawModelFile {
         let dense_blocks = moe.as_ref().map_or(layers, |m| m.first_dense_layers);
         let ffn_hidden = m.checked_ffn_hidden(src, dense_blocks)?;
         let arch = m.family.arch();
-        let parallel_block = m.parallel_block.unwrap_or(arch.parallel_block && moe.is_none());
+        let parallel_block = m
+            .parallel_block
+            .unwrap_or(arch.parallel_block && moe.is_none());
         if parallel_block && moe.is_some() {
             // The parallel block's TP saving (one reduction of the summed branch outputs) is
             // modelled for a dense MLP branch only.
@@ -341,7 +343,11 @@ impl RawModel {
                 p
             }
             p @ (Positions::Rope | Positions::Alibi) => {
-                let name = if p == Positions::Rope { "rope" } else { "alibi" };
+                let name = if p == Positions::Rope {
+                    "rope"
+                } else {
+                    "alibi"
+                };
                 absent(
                     src,
                     &["model", "max_positions"],

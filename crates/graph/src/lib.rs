@@ -260,8 +260,8 @@ mod file;
 mod hf;
 mod layers;
 pub use aliases::bundled_model_for;
-pub use family::{Arch, Shape, ShapeError, UnknownFamily};
 pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
+pub use family::{Arch, Shape, ShapeError, UnknownFamily};
 pub use file::{
     AttentionKind, RawAttention, RawModel, RawModelFile, RawMoe, RawTraining, RoutingKind,
     TrainingError, MAX_DIM, MAX_LAYERS, MAX_WORKLOAD,

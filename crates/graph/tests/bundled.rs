@@ -213,20 +213,45 @@ const NOMINAL: &[&str] = &["gpt3-5b", "gpt3-20b", "nemotron-8b", "nemotron-22b"]
 /// published counts within 1% (their sources publish counts rounded to two or three digits:
 /// MPT-7B's "6.7B" is 6.65B by its config). (model, total, active if published, source)
 const FAMILIES: &[(&str, f64, Option<f64>, &str)] = &[
-    ("bloom-176b", 176.247, None, "HF bigscience/bloom: 176,247,271,424"),
+    (
+        "bloom-176b",
+        176.247,
+        None,
+        "HF bigscience/bloom: 176,247,271,424",
+    ),
     ("opt-175b", 175.0, None, "Zhang+22 Table 1: 175B"),
     ("mt-nlg-530b", 530.0, None, "Smith+22: 530B"),
-    ("gpt-neox-20b", 20.555, None, "HF EleutherAI/gpt-neox-20b: 20,554,567,680"),
+    (
+        "gpt-neox-20b",
+        20.555,
+        None,
+        "HF EleutherAI/gpt-neox-20b: 20,554,567,680",
+    ),
     ("mpt-7b", 6.7, None, "HF mosaicml/mpt-7b model card: 6.7B"),
     ("mpt-30b", 30.0, None, "HF mosaicml/mpt-30b model card: 30B"),
-    ("mpt-70b", 64.86, None, "published_runs_2.csv mpt_70b_* params_b (llm-foundry)"),
-    ("nemotron-4-15b", 15.7, None, "Parmar+24 §2: 3.2B embedding + 12.5B non-embedding"),
+    (
+        "mpt-70b",
+        64.86,
+        None,
+        "published_runs_2.csv mpt_70b_* params_b (llm-foundry)",
+    ),
+    (
+        "nemotron-4-15b",
+        15.7,
+        None,
+        "Parmar+24 §2: 3.2B embedding + 12.5B non-embedding",
+    ),
     // Grok-1's README gives the total only.
     ("grok-1", 314.0, None, "xai-org/grok-1 README: 314B"),
     // Activated: 2.45B under V2/V3's convention (embedding excluded) against the published
     // "2.4B" (2% off: a truncation, or a convention we cannot pin), so the total only.
     ("deepseek-v2-lite", 15.7, None, "DeepSeek-V2 App. B: 15.7B"),
-    ("gpt-oss-20b", 20.91, Some(3.61), "gpt-oss model card Table 1: 20.91B / 3.61B"),
+    (
+        "gpt-oss-20b",
+        20.91,
+        Some(3.61),
+        "gpt-oss model card Table 1: 20.91B / 3.61B",
+    ),
 ];
 
 #[test]

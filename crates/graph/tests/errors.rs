@@ -251,7 +251,9 @@ fn bad_enums_list_the_allowed_values() {
     let e = err("llama3-8b", "family = \"llama\"", "family = \"bert\"");
     expect(
         &e,
-        &["bert", "gpt", "bloom", "opt", "mt-nlg", "gpt-neox", "mpt", "glm", "llama"],
+        &[
+            "bert", "gpt", "bloom", "opt", "mt-nlg", "gpt-neox", "mpt", "glm", "llama",
+        ],
     );
     let e = err("llama3-8b", "positions = \"rope\"", "positions = \"nope\"");
     expect(&e, &["nope", "rope", "alibi", "learned"]);
