@@ -6,7 +6,7 @@
 //! default), never a per-row constant; rows that cannot be expressed are skipped with the reason.
 
 use autoplan_cluster::{Cluster, Precision};
-use autoplan_graph::{Attention, Family, Mlp, ModelSpec, Moe, Norm, Positions, Routing};
+use autoplan_graph::{Family, ModelSpec, Moe, Positions, Routing};
 use autoplan_plan::{Dispatcher, Plan, Recompute, RecomputeModules, Schedule, Zero};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,8 @@ pub struct PublishedRun {
     pub id: String,
     pub source: String,
     pub model: String,
+    /// Published total parameters, billions.
+    pub params_b: Option<f64>,
     pub layers: Option<u32>,
     pub hidden: Option<u32>,
     pub ffn_hidden: Option<u32>,
@@ -246,63 +248,46 @@ pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
     }
 }
 
-/// Bundled model of a row's `model` cell, by name.
+/// Bundled model of a row's `model` cell, by name or alias (`GPT-3 175B (MLPerf reference)`,
+/// `LLAMA3.1_405B`, `DeepSeekV3`...: `autoplan_graph::bundled_model_for`).
 fn bundled_name(model: &str) -> Option<&'static str> {
-    let m = model.to_ascii_lowercase().replace(['_', ' '], "-");
-    let table: &[(&str, &str)] = &[
-        ("gpt-1.7b", "gpt-1.7b"),
-        ("gpt-3.6b", "gpt-3.6b"),
-        ("gpt-7.5b", "gpt-7.5b"),
-        ("gpt-18b", "gpt-18b"),
-        ("gpt-39b", "gpt-39b"),
-        ("gpt-76b", "gpt-76b"),
-        ("gpt-145b", "gpt-145b"),
-        ("gpt-310b", "gpt-310b"),
-        ("gpt-530b", "gpt-530b"),
-        ("gpt-1t", "gpt-1t"),
-        ("gpt-22b", "gpt-22b"),
-        ("gpt-175b", "gpt3-175b"),
-        ("gpt3-175b", "gpt3-175b"),
-        ("gpt-2-style-1b", "gpt2-1b"),
-        ("gpt-2-style-2b", "gpt2-2b"),
-        ("gpt-2-style-4b", "gpt2-4b"),
-        ("gpt-2-style-8b", "gpt2-8b"),
-        ("llama2-7b", "llama2-7b"),
-        ("llama2-13b", "llama2-13b"),
-        ("llama2-70b", "llama2-70b"),
-        ("llama3-8b", "llama3-8b"),
-        ("llama3-70b", "llama3-70b"),
-        ("llama3.1-405b", "llama3.1-405b"),
-        ("qwen3-30b-a3b", "qwen3-30b-a3b"),
-        ("qwen3-235b-a22b", "qwen3-235b-a22b"),
-        ("mixtral-8x7b", "mixtral-8x7b"),
-        ("gpt-oss-120b", "gpt-oss-120b"),
-        ("gpt3-5b", "gpt3-5b"),
-        ("gpt3-20b", "gpt3-20b"),
-        ("nemotron-8b", "nemotron-8b"),
-        ("nemotron-22b", "nemotron-22b"),
-        ("nemotron-340b", "nemotron-340b"),
-    ];
-    table
-        .iter()
-        .find(|(k, _)| {
-            m == *k || m.starts_with(&format!("{k}-")) || m.starts_with(&format!("{k} "))
-        })
-        .map(|(_, v)| *v)
+    autoplan_graph::bundled_model_for(model)
 }
 
-/// A model from the row's own columns (GPT family when the name says GPT, else Llama-style).
-fn model_from_columns(r: &PublishedRun) -> Option<ModelSpec> {
-    let (layers, hidden, heads, vocab, seq) =
-        (r.layers?, r.hidden?, r.heads?, r.vocab?, r.seq_len?);
-    // Shapes no model has are not a model (the row is skipped as not expressible): zero sizes,
-    // heads not dividing the hidden size, a 4·hidden default FFN past u32.
-    if layers == 0 || heads == 0 || vocab == 0 || seq == 0 || !hidden.is_multiple_of(heads) {
-        return None;
+/// A model from the row's own columns, built within the family its name points to
+/// (`Family::of_model_name`; Llama-style when the name names none): BLOOM with ALiBi and its
+/// embedding norm, GPT-NeoX with parallel blocks, MPT without biases... An MoE family without
+/// MoE columns, or MoE columns under a dense family name, take the Llama-style MoE layout.
+fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, String> {
+    let missing = [
+        ("layers", r.layers.is_none()),
+        ("hidden", r.hidden.is_none()),
+        ("heads", r.heads.is_none()),
+        ("seq_len", r.seq_len.is_none()),
+    ];
+    let missing: Vec<&str> = missing.iter().filter(|m| m.1).map(|m| m.0).collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "model `{}` is not bundled and the row does not give its architecture ({} not given)",
+            r.model,
+            missing.join(", ")
+        ));
     }
-    let ffn4 = hidden.checked_mul(4)?;
-    let gpt = r.model.to_ascii_lowercase().starts_with("gpt");
-    let kv = r.kv_heads.unwrap_or(heads);
+    let (layers, hidden, heads, seq) = (
+        r.layers.unwrap_or(0),
+        r.hidden.unwrap_or(0),
+        r.heads.unwrap_or(0),
+        r.seq_len.unwrap_or(0),
+    );
+    let named = Family::of_model_name(&r.model);
+    let family = match (named, r.moe_experts.is_some()) {
+        (Some(f), true) if f.is_moe() => f,
+        (Some(f), false) if !f.is_moe() => f,
+        _ if r.moe_experts.is_some() => Family::Mixtral,
+        _ => Family::Llama,
+    };
+    // An MoE expert's width when not given: the dense width, as the shape's default (4h).
+    let ffn4 = hidden.saturating_mul(4);
     let moe = r.moe_experts.map(|e| Moe {
         experts: e,
         top_k: r.moe_topk.unwrap_or(1),
@@ -314,39 +299,40 @@ fn model_from_columns(r: &PublishedRun) -> Option<ModelSpec> {
         capacity_factor: None,
         load_imbalance: 1.0,
     });
-    Some(ModelSpec {
-        name: r.model.clone(),
-        family: if gpt { Family::Gpt } else { Family::Llama },
+    let shape = autoplan_graph::Shape {
         layers,
         hidden,
         heads,
-        attention: Attention::Gqa {
-            kv_heads: kv,
-            head_dim: hidden / heads,
-        },
-        window: None,
-        ffn_hidden: r.ffn_hidden.unwrap_or(ffn4),
-        mlp: if gpt { Mlp::Gelu } else { Mlp::Swiglu },
-        norm: if gpt { Norm::LayerNorm } else { Norm::RmsNorm },
-        positions: if gpt {
-            Positions::Learned
-        } else {
-            Positions::Rope
-        },
-        max_positions: if gpt { seq } else { 0 },
-        vocab,
-        tied_embeddings: gpt,
-        bias: gpt,
+        kv_heads: r.kv_heads,
+        ffn_hidden: r.ffn_hidden,
+        vocab: r.vocab,
+        seq_len: seq,
         moe,
-        mtp_modules: 0,
-        training: autoplan_graph::Training {
-            seq_len: seq,
-            global_batch: 1,
-            precision: Precision::Bf16,
-            optimizer: autoplan_graph::Optimizer::Adam,
-        },
-    })
+    };
+    let mut model = ModelSpec::from_shape(&r.model, family, &shape)
+        .map_err(|e| format!("{} shape from the row's columns: {e}", family.name()))?;
+    // Whether the output layer shares the embedding is not a column, and sources of one family
+    // differ (Megatron-LM ties by default, `--untie-embeddings-and-output-weights` unties).
+    // The row's published size decides it when exactly one of the two matches it: e.g.
+    // Megatron-Core's H100 scaling table (mcore08_*: 12·l·h² + 2·V·h at V = 131072).
+    if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
+        let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= PARAMS_TOLERANCE;
+        let other = ModelSpec {
+            tied_embeddings: !model.tied_embeddings,
+            ..model.clone()
+        };
+        if !fits(&model) && fits(&other) {
+            model = other;
+        }
+    }
+    Ok(model)
 }
+
+/// The largest relative difference between the built model's parameters and the row's
+/// `params_b` accepted (issue 16's bound). Published sizes are rounded (Narayanan+21's "1.7B"
+/// GPT has 1.652B: 2.9%), while a different architecture is far outside it (BLOOM-176B built
+/// Llama-style: 237B, +35%; MT-NLG 530B: 707B, +33%).
+const PARAMS_TOLERANCE: f64 = 0.03;
 
 fn skip(id: &str, reason: impl Into<String>) -> Skipped {
     Skipped {
@@ -407,14 +393,9 @@ fn case_model(
             && r.hidden.is_none_or(|h| h == m.hidden)
             && r.heads.is_none_or(|a| a == m.heads)
     });
-    let mut model = match bundled.or_else(|| model_from_columns(r)) {
+    let mut model = match bundled {
         Some(m) => m,
-        None => {
-            return Err(skip(
-                id,
-                "architecture not given and no bundled model matches",
-            ))
-        }
+        None => model_from_columns(r).map_err(|why| skip(id, why))?,
     };
     match r.seq_len {
         Some(s) => model.training.seq_len = s,
@@ -429,6 +410,28 @@ fn case_model(
     }
     if let Some(v) = r.vocab {
         model.vocab = v;
+    }
+    // Never score a row on a different model: the built parameters must match the row's.
+    if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
+        let built = model.total_params() / 1e9;
+        if (built / p - 1.0).abs() > PARAMS_TOLERANCE {
+            let untied = if model.tied_embeddings {
+                let head = model.vocab as f64 * model.hidden as f64 / 1e9;
+                format!(" ({:.2}B with an untied output layer)", built + head)
+            } else {
+                String::new()
+            };
+            return Err(skip(
+                id,
+                format!(
+                    "built {} shape of `{}` has {built:.2}B params{untied}, row says {p}B \
+                     (more than {:.0}% apart)",
+                    model.family.name(),
+                    r.model,
+                    PARAMS_TOLERANCE * 100.0
+                ),
+            ));
+        }
     }
     let cell = r.precision.as_deref().unwrap_or("");
     model.training.precision = match row_precision(cell, r.notes.as_deref().unwrap_or("")) {

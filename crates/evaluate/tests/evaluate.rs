@@ -35,6 +35,8 @@ fn tiny_gpt() -> ModelSpec {
         vocab: 1024,
         tied_embeddings: true,
         bias: true,
+        embedding_norm: false,
+        parallel_block: false,
         moe: None,
         mtp_modules: 0,
         training: Training {
@@ -67,6 +69,8 @@ fn tiny_moe() -> ModelSpec {
         vocab: 2048,
         tied_embeddings: false,
         bias: false,
+        embedding_norm: false,
+        parallel_block: false,
         moe: Some(Moe {
             experts: 16,
             top_k: 2,
@@ -788,5 +792,67 @@ fn finer_experts_of_the_same_flops_never_compute_faster() {
         let c = r.breakdown.compute_s;
         assert!(c >= last, "split {split}: compute {c} < {last}");
         last = c;
+    }
+}
+
+#[test]
+fn a_parallel_block_reduces_its_summed_output_once() {
+    // GPT-NeoX's parallel attention + MLP (Black+22 §2.1, `gpt_j_residual`): the MLP's forward
+    // reduction (g, or the SP reduce-scatter and its backward all-gather) is the attention's;
+    // its input side (f, or the SP all-gather and input-grad reduce-scatter) stays. Compute and
+    // parameters are unchanged.
+    let seq = tiny_gpt();
+    let par = ModelSpec {
+        parallel_block: true,
+        ..tiny_gpt()
+    };
+    assert_eq!(seq.total_params(), par.total_params());
+    assert_eq!(seq.flops_per_token(), par.flops_per_token());
+    let c = dgx_a100(1);
+    for sp in [false, true] {
+        let plan = Plan {
+            tp: 4,
+            dp: 2,
+            sp,
+            ..Plan::default()
+        };
+        let rows = |m: &ModelSpec| {
+            let r = Evaluator::new(m, &c, EvalOptions::default())
+                .report(&plan)
+                .expect("fits");
+            let mut v: Vec<(&'static str, Pass)> = r
+                .comm
+                .iter()
+                .filter(|row| row.kind == CommKind::Tp)
+                .filter(|row| row.layer == Some(autoplan_graph::LayerKind::DenseMlp))
+                .map(|row| (row.what, row.pass))
+                .collect();
+            v.sort_by_key(|x| x.0);
+            (v, r.metrics.step_time_s, r.breakdown.compute_s)
+        };
+        let (s_rows, s_step, s_compute) = rows(&seq);
+        let (p_rows, p_step, p_compute) = rows(&par);
+        let want_seq: Vec<(&str, Pass)> = if sp {
+            vec![
+                ("mlp input all-gather (SP)", Pass::Forward),
+                ("mlp input-grad reduce-scatter (SP)", Pass::Backward),
+                ("mlp out reduce-scatter (SP)", Pass::Forward),
+                ("mlp out-grad all-gather (SP)", Pass::Backward),
+            ]
+        } else {
+            vec![
+                ("mlp input-grad all-reduce (f)", Pass::Backward),
+                ("mlp out all-reduce (g)", Pass::Forward),
+            ]
+        };
+        assert_eq!(s_rows, want_seq, "sp {sp}");
+        let want_par: Vec<(&str, Pass)> = want_seq
+            .iter()
+            .copied()
+            .filter(|(w, _)| !w.starts_with("mlp out"))
+            .collect();
+        assert_eq!(p_rows, want_par, "sp {sp}");
+        assert_eq!(s_compute, p_compute);
+        assert!(p_step < s_step, "sp {sp}: {p_step} vs {s_step}");
     }
 }

@@ -10,8 +10,16 @@ use crate::ModelSpec;
 /// Every file of `models/`, by name (file stem), sorted.
 static BUNDLED: &[(&str, &str)] = &[
     (
+        "bloom-176b",
+        include_str!("../../../models/bloom-176b.toml"),
+    ),
+    (
         "deepseek-v2",
         include_str!("../../../models/deepseek-v2.toml"),
+    ),
+    (
+        "deepseek-v2-lite",
+        include_str!("../../../models/deepseek-v2-lite.toml"),
     ),
     (
         "deepseek-v3",
@@ -29,8 +37,16 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt-7.5b", include_str!("../../../models/gpt-7.5b.toml")),
     ("gpt-76b", include_str!("../../../models/gpt-76b.toml")),
     (
+        "gpt-neox-20b",
+        include_str!("../../../models/gpt-neox-20b.toml"),
+    ),
+    (
         "gpt-oss-120b",
         include_str!("../../../models/gpt-oss-120b.toml"),
+    ),
+    (
+        "gpt-oss-20b",
+        include_str!("../../../models/gpt-oss-20b.toml"),
     ),
     ("gpt2-1b", include_str!("../../../models/gpt2-1b.toml")),
     ("gpt2-2b", include_str!("../../../models/gpt2-2b.toml")),
@@ -39,6 +55,7 @@ static BUNDLED: &[(&str, &str)] = &[
     ("gpt3-175b", include_str!("../../../models/gpt3-175b.toml")),
     ("gpt3-20b", include_str!("../../../models/gpt3-20b.toml")),
     ("gpt3-5b", include_str!("../../../models/gpt3-5b.toml")),
+    ("grok-1", include_str!("../../../models/grok-1.toml")),
     (
         "llama2-13b",
         include_str!("../../../models/llama2-13b.toml"),
@@ -65,6 +82,13 @@ static BUNDLED: &[(&str, &str)] = &[
         "mixtral-8x7b",
         include_str!("../../../models/mixtral-8x7b.toml"),
     ),
+    ("mpt-30b", include_str!("../../../models/mpt-30b.toml")),
+    ("mpt-70b", include_str!("../../../models/mpt-70b.toml")),
+    ("mpt-7b", include_str!("../../../models/mpt-7b.toml")),
+    (
+        "mt-nlg-530b",
+        include_str!("../../../models/mt-nlg-530b.toml"),
+    ),
     (
         "nemotron-22b",
         include_str!("../../../models/nemotron-22b.toml"),
@@ -74,9 +98,14 @@ static BUNDLED: &[(&str, &str)] = &[
         include_str!("../../../models/nemotron-340b.toml"),
     ),
     (
+        "nemotron-4-15b",
+        include_str!("../../../models/nemotron-4-15b.toml"),
+    ),
+    (
         "nemotron-8b",
         include_str!("../../../models/nemotron-8b.toml"),
     ),
+    ("opt-175b", include_str!("../../../models/opt-175b.toml")),
     (
         "qwen3-235b-a22b",
         include_str!("../../../models/qwen3-235b-a22b.toml"),

@@ -4,17 +4,21 @@
 //! ```toml
 //! [model]
 //! name = "llama3-8b"
-//! family = "llama"          # gpt | llama | nemotron | mixtral | deepseek | qwen-moe | gpt-oss
+//! family = "llama"          # gpt | bloom | opt | mt-nlg | gpt-neox | mpt | glm | llama |
+//!                           # nemotron | mixtral | deepseek | qwen-moe | gpt-oss
 //! layers = 32
 //! hidden = 4096
 //! heads = 32
 //! ffn_hidden = 14336        # dense MLP width (may be omitted when every block is MoE)
-//! mlp = "swiglu"            # gelu | swiglu | squared-relu
+//! mlp = "swiglu"            # gelu | relu | squared-relu | swiglu | geglu
 //! norm = "rmsnorm"          # layernorm | rmsnorm
-//! positions = "rope"        # rope | learned (then max_positions = ...)
+//! positions = "rope"        # rope | alibi | learned (then max_positions = ...)
 //! vocab = 128256
 //! tied_embeddings = false
 //! bias = false
+//! # embedding_norm = false  # a norm after the word embedding (default: the family's, BLOOM)
+//! # parallel_block = false  # x + attn(norm(x)) + mlp(norm(x)) (default: the family's,
+//! #                         # GPT-NeoX); dense models only
 //! # mtp_modules = 1         # DeepSeek-V3 multi-token prediction (default 0)
 //!
 //! [attention]
@@ -77,6 +81,10 @@ pub struct RawModel {
     pub vocab: u64,
     pub tied_embeddings: bool,
     pub bias: bool,
+    /// Absent: the family's ([`Family::arch`]).
+    pub embedding_norm: Option<bool>,
+    /// Absent: the family's ([`Family::arch`]).
+    pub parallel_block: Option<bool>,
     pub mtp_modules: Option<u64>,
 }
 
@@ -264,6 +272,19 @@ impl RawModelFile {
         let moe = self.validate_moe(src, layers)?;
         let dense_blocks = moe.as_ref().map_or(layers, |m| m.first_dense_layers);
         let ffn_hidden = m.checked_ffn_hidden(src, dense_blocks)?;
+        let arch = m.family.arch();
+        let parallel_block = m
+            .parallel_block
+            .unwrap_or(arch.parallel_block && moe.is_none());
+        if parallel_block && moe.is_some() {
+            // The parallel block's TP saving (one reduction of the summed branch outputs) is
+            // modelled for a dense MLP branch only.
+            return Err(src.invalid(
+                &["model", "parallel_block"],
+                true,
+                "not modelled with a [moe] section (parallel blocks are priced for dense MLPs)",
+            ));
+        }
 
         Ok(ModelSpec {
             name: m.name.clone(),
@@ -281,6 +302,8 @@ impl RawModelFile {
             vocab,
             tied_embeddings: m.tied_embeddings,
             bias: m.bias,
+            embedding_norm: m.embedding_norm.unwrap_or(arch.embedding_norm),
+            parallel_block,
             moe,
             mtp_modules,
             training,
@@ -292,13 +315,10 @@ impl RawModelFile {
         Ok(match &self.moe {
             Some(raw) => Some(raw.validate(src, layers)?),
             None => {
-                if matches!(
-                    self.model.family,
-                    Family::Mixtral | Family::Deepseek | Family::QwenMoe | Family::GptOss
-                ) {
+                if self.model.family.is_moe() {
                     return Err(src.invalid(
                         &["model", "family"],
-                        format!("{:?}", self.model.family).to_lowercase(),
+                        self.model.family.name(),
                         "is a MoE family: a [moe] section is required",
                     ));
                 }
@@ -329,12 +349,17 @@ impl RawModel {
                 }
                 p
             }
-            Positions::Rope => {
+            p @ (Positions::Rope | Positions::Alibi) => {
+                let name = if p == Positions::Rope {
+                    "rope"
+                } else {
+                    "alibi"
+                };
                 absent(
                     src,
                     &["model", "max_positions"],
                     &self.max_positions,
-                    "with positions = \"rope\" (no position table)",
+                    &format!("with positions = \"{name}\" (no position table)"),
                 )?;
                 0
             }

@@ -248,6 +248,8 @@ impl Config<'_> {
                 vocab,
                 tied_embeddings: tied,
                 bias,
+                embedding_norm: None,
+                parallel_block: None,
                 mtp_modules: mtp,
             },
             attention,

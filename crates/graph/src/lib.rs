@@ -24,12 +24,30 @@
 
 pub use autoplan_cluster::Precision;
 
-/// Architecture family (decides defaults in the HF importer and in `show`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Architecture family: a label in model files, the defaults of a model built from a shape
+/// ([`Family::arch`], [`ModelSpec::from_shape`]), whether it trains with dropout, and the
+/// families a published run's model name points to ([`Family::of_model_name`]). See
+/// `family.rs` for each family's sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Family {
     /// GPT-2/3 style: MHA, learned positions, GELU MLP, LayerNorm, biases.
     Gpt,
+    /// BigScience BLOOM: GPT-style with ALiBi instead of positions, a LayerNorm after the word
+    /// embedding, 250,880-token vocabulary.
+    Bloom,
+    /// Meta OPT: GPT-style with ReLU, learned positions (2 offset rows).
+    Opt,
+    /// Megatron-Turing NLG: GPT-3 style, trained with Megatron-DeepSpeed.
+    #[serde(rename = "mt-nlg")]
+    MtNlg,
+    /// EleutherAI GPT-NeoX: parallel attention + MLP block, rotary, untied embeddings, biases.
+    #[serde(rename = "gpt-neox")]
+    GptNeox,
+    /// MosaicML MPT: ALiBi, GELU 4h, no biases, tied embeddings.
+    Mpt,
+    /// GLM-130B (Zeng+22): GeGLU, rotary, LayerNorm, biases.
+    Glm,
     /// Llama style: RoPE, GQA, SwiGLU, RMSNorm, no biases.
     Llama,
     /// Mixtral style MoE: every layer MoE, top-2.
@@ -52,6 +70,9 @@ pub enum Positions {
     /// Learned absolute position embedding table (`max_positions` × hidden parameters).
     Learned,
     Rope,
+    /// Attention with Linear Biases (Press+22, "Train Short, Test Long"): a fixed per-head
+    /// slope times the query-key distance added to the scores; no parameters (BLOOM, MPT).
+    Alibi,
 }
 
 /// MLP non-linearity: ungated (GELU, squared ReLU: two matrices) or gated (SwiGLU: three).
@@ -64,6 +85,11 @@ pub enum Mlp {
     /// (two matrices; the activation keeps its input and output).
     #[serde(rename = "squared-relu")]
     SquaredRelu,
+    /// `relu(x)` (OPT, Zhang+22 §2.2): ungated, two matrices, priced and stored as GELU.
+    Relu,
+    /// GeGLU (Shazeer 2020 "GLU Variants Improve Transformer"; GLM-130B, Grok-1): gated like
+    /// SwiGLU (three matrices) with GELU in place of Swish.
+    Geglu,
 }
 
 impl Mlp {
@@ -72,8 +98,8 @@ impl Mlp {
     /// tensors of the MLP's width (its inputs and their product or output).
     pub fn input_matrices(self) -> u64 {
         match self {
-            Mlp::Swiglu => 2,
-            Mlp::Gelu | Mlp::SquaredRelu => 1,
+            Mlp::Swiglu | Mlp::Geglu => 2,
+            Mlp::Gelu | Mlp::SquaredRelu | Mlp::Relu => 1,
         }
     }
 }
@@ -216,18 +242,29 @@ pub struct ModelSpec {
     pub tied_embeddings: bool,
     /// Linear layers carry biases (GPT-style).
     pub bias: bool,
+    /// A norm (of the model's `norm` kind) right after the word embedding (BLOOM's
+    /// `word_embeddings_layernorm`, Le Scao+22 §3.2.3).
+    pub embedding_norm: bool,
+    /// Parallel attention + MLP block: `x + Attn(LN₁(x)) + MLP(LN₂(x))` (GPT-NeoX, Black+22
+    /// §2.1 "parallel attention and feed-forward layers"; GPT-J; PaLM §2): both branches read
+    /// the block input and their outputs are summed before one tensor-parallel reduction.
+    pub parallel_block: bool,
     pub moe: Option<Moe>,
     /// DeepSeek-V3 multi-token-prediction modules (each one extra block + projection).
     pub mtp_modules: u32,
     pub training: Training,
 }
 
+mod aliases;
 mod bundled;
+mod family;
 mod file;
 mod hf;
 mod layers;
 pub mod routing;
+pub use aliases::bundled_model_for;
 pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
+pub use family::{Arch, Shape, ShapeError, UnknownFamily};
 pub use file::{
     AttentionKind, RawAttention, RawModel, RawModelFile, RawMoe, RawTraining, RoutingKind,
     TrainingError, MAX_DIM, MAX_LAYERS, MAX_WORKLOAD,
@@ -270,6 +307,8 @@ pub(crate) mod testing {
             vocab,
             tied_embeddings: true,
             bias: true,
+            embedding_norm: false,
+            parallel_block: false,
             moe: None,
             mtp_modules: 0,
             training: training(seq),
@@ -304,6 +343,8 @@ pub(crate) mod testing {
             vocab,
             tied_embeddings: false,
             bias: false,
+            embedding_norm: false,
+            parallel_block: false,
             moe: None,
             mtp_modules: 0,
             training: training(8192),

@@ -245,8 +245,18 @@ fn impossible_combinations() {
 
 #[test]
 fn bad_enums_list_the_allowed_values() {
-    let e = err("llama3-8b", "mlp = \"swiglu\"", "mlp = \"relu\"");
-    expect(&e, &["relu", "gelu", "swiglu"]);
+    let e = err("llama3-8b", "mlp = \"swiglu\"", "mlp = \"tanh\"");
+    expect(&e, &["tanh", "gelu", "relu", "swiglu", "geglu"]);
+    // A bad family lists the known ones, the issue-16 families among them.
+    let e = err("llama3-8b", "family = \"llama\"", "family = \"bert\"");
+    expect(
+        &e,
+        &[
+            "bert", "gpt", "bloom", "opt", "mt-nlg", "gpt-neox", "mpt", "glm", "llama",
+        ],
+    );
+    let e = err("llama3-8b", "positions = \"rope\"", "positions = \"nope\"");
+    expect(&e, &["nope", "rope", "alibi", "learned"]);
     let e = err("llama3-8b", "precision = \"bf16\"", "precision = \"fp32\"");
     expect(
         &e,

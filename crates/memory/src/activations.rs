@@ -168,6 +168,9 @@ impl ModelMemory {
         if stage == 0 && self.dropout {
             stored += tokens * self.hidden / seq_div; // embedding dropout mask
         }
+        if stage == 0 && self.embedding_norm {
+            stored += tokens * B16 * self.hidden / seq_div; // embedding norm input
+        }
         if stage + 1 == pp {
             let unit = 128.0 * tp;
             let vocab_gpu = (self.vocab / unit).ceil() * unit / tp;

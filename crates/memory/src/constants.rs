@@ -148,8 +148,11 @@ fn dense_mlp(m: &ModelSpec, drop: f64) -> (Params, Acts) {
         replicated: row_bias + norm(m, h),
         kv: 0.0,
     };
+    // A parallel block's MLP norm reads the block input the attention already stores (graph
+    // crate `dense_mlp_layer`).
+    let norm_in = if m.parallel_block { 0.0 } else { B16 * h };
     let mlp_act = Acts {
-        seq: 2.0 * B16 * h + drop,
+        seq: norm_in + B16 * h + drop,
         split: mlp_inner(m, m.ffn_hidden as f64),
         lin_seq: B16 * h,                     // fc1 input
         lin_split: B16 * m.ffn_hidden as f64, // fc2 input
@@ -221,16 +224,17 @@ impl ModelMemory {
     /// The per-model constants, from the model's fields alone (no allocation).
     pub fn new(m: &ModelSpec) -> ModelMemory {
         let h = m.hidden as f64;
-        let dropout = m.family == autoplan_graph::Family::Gpt;
+        let dropout = m.dropout();
         let drop = if dropout { h } else { 0.0 };
         let attn = attention(m, dropout, drop);
         let (mlp, mlp_act) = dense_mlp(m, drop);
         let moe = moe(m, drop);
         let (weight_bytes, optimizer_bytes) = bytes_per_param(m);
+        // Replicated on the first stage: the learned position table and BLOOM's embedding norm.
         let positions = match m.positions {
             Positions::Learned => m.max_positions as f64 * h,
-            Positions::Rope => 0.0,
-        };
+            Positions::Rope | Positions::Alibi => 0.0,
+        } + m.embedding_norm_params();
         ModelMemory {
             hidden: h,
             seq_len: m.training.seq_len as f64,
@@ -263,6 +267,7 @@ impl ModelMemory {
             load_factor: moe.load_factor,
             dropout,
             dropout_bytes: drop,
+            embedding_norm: m.embedding_norm,
             mla_qkv: attn.mla_qkv,
             // Every low-precision recipe stores its GEMM inputs at 1 byte, NVFP4 included (its
             // FP4 copy and block scales plus the 16-bit inputs its recipe keeps for the weight

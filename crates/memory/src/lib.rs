@@ -244,7 +244,7 @@ pub struct ModelMemory {
     experts: f64,
     /// Routed experts per MoE block, `E` (0 for dense models).
     expert_count: f64,
-    /// Position table (replicated) and final norm.
+    /// Position table and embedding norm (replicated), and final norm.
     positions: f64,
     final_norm: f64,
     /// MTP module besides its block: projection `2h×h` and three norms (replicated).
@@ -266,6 +266,8 @@ pub struct ModelMemory {
     dropout: bool,
     /// One dropout mask per token (`h` bytes with dropout, else 0).
     dropout_bytes: f64,
+    /// A norm after the word embedding (BLOOM): its 16-bit input is stored on the first stage.
+    embedding_norm: bool,
     /// MLA's up-projected `Q`, `K`, `V` per token (`mla_up_proj` recompute drops them; 0 for
     /// GQA).
     mla_qkv: f64,

@@ -261,7 +261,7 @@ pub(crate) fn search_document(
                 n(p.mbs),
                 Cell::text(sched),
                 Cell::text(recompute_name(p)),
-                n(u32::from(p.zero.0)),
+                Cell::num(p.zero.name(), f64::from(p.zero.stage)),
                 Cell::num(format!("{:.3}", m.step_time_s), m.step_time_s),
                 Cell::num(
                     format!("{:.1}", m.tokens_per_s_per_gpu),

@@ -122,7 +122,7 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
     writeln!(out, "  {blocks}, hidden {}, vocab {}", m.hidden, m.vocab)?;
     writeln!(
         out,
-        "  {}, {} MLP{}, {}, {} positions, {} embeddings{}",
+        "  {}, {} MLP{}, {}, {} positions, {} embeddings{}{}{}",
         attention_desc(m),
         serde_name(&m.mlp),
         if m.dense_blocks() > 0 {
@@ -133,7 +133,17 @@ fn table(out: &mut impl Write, m: &ModelSpec) -> anyhow::Result<()> {
         serde_name(&m.norm),
         serde_name(&m.positions),
         if m.tied_embeddings { "tied" } else { "untied" },
-        if m.bias { ", biases" } else { "" }
+        if m.bias { ", biases" } else { "" },
+        if m.embedding_norm {
+            ", embedding norm"
+        } else {
+            ""
+        },
+        if m.parallel_block {
+            ", parallel attention+MLP blocks"
+        } else {
+            ""
+        }
     )?;
     writeln!(
         out,
@@ -241,6 +251,8 @@ fn json(m: &ModelSpec) -> serde_json::Value {
             "windowed_blocks": m.windowed_blocks(),
         })),
         "vocab": m.vocab,
+        "embedding_norm": m.embedding_norm,
+        "parallel_block": m.parallel_block,
         "total_params": m.total_params(),
         "active_params": m.active_params(),
         "active_params_excluding_embedding": m.active_params_excluding_embedding(),

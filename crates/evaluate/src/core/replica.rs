@@ -22,7 +22,7 @@ use super::emit::Comm;
 use super::pipeline::StageTime;
 use super::Evaluator;
 use crate::comm::{CommKind, Pass, Sink};
-use autoplan_plan::{Plan, Zero};
+use autoplan_plan::Plan;
 
 /// No group (before the first is seen).
 const EMPTY: GroupPlacement = GroupPlacement {
@@ -78,8 +78,9 @@ impl Evaluator {
         // `E/ep + R` copies per GPU (`stage`).
         let per_copy = s.params_expert / (self.experts / x.ep + x.replicas);
         // After a ZeRO reduce-scatter over EDP each rank holds a `1/edp` shard to sum.
-        let shard = if plan.zero >= Zero(1) {
-            x.g_edp.size.max(1) as f64
+        // (HSDP: over its shard group inside EDP.)
+        let shard = if plan.zero.shards_optimizer() {
+            plan.zero.shard_size(x.g_edp.size.max(1)) as f64
         } else {
             1.0
         };

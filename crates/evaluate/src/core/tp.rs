@@ -58,6 +58,14 @@ const MLP_FG: [TpCall; 2] = [
     ("mlp out all-reduce (g)", Pass::Forward, AllReduce),
     ("mlp input-grad all-reduce (f)", Pass::Backward, AllReduce),
 ];
+/// The MLP of a parallel attention + MLP block (GPT-NeoX `gpt_j_residual`, Black+22 §2.1; PaLM
+/// §2; MegaScale §3.1): its partial output is added to the attention's and the sum reduced
+/// once, by the attention's `g` (or SP reduce-scatter, whose backward all-gather likewise
+/// serves both branches). What stays is the MLP's input side: the backward `f` all-reduce, or
+/// under SP the input all-gather and the input-grad reduce-scatter (each branch's
+/// column-parallel GEMM reads its own norm's output).
+const MLP_PARALLEL_SP: [TpCall; 2] = [MLP_SP[0], MLP_SP[3]];
+const MLP_PARALLEL_FG: [TpCall; 1] = [MLP_FG[1]];
 /// Megatron SharedExpertMLP: all-gather in, reduce-scatter out, on the SP input.
 const SHARED_EXPERT_SP: [TpCall; 4] = [
     (
@@ -211,10 +219,19 @@ impl Evaluator {
                 a,
             ));
             e.emit(a2a("attention out SP→TP all-to-all (grad)", b));
-        } else if tp.x.sp {
-            tp.book(e, if attn { &ATTN_SP } else { &MLP_SP }, a);
         } else {
-            tp.book(e, if attn { &ATTN_FG } else { &MLP_FG }, a);
+            // The graph's MLP node of a parallel block reduces nothing forward (its output
+            // joins the attention's reduction).
+            let parallel_mlp = !attn && c.tp_fwd == 0.0;
+            let calls: &[TpCall] = match (tp.x.sp, attn, parallel_mlp) {
+                (true, true, _) => &ATTN_SP,
+                (true, false, false) => &MLP_SP,
+                (true, false, true) => &MLP_PARALLEL_SP,
+                (false, true, _) => &ATTN_FG,
+                (false, false, false) => &MLP_FG,
+                (false, false, true) => &MLP_PARALLEL_FG,
+            };
+            tp.book(e, calls, a);
         }
     }
 }

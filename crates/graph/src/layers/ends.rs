@@ -5,13 +5,23 @@ use super::{Gemm, Layer, LayerKind, TpSplit, B16};
 use crate::{ModelSpec, Positions};
 
 impl ModelSpec {
-    /// Token embedding (`vocab × h`) plus the learned position table (`max_positions × h`).
+    /// Token embedding (`vocab × h`) plus the learned position table (`max_positions × h`)
+    /// and BLOOM's embedding norm.
     pub fn embedding_params(&self) -> f64 {
         let pos = match self.positions {
             Positions::Learned => self.max_positions as f64,
-            Positions::Rope => 0.0,
+            Positions::Rope | Positions::Alibi => 0.0,
         };
-        (self.vocab as f64 + pos) * self.hidden as f64
+        (self.vocab as f64 + pos) * self.hidden as f64 + self.embedding_norm_params()
+    }
+
+    /// Parameters of the norm after the word embedding (0 without one).
+    pub fn embedding_norm_params(&self) -> f64 {
+        if self.embedding_norm {
+            self.norm_params(self.hidden)
+        } else {
+            0.0
+        }
     }
 
     /// Output projection `h × vocab`; 0 when tied to the embedding.
@@ -30,7 +40,9 @@ impl ModelSpec {
         // Counted whole, as Mistral, Meta and Qwen count "active" parameters (dense models:
         // active = total); `ModelSpec::active_params_excluding_embedding` gives DeepSeek's.
         l.active_params = l.params;
-        l.act_bytes_per_token = if self.dropout() { hf } else { 0.0 };
+        // Dropout mask (1 byte), the embedding norm's input (16-bit).
+        l.act_bytes_per_token = if self.dropout() { hf } else { 0.0 }
+            + if self.embedding_norm { B16 * hf } else { 0.0 };
         // Vocab-parallel embedding: partial lookups all-reduced (Megatron VocabParallelEmbedding).
         l.tp_fwd_allreduce_elems_per_token = hf;
         l

@@ -70,9 +70,15 @@ impl ModelSpec {
         l.active_params = l.params;
         l.finish_gemm_flops();
         // Norm input + fc1 input (2sbh each) + inner + dropout mask (sbh): 21·h at f = 4h GELU.
+        // In a parallel block the norm's input is the block input the attention node also
+        // reads: counted here as the norm's traffic, stored once by the memory crate
+        // (`dense_mlp` there).
         l.act_bytes_per_token =
             2.0 * B16 * hf + self.mlp_inner_act(f) + if self.dropout() { hf } else { 0.0 };
-        l.tp_fwd_allreduce_elems_per_token = hf;
+        // A parallel block sums the MLP's partial output with the attention's and reduces the
+        // sum once (GPT-NeoX `gpt_j_residual`, Black+22 §2.1: "a single all-reduce"); the MLP's
+        // own input-gradient reduction (Megatron's `f`) stays.
+        l.tp_fwd_allreduce_elems_per_token = if self.parallel_block { 0.0 } else { hf };
         l.tp_bwd_allreduce_elems_per_token = hf;
         l
     }

@@ -23,7 +23,7 @@ mod attention;
 mod ends;
 mod mlp;
 
-use crate::{Attention, Family, ModelSpec, Norm};
+use crate::{Attention, ModelSpec, Norm};
 
 /// What a node of the layer graph is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -235,8 +235,9 @@ impl ModelSpec {
         }
     }
 
-    fn dropout(&self) -> bool {
-        self.family == Family::Gpt
+    /// The model trains with dropout, so its masks are stored ([`crate::Family::dropout`]).
+    pub fn dropout(&self) -> bool {
+        self.family.dropout()
     }
 
     /// Key/value heads (`heads` for MLA, whose keys and values are per head).

@@ -1,0 +1,141 @@
+//! Published model names → bundled models: `GPT-3 175B (MLPerf reference)`, `LLAMA3.1_405B`,
+//! `Llama 3.1 405B`, `DeepSeekV3`, `Qwen3_235B_a22B`, `Megatron-Turing NLG 530B`... as the
+//! published runs write them.
+//!
+//! A name matches a bundled model when both read the same after normalisation: lower case,
+//! a trailing parenthetical dropped (`(MLPerf reference)`, `(dropless)`), `_` and spaces read as
+//! `-`, and every `-` dropped except one between two digits (`gpt2-1b` ≠ `gpt-21b`,
+//! `qwen3-235b` keeps its `3-2`). Names the normalisation cannot reach are listed in
+//! [`ALIASES`]. A match is a claim about the name only: the caller checks the shape and the
+//! parameter count against the row.
+
+use crate::bundled::bundled_models;
+
+/// Names of published models that are not a bundled file's name under normalisation, and the
+/// bundled model each one is (the architecture is the same; the sources are in the files).
+const ALIASES: &[(&str, &str)] = &[
+    // Narayanan+21 / Korthikanti+22 call GPT-3's shape "GPT 175B" and MegaScale "GPT-175B".
+    ("gpt-175b", "gpt3-175b"),
+    ("gpt-3-175b", "gpt3-175b"),
+    // Megatron-LM's 2020 README tables.
+    ("gpt-2-style-1b", "gpt2-1b"),
+    ("gpt-2-style-2b", "gpt2-2b"),
+    ("gpt-2-style-4b", "gpt2-4b"),
+    ("gpt-2-style-8b", "gpt2-8b"),
+    ("megatron-turing-nlg-530b", "mt-nlg-530b"),
+    ("megatron-turing-nlg", "mt-nlg-530b"),
+    ("nemotron-4-340b", "nemotron-340b"),
+    ("bloom", "bloom-176b"),
+    ("grok", "grok-1"),
+];
+
+/// The comparison key of a model name (module docs).
+fn key(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    let base = match lower.find('(') {
+        Some(i) => lower[..i].trim_end(),
+        None => lower.as_str(),
+    };
+    let chars: Vec<char> = base
+        .chars()
+        .map(|c| if c == '_' || c == ' ' { '-' } else { c })
+        .collect();
+    let mut out = String::with_capacity(chars.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '-' {
+            let digit_before = i > 0 && chars[i - 1].is_ascii_digit();
+            let digit_after = chars.get(i + 1).is_some_and(|n| n.is_ascii_digit());
+            if !(digit_before && digit_after) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The bundled model a published model name denotes, if any.
+///
+/// ```
+/// use autoplan_graph::bundled_model_for;
+/// assert_eq!(bundled_model_for("GPT-3 175B (MLPerf reference)"), Some("gpt3-175b"));
+/// assert_eq!(bundled_model_for("LLAMA3.1_405B"), Some("llama3.1-405b"));
+/// assert_eq!(bundled_model_for("Llama 3.1 405B"), Some("llama3.1-405b"));
+/// assert_eq!(bundled_model_for("DeepSeekV3"), Some("deepseek-v3"));
+/// assert_eq!(bundled_model_for("Qwen3_235B_a22B"), Some("qwen3-235b-a22b"));
+/// assert_eq!(bundled_model_for("Megatron-Turing NLG 530B"), Some("mt-nlg-530b"));
+/// assert_eq!(bundled_model_for("GPT 21B"), None); // not gpt2-1b
+/// ```
+pub fn bundled_model_for(name: &str) -> Option<&'static str> {
+    let k = key(name);
+    if k.is_empty() {
+        return None;
+    }
+    if let Some((_, b)) = ALIASES.iter().find(|(a, _)| key(a) == k) {
+        return Some(b);
+    }
+    bundled_models()
+        .iter()
+        .map(|(n, _)| *n)
+        .find(|n| key(n) == k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_alias_points_to_a_bundled_model() {
+        for (a, b) in ALIASES {
+            assert!(
+                bundled_models().iter().any(|(n, _)| n == b),
+                "{a} → {b}: not bundled"
+            );
+        }
+    }
+
+    #[test]
+    fn bundled_names_are_distinct_under_normalisation() {
+        let names: Vec<&str> = bundled_models().iter().map(|(n, _)| *n).collect();
+        for (i, a) in names.iter().enumerate() {
+            assert_eq!(bundled_model_for(a), Some(*a));
+            for b in &names[i + 1..] {
+                assert_ne!(key(a), key(b), "{a} and {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn published_names_resolve() {
+        for (name, want) in [
+            ("GPT 1.7B", Some("gpt-1.7b")),
+            ("GPT 1T", Some("gpt-1t")),
+            ("GPT 530B (MT-NLG config)", Some("gpt-530b")),
+            ("GPT-175B (MegaScale config)", Some("gpt3-175b")),
+            ("GPT-2 style 4B", Some("gpt2-4b")),
+            ("GPT3-5B", Some("gpt3-5b")),
+            ("LLAMA2-70B", Some("llama2-70b")),
+            ("LLAMA3_70B", Some("llama3-70b")),
+            ("LLAMA3 8B", Some("llama3-8b")),
+            ("Mixtral 8x7B (dropless)", Some("mixtral-8x7b")),
+            ("Nemotron-340B", Some("nemotron-340b")),
+            ("Nemotron-4-340B", Some("nemotron-340b")),
+            ("GPT-OSS-120B", Some("gpt-oss-120b")),
+            ("Qwen3_30B_a3B", Some("qwen3-30b-a3b")),
+            (
+                "DeepSeek-V3 (671B total / 37B active MoE, MLA)",
+                Some("deepseek-v3"),
+            ),
+            ("DeepSeek-V2", Some("deepseek-v2")),
+            ("BLOOM-176B", Some("bloom-176b")),
+            ("GPT-NeoX-20B", Some("gpt-neox-20b")),
+            ("MPT-7B", Some("mpt-7b")),
+            ("MPT-70B", Some("mpt-70b")),
+            ("GPT-3 177B (vocab 131072)", None),
+            ("Qwen3-Next-80B-A3B", None),
+            ("", None),
+        ] {
+            assert_eq!(bundled_model_for(name), want, "{name}");
+        }
+    }
+}
