@@ -77,7 +77,8 @@ impl CellError {
         }
     }
 
-    fn unreadable(column: &str, cell: &str, reason: impl Into<String>) -> Self {
+    /// A cell that is there but cannot be read: `reason` says why ("not a number").
+    pub fn unreadable(column: &str, cell: &str, reason: impl Into<String>) -> Self {
         CellError {
             column: column.to_string(),
             cell: cell.to_string(),
