@@ -11,11 +11,31 @@ use std::path::PathBuf;
 
 /// (row id, skip kind, column) of every skipped row of `data/published_runs.csv`, in file order.
 const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
-    ("kor22_530B_dp8_sp_selective", "data-missing", Some("global_batch")),
-    ("kor22_530B_dp8_full_recompute", "data-missing", Some("global_batch")),
-    ("nemo2407_h100_Nemotron-340B_128gpu", "data-missing", Some("recompute")),
-    ("bridge2511_h100_GPT-OSS-120B_64gpu_bf16", "data-missing", Some("recompute")),
-    ("mzoo_h100_Qwen3-Next-80B-A3B_next80b_ep32", "tool-limit", None),
+    (
+        "kor22_530B_dp8_sp_selective",
+        "data-missing",
+        Some("global_batch"),
+    ),
+    (
+        "kor22_530B_dp8_full_recompute",
+        "data-missing",
+        Some("global_batch"),
+    ),
+    (
+        "nemo2407_h100_Nemotron-340B_128gpu",
+        "data-missing",
+        Some("recompute"),
+    ),
+    (
+        "bridge2511_h100_GPT-OSS-120B_64gpu_bf16",
+        "data-missing",
+        Some("recompute"),
+    ),
+    (
+        "mzoo_h100_Qwen3-Next-80B-A3B_next80b_ep32",
+        "tool-limit",
+        None,
+    ),
     ("tt_8b_fsdp8_eager", "data-missing", Some("seq_len")),
     ("tt_8b_fsdp8_compile_fp8", "data-missing", Some("seq_len")),
     ("tt_8b_fsdp128_eager", "data-missing", Some("seq_len")),
@@ -25,30 +45,62 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
     ("tt_70b_2d", "data-missing", Some("seq_len")),
     ("tt_70b_2d_asynctp", "data-missing", Some("seq_len")),
     ("tt_405b_3d_1f1b", "data-missing", Some("seq_len")),
-    ("tt_405b_3d_interleaved1f1b", "data-missing", Some("seq_len")),
-    ("tt_405b_4d_cp1_seq32k", "data-missing", Some("global_batch")),
-    ("tt_405b_4d_cp8_seq256k", "data-missing", Some("global_batch")),
+    (
+        "tt_405b_3d_interleaved1f1b",
+        "data-missing",
+        Some("seq_len"),
+    ),
+    (
+        "tt_405b_4d_cp1_seq32k",
+        "data-missing",
+        Some("global_batch"),
+    ),
+    (
+        "tt_405b_4d_cp8_seq256k",
+        "data-missing",
+        Some("global_batch"),
+    ),
 ];
 
 /// The same for `data/published_runs_2.csv`. The tool limits are what issue 16's other parts
 /// build (GPUs, model families, uneven pipeline stages); each is removed here as it is scored.
 const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
     ("deepseek_v3_pretrain_2048xH800", "tool-limit", None),
-    ("deepseek_v2_pretrain_H800", "data-missing", Some("num_gpus")),
+    (
+        "deepseek_v2_pretrain_H800",
+        "data-missing",
+        Some("num_gpus"),
+    ),
     ("megascale_175b_megatron_256gpu_bs768", "tool-limit", None),
     ("megascale_175b_megatron_768gpu_bs768", "tool-limit", None),
     ("megascale_175b_megascale_256gpu_bs768", "tool-limit", None),
     ("megascale_175b_megascale_768gpu_bs768", "tool-limit", None),
     ("megascale_175b_megatron_3072gpu_bs6144", "tool-limit", None),
     ("megascale_175b_megatron_8192gpu_bs6144", "tool-limit", None),
-    ("megascale_175b_megascale_3072gpu_bs6144", "tool-limit", None),
-    ("megascale_175b_megascale_8192gpu_bs6144", "tool-limit", None),
+    (
+        "megascale_175b_megascale_3072gpu_bs6144",
+        "tool-limit",
+        None,
+    ),
+    (
+        "megascale_175b_megascale_8192gpu_bs6144",
+        "tool-limit",
+        None,
+    ),
     ("gptneox_20b_96xA100", "tool-limit", None),
     ("mlperf31_nvidia_gpt3_512xH100", "tool-limit", None),
     ("mlperf31_nvidia_gpt3_4096xH100", "tool-limit", None),
     ("bridge2511_gb200_LLAMA3_70B_64gpu_fp8", "tool-limit", None),
-    ("bridge2511_gb200_DeepSeekV3_256gpu_bf16", "tool-limit", None),
-    ("bridge2511_b200_DeepSeekV3_256gpu_mxfp8", "tool-limit", None),
+    (
+        "bridge2511_gb200_DeepSeekV3_256gpu_bf16",
+        "tool-limit",
+        None,
+    ),
+    (
+        "bridge2511_b200_DeepSeekV3_256gpu_mxfp8",
+        "tool-limit",
+        None,
+    ),
     ("mzoo_gb200_mxfp8_qwen3_235b", "tool-limit", None),
     ("mzoo_gb300_mxfp8_qwen3_235b", "tool-limit", None),
     ("dsv3_gb200_guide_baseline", "tool-limit", None),
@@ -104,7 +156,10 @@ fn check_pinned(file: &str, pinned: &[(&str, &str, Option<&str>)]) -> serde_json
         }
         // The line is the physical line the row starts on (the id opens it).
         let at = text.lines().nth(*line as usize - 1).unwrap_or("");
-        assert!(at.starts_with(&format!("{id},")), "{id}: line {line} is {at:.40}");
+        assert!(
+            at.starts_with(&format!("{id},")),
+            "{id}: line {line} is {at:.40}"
+        );
     }
     for p in pinned {
         assert!(
@@ -141,7 +196,10 @@ fn published_runs_2_skips_are_pinned_and_the_row_without_degrees_is_searched() {
     let (code, out, err) = autoplan(&["validate", "--runs", &data("published_runs_2.csv")]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("best plan found vs the experts' run"), "{out}");
-    assert!(out.contains("line 5    num_gpus blank: GPU count not given"), "{out}");
+    assert!(
+        out.contains("line 5    num_gpus blank: GPU count not given"),
+        "{out}"
+    );
     assert!(out.contains("best plan found 1, skipped"), "{out}");
 }
 
@@ -205,7 +263,12 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
     let want = [
         ("nar21_t1_7.5B", "data-missing", Some("num_gpus"), 5),
         ("nar21_t1_18B", "unreadable", Some("tp"), 6),
-        ("nar21_t1_39B", "unreadable", Some("measured_tflops_per_gpu"), 7),
+        (
+            "nar21_t1_39B",
+            "unreadable",
+            Some("measured_tflops_per_gpu"),
+            7,
+        ),
         ("nar21_t1_76B", "unreadable", Some("global_batch"), 8),
         ("nar21_t1_145B", "data-missing", Some("seq_len"), 9),
         ("cut_row", "unreadable", None, 10),
@@ -226,7 +289,11 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
     assert_eq!(reasons[2], "measured_tflops_per_gpu `n/a`: not a number");
     assert_eq!(reasons[3], "global_batch `-512`: negative");
     assert_eq!(reasons[4], "seq_len blank: sequence length not given");
-    assert!(reasons[5].contains("fields where the header names"), "{}", reasons[5]);
+    assert!(
+        reasons[5].contains("fields where the header names"),
+        "{}",
+        reasons[5]
+    );
     // The table names the line and the column too.
     let (code, out, _) = autoplan(&["validate", "--runs", path.to_str().unwrap()]);
     assert_eq!(code, Some(0));
@@ -238,7 +305,10 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
 
 #[test]
 fn a_file_that_is_not_of_the_schema_is_one_error_naming_file_and_column() {
-    let path = temp("validate_no_gpu_column.csv", "id,model,num_gpus\na,llama3-8b,8\n");
+    let path = temp(
+        "validate_no_gpu_column.csv",
+        "id,model,num_gpus\na,llama3-8b,8\n",
+    );
     let (code, _, err) = autoplan(&["validate", "--runs", path.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
@@ -299,7 +369,12 @@ fn collective_validate_skips_bad_sizes_per_row() {
         })
         .collect();
     let want = [
-        ("c02", 3, "bytes", "bytes `8GiB`: not a number of bytes (write 8589934592)"),
+        (
+            "c02",
+            3,
+            "bytes",
+            "bytes `8GiB`: not a number of bytes (write 8589934592)",
+        ),
         ("c03", 4, "bytes", "bytes `n/a`: not a number"),
         ("c04", 5, "bytes", "bytes `-5`: negative"),
         ("c05", 6, "bytes", "bytes blank: message size not given"),
@@ -315,10 +390,16 @@ fn collective_validate_skips_bad_sizes_per_row() {
         out.contains("c03   skipped (unreadable cell, line 4): bytes `n/a`: not a number"),
         "{out}"
     );
-    assert!(out.contains("4 skipped (data missing 1, unreadable 3, tool limit 0)"), "{out}");
+    assert!(
+        out.contains("4 skipped (data missing 1, unreadable 3, tool limit 0)"),
+        "{out}"
+    );
     // A header without the columns: one error naming the file and the column.
     let path = temp("coll_no_header.csv", "a,b\n1,2\n");
     let (code, _, err) = autoplan(&["collective", "--validate", path.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("coll_no_header.csv") && err.contains("no column `id`"), "{err}");
+    assert!(
+        err.contains("coll_no_header.csv") && err.contains("no column `id`"),
+        "{err}"
+    );
 }

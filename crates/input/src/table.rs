@@ -317,7 +317,12 @@ mod tests {
             "{e}"
         );
         let e = Table::parse("f.csv", b"", &["id"]).unwrap_err();
-        assert_eq!(e, TableError::Empty { file: "f.csv".into() });
+        assert_eq!(
+            e,
+            TableError::Empty {
+                file: "f.csv".into()
+            }
+        );
         let e = Table::parse("f.csv", b"id,a,a\n", &["id"]).unwrap_err();
         assert!(e.to_string().contains("column `a` twice"), "{e}");
         // Binary bytes: the header names no `id`.
@@ -340,11 +345,20 @@ mod tests {
         assert_eq!(r[1].whole("n", 0).unwrap(), Some(0));
         assert_eq!(r[1].number("x", false).unwrap_err().reason, "negative");
         assert_eq!(r[2].whole("n", 1).unwrap_err().reason, "not a whole number");
-        assert_eq!(r[2].number("x", true).unwrap_err().reason, "not a finite number");
+        assert_eq!(
+            r[2].number("x", true).unwrap_err().reason,
+            "not a finite number"
+        );
         assert!(r[3].whole("n", 1).unwrap_err().reason.starts_with("over"));
-        assert_eq!(r[3].number("x", true).unwrap_err().reason, "must be above zero");
+        assert_eq!(
+            r[3].number("x", true).unwrap_err().reason,
+            "must be above zero"
+        );
         assert_eq!(r[3].number("x", false).unwrap(), Some(0.0));
-        assert!(r[4].shape_error().unwrap().starts_with("2 fields where the header names 3"));
+        assert!(r[4]
+            .shape_error()
+            .unwrap()
+            .starts_with("2 fields where the header names 3"));
         assert_eq!(r[4].text("x").unwrap(), None);
         assert_eq!(r[4].text("absent").unwrap(), None);
         let bad = Table::parse("f.csv", b"id,n\n\xff\xfe,1\n", &["id"]).unwrap();

@@ -294,10 +294,13 @@ fn placement(
 /// The columns a measured-collectives file must name (the others may be absent: blank).
 const MEASURED_REQUIRED: &[&str] = &["id", "hardware", "collective", "algorithm_used"];
 
+/// A measured row and the line it starts on.
+pub type LinedRow = (u64, MeasuredRow);
+
 /// A `collectives_measured.csv`-shaped file: the rows read (each with its line), and the rows
 /// skipped for a cell that cannot be read (blank cells are `None`; whether the row needs them
 /// is `predict`'s). Only an unreadable file or a header without a required column is an error.
-pub fn read_measured(path: &Path) -> anyhow::Result<(Vec<(u64, MeasuredRow)>, Vec<Skipped>)> {
+pub fn read_measured(path: &Path) -> anyhow::Result<(Vec<LinedRow>, Vec<Skipped>)> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let table = Table::parse(&path.display().to_string(), &bytes, MEASURED_REQUIRED)?;
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
@@ -441,24 +444,22 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
 
 /// The predictions of `rows`, and the rows the model cannot express (or whose prediction is
 /// not a finite number: that row, not the file, is reported).
-fn predict_rows(rows: &[(u64, MeasuredRow)]) -> (Vec<ValidationRow>, Vec<Skipped>) {
+fn predict_rows(rows: &[LinedRow]) -> (Vec<ValidationRow>, Vec<Skipped>) {
     let mut ok = Vec::new();
     let mut skipped = Vec::new();
     for (line, row) in rows {
         let line = Some(*line);
         match predict(row) {
-            Ok(p) if !(p.predicted.is_finite() && p.error().is_finite()) => {
-                skipped.push(Skipped {
-                    id: p.id.clone(),
-                    reason: format!(
-                        "the prediction is not a finite number ({} for a measured {})",
-                        p.predicted, p.measured
-                    ),
-                    kind: SkipKind::ToolLimit,
-                    line,
-                    column: None,
-                })
-            }
+            Ok(p) if !(p.predicted.is_finite() && p.error().is_finite()) => skipped.push(Skipped {
+                id: p.id.clone(),
+                reason: format!(
+                    "the prediction is not a finite number ({} for a measured {})",
+                    p.predicted, p.measured
+                ),
+                kind: SkipKind::ToolLimit,
+                line,
+                column: None,
+            }),
             Ok(p) => ok.push(ValidationRow {
                 id: p.id.clone(),
                 collective: p.collective.name().into(),
@@ -561,7 +562,13 @@ fn validation_table(
     }
     for s in skipped {
         let line = s.line.map_or(String::new(), |l| format!(", line {l}"));
-        writeln!(out, "{:<5} skipped ({}{line}): {}", s.id, s.kind.name(), s.reason)?;
+        writeln!(
+            out,
+            "{:<5} skipped ({}{line}): {}",
+            s.id,
+            s.kind.name(),
+            s.reason
+        )?;
     }
     let max = ok.iter().map(|r| r.error.abs()).fold(0.0, f64::max);
     let mean = if ok.is_empty() {

@@ -50,8 +50,8 @@ pub struct Args {
 /// blank or unreadable cell (with line and column). Only an unreadable file, or one whose header
 /// lacks a required column, is an error.
 pub fn load_runs(path: &Path) -> anyhow::Result<RunsFile> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read runs file {}", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read runs file {}", path.display()))?;
     Ok(read_runs(&path.display().to_string(), &bytes)?)
 }
 
