@@ -366,7 +366,7 @@ fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
             "",
             "",
             &s.reason.to_string(),
-            s.kind.name(),
+            &crate::fmt::serde_name(&s.kind),
             &s.line.map_or(String::new(), |l| l.to_string()),
             s.column.as_deref().unwrap_or(""),
         ])?;
