@@ -83,6 +83,9 @@ impl Prediction {
 pub struct Unexpressible {
     pub id: String,
     pub reason: String,
+    /// The blank column the row needs, where a blank cell is the reason (the data lacks the
+    /// fact); `None` where the model cannot express what the row gives.
+    pub blank: Option<&'static str>,
 }
 
 /// The reference machine of a `hardware` cell, built from [`calibration`]'s presets.
@@ -170,6 +173,12 @@ pub fn predict_on(
     let no = |reason: String| Unexpressible {
         id: row.id.clone(),
         reason,
+        blank: None,
+    };
+    let blank = |column: &'static str, reason: &str| Unexpressible {
+        id: row.id.clone(),
+        reason: format!("{column} blank: {reason}"),
+        blank: Some(column),
     };
     let op = collective_of(&row.collective)
         .ok_or_else(|| no(format!("collective {:?} not modelled", row.collective)))?;
@@ -177,8 +186,10 @@ pub fn predict_on(
         .ok_or_else(|| no(format!("algorithm {:?} not mapped", row.algorithm_used)))?;
     let ppn = row
         .gpus_per_node
-        .ok_or_else(|| no("gpus_per_node missing".into()))?;
-    let nodes = row.nodes.ok_or_else(|| no("nodes missing".into()))?;
+        .ok_or_else(|| blank("gpus_per_node", "GPUs per node not given"))?;
+    let nodes = row
+        .nodes
+        .ok_or_else(|| blank("nodes", "node count not given"))?;
     let ranks = match row.ranks {
         Some(r) => r,
         None => nodes
@@ -204,7 +215,7 @@ pub fn predict_on(
     let (bytes, bytes_note) = match (row.bytes, deepep_bytes(row)) {
         (Some(b), _) => (b, None),
         (None, Some((b, note))) => (b, Some(note)),
-        (None, None) => return Err(no("no message size".into())),
+        (None, None) => return Err(blank("bytes", "message size not given")),
     };
     let model = CostModel::new(&cluster);
     let c = model.collective(op, group, bytes, mode);
@@ -214,7 +225,12 @@ pub fn predict_on(
             (Metric::Busbw, bw, busbw)
         }
         (None, Some(t)) => (Metric::Time, t, c.time * 1e6),
-        (None, None) => return Err(no("neither busbw nor time measured".into())),
+        (None, None) => {
+            return Err(blank(
+                "busbw_gbps|time_us",
+                "neither busbw nor time measured",
+            ))
+        }
     };
     Ok(Prediction {
         id: row.id.clone(),

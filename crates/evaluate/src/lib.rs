@@ -32,6 +32,7 @@ pub mod balance;
 mod comm;
 mod core;
 mod flops;
+pub mod runs;
 pub mod validate;
 
 pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};

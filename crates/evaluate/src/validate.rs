@@ -1,7 +1,7 @@
 //! Published measured runs (`data/published_runs.csv`) turned into (model, cluster,
 //! plan, options) cases, evaluated, and compared with what was measured.
 //!
-//! Boundary: no file IO here; the CLI reads the CSV into [`PublishedRun`]s. Every assumption
+//! Boundary: no file IO here; [`crate::runs`] reads a file's bytes into [`PublishedRun`]s. Every assumption
 //! that fills a blank cell is a rule on the row's *source* (the framework's documented
 //! default), never a per-row constant; rows that cannot be expressed are skipped with the reason.
 
@@ -10,6 +10,7 @@ use autoplan_graph::{Family, ModelSpec, Moe, Positions, Routing};
 use autoplan_plan::{Dispatcher, Plan, Recompute, RecomputeModules, Schedule, Zero};
 use serde::{Deserialize, Serialize};
 
+pub use crate::runs::{BestPlan, SkipKind};
 use crate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Metrics};
 
 /// One row of `published_runs.csv` (the columns autoplan uses; blank cells are `None`).
@@ -53,6 +54,9 @@ pub struct PublishedRun {
     pub measured_step_time_s: Option<f64>,
     pub tflops_convention: Option<String>,
     pub notes: Option<String>,
+    /// The physical line of the row in its file (header = 1; 0: not read from a file).
+    #[serde(skip)]
+    pub line: u64,
 }
 
 /// Which measured figure a row is compared on.
@@ -142,6 +146,12 @@ pub struct Outlier {
 pub struct Skipped {
     pub id: String,
     pub reason: String,
+    /// Data missing or unreadable, or a limit of the tool (see [`SkipKind`]).
+    pub kind: SkipKind,
+    /// The row's line in its file.
+    pub line: Option<u64>,
+    /// The column whose cell is missing or unreadable, where one is.
+    pub column: Option<String>,
 }
 
 /// Rows that are expressed and scored, but whose measurement is dominated by effects the
@@ -173,6 +183,8 @@ pub struct Validation {
     /// Scored rows outside it, with the reason (see [`OUT_OF_DOMAIN`]).
     pub outliers: Vec<Outlier>,
     pub skipped: Vec<Skipped>,
+    /// Rows giving no parallel degrees, scored with the plan the search finds (not in the MAPE).
+    pub best_plan: Vec<BestPlan>,
     /// Mean absolute percentage error over `rows`, as a fraction.
     pub mape: f64,
     /// The row with the largest |error|.
@@ -334,10 +346,15 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, String> {
 /// Llama-style: 237B, +35%; MT-NLG 530B: 707B, +33%).
 const PARAMS_TOLERANCE: f64 = 0.03;
 
+/// A row autoplan cannot express (a [`SkipKind::ToolLimit`]; the rows lacking data are
+/// found before, by [`crate::runs::missing_fact`]).
 fn skip(id: &str, reason: impl Into<String>) -> Skipped {
     Skipped {
         id: id.to_string(),
         reason: reason.into(),
+        kind: SkipKind::ToolLimit,
+        line: None,
+        column: None,
     }
 }
 
@@ -757,26 +774,67 @@ pub fn recompute_not_given(c: &Case) -> Option<String> {
     ))
 }
 
-/// Validate every row: score what can be expressed, skip the rest with the reason.
+/// Validate every row: score what can be expressed, skip the rest with the reason. A row that
+/// gives no parallel degrees is skipped (data missing); [`validate_searching`] scores it
+/// against the best plan found instead.
 pub fn validate(
     runs: &[PublishedRun],
     resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
     cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
 ) -> Validation {
+    validate_searching(runs, resolve_model, cluster_for, None)
+}
+
+/// A search for the best plan of a case (its model, cluster and options; its plan is not the
+/// row's), or why none was found.
+pub type BestPlanSearch<'a> = &'a dyn Fn(&Case) -> Result<Plan, String>;
+
+/// [`validate`], with `best_plan` finding the plan of the rows that give no parallel degrees
+/// (the search crate's, passed in by the caller: it depends on this crate).
+pub fn validate_searching(
+    runs: &[PublishedRun],
+    resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
+    cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
+    best_plan: Option<BestPlanSearch>,
+) -> Validation {
     let mut rows = Vec::new();
     let mut outliers = Vec::new();
     let mut skipped = Vec::new();
+    let mut best = Vec::new();
+    let on_line = |mut s: Skipped, r: &PublishedRun| {
+        s.line = Some(r.line);
+        s
+    };
     for r in runs {
-        match case_of(r, resolve_model, cluster_for) {
-            Err(s) => skipped.push(s),
+        if let Some(s) = crate::runs::missing_fact(r) {
+            skipped.push(s);
+            continue;
+        }
+        let case = case_of(r, resolve_model, cluster_for);
+        if !crate::runs::degrees_given(r) {
+            match case.and_then(|c| best_plan_row(&c, best_plan)) {
+                Ok(row) => best.push(BestPlan { row, line: r.line }),
+                Err(s) => skipped.push(on_line(s, r)),
+            }
+            continue;
+        }
+        match case {
+            Err(s) => skipped.push(on_line(s, r)),
             Ok(c) => match score(&c) {
                 Ok(row) => match OUT_OF_DOMAIN.iter().find(|(id, _)| *id == row.id) {
                     Some((_, why)) => outliers.push(Outlier { row, reason: why }),
                     None => rows.push(row),
                 },
                 Err(e) => match recompute_not_given(&c) {
-                    Some(why) => skipped.push(skip(&r.id, why)),
-                    None => skipped.push(skip(&r.id, format!("published plan rejected: {e}"))),
+                    Some(why) => skipped.push(Skipped {
+                        kind: SkipKind::DataMissing,
+                        column: Some("recompute".into()),
+                        ..on_line(skip(&r.id, why), r)
+                    }),
+                    None => skipped.push(on_line(
+                        skip(&r.id, format!("published plan rejected: {e}")),
+                        r,
+                    )),
                 },
             },
         }
@@ -813,8 +871,24 @@ pub fn validate(
         rows,
         outliers,
         skipped,
+        best_plan: best,
         by_gpu,
     }
+}
+
+/// Row `c` scored with the plan `search` finds for it; without a search, skipped: the row
+/// gives no degrees.
+fn best_plan_row(c: &Case, search: Option<BestPlanSearch>) -> Result<RowResult, Skipped> {
+    let Some(search) = search else {
+        return Err(Skipped {
+            kind: SkipKind::DataMissing,
+            column: Some("tp|pp|dp".into()),
+            ..skip(&c.id, "tp, pp, dp blank: parallel degrees not given")
+        });
+    };
+    let plan = search(c).map_err(|why| skip(&c.id, format!("no best plan found: {why}")))?;
+    score(&Case { plan, ..c.clone() })
+        .map_err(|e| skip(&c.id, format!("the best plan found does not run: {e}")))
 }
 
 /// One point of the calibration grid of [`fit`] and how the rows score under it.

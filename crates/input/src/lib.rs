@@ -6,7 +6,9 @@
 //! [`Source::parse`], then validate and report impossible values with [`Source::invalid`], which
 //! finds the line of the offending key.
 //!
-//! The principal types are [`Source`] (a file's name and text) and [`InputError`].
+//! The principal types are [`Source`] (a file's name and text) and [`InputError`]. CSV files
+//! whose first line names the columns (the measured-data files) are read by [`table`], cell by
+//! cell, so a bad cell is an error of its row only.
 //!
 //! ```
 //! use autoplan_input::Source;
@@ -23,6 +25,8 @@
 //! let err = src.invalid(&["model", "hidden"], "4097", "not divisible by heads = 32");
 //! assert_eq!(err.to_string(), "m.toml:2:1: model.hidden = 4097: not divisible by heads = 32");
 //! ```
+
+pub mod table;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -12,6 +12,8 @@ use autoplan_cost::{calibration, AlgoMode, Algorithm, Collective, CostModel};
 
 use super::Format;
 use crate::fmt::bytes_2dp;
+use autoplan_evaluate::runs::SkipKind;
+use autoplan_input::table::{self, CellError, CellErrorKind, Table};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -78,10 +80,13 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
         .map_err(|e: autoplan_cost::UnknownName| e.to_string())
 }
 
+/// The largest message costed, 1 PiB: a thousand times the largest message a training step
+/// sends (a full-model gradient all-reduce is ~1 TB), and every time stays finite.
+const MAX_BYTES: f64 = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
+
 /// "4096", "4096B", "256MB", "1.5GB" (powers of 1000), "1GiB", "64KiB" (powers of 1024), and
 /// "1G", "128M", "8K" (powers of 1024, as nccl-tests' -b/-e).
 pub fn parse_bytes(s: &str) -> Result<f64, String> {
-    const PIB: f64 = 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0;
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
@@ -107,9 +112,7 @@ pub fn parse_bytes(s: &str) -> Result<f64, String> {
         }
     };
     let bytes = value * mult;
-    // At most 1 PiB: a thousand times the largest message a training step sends (a
-    // full-model gradient all-reduce is ~1 TB), and every time stays finite.
-    if !bytes.is_finite() || !(0.0..=PIB).contains(&bytes) {
+    if !bytes.is_finite() || !(0.0..=MAX_BYTES).contains(&bytes) {
         return Err(format!(
             "{s:?}: a size must be a finite number in [0, 1 PiB]"
         ));
@@ -325,15 +328,87 @@ fn placement(
     })
 }
 
-/// Read a `collectives_measured.csv`-shaped file.
-pub fn read_measured(path: &Path) -> anyhow::Result<Vec<MeasuredRow>> {
-    let mut rd =
-        csv::Reader::from_path(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    let mut rows = Vec::new();
-    for (i, rec) in rd.deserialize::<MeasuredRow>().enumerate() {
-        rows.push(rec.with_context(|| format!("{}: row {}", path.display(), i + 2))?);
+/// The columns a measured-collectives file must name (the others may be absent: blank).
+const MEASURED_REQUIRED: &[&str] = &["id", "hardware", "collective", "algorithm_used"];
+
+/// A measured row and the line it starts on.
+pub type LinedRow = (u64, MeasuredRow);
+
+/// A `collectives_measured.csv`-shaped file: the rows read (each with its line), and the rows
+/// skipped for a cell that cannot be read (blank cells are `None`; whether the row needs them
+/// is `predict`'s). Only an unreadable file or a header without a required column is an error.
+pub fn read_measured(path: &Path) -> anyhow::Result<(Vec<LinedRow>, Vec<Skipped>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let table = Table::parse(&path.display().to_string(), &bytes, MEASURED_REQUIRED)?;
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for row in table.rows() {
+        let line = row.line();
+        let id = match row.text("id") {
+            Ok(Some(id)) => id.to_string(),
+            _ => format!("(line {line})"),
+        };
+        let skip = |kind, column: Option<String>, reason: String| Skipped {
+            id: id.clone(),
+            kind,
+            line: Some(line),
+            column,
+            reason,
+        };
+        if let Some(why) = row.shape_error() {
+            skipped.push(skip(SkipKind::Unreadable, None, why));
+            continue;
+        }
+        match measured_row(&row) {
+            Ok(r) => rows.push((line, r)),
+            Err(e) => {
+                let kind = match e.kind {
+                    CellErrorKind::Blank => SkipKind::DataMissing,
+                    CellErrorKind::Unreadable => SkipKind::Unreadable,
+                };
+                skipped.push(skip(kind, Some(e.column.clone()), e.to_string()))
+            }
+        }
     }
-    Ok(rows)
+    Ok((rows, skipped))
+}
+
+/// One row's cells: counts are whole numbers of at least 1; the measured figures above zero;
+/// `bytes` a plain number of bytes above zero, at most `parse_bytes`' 1 PiB.
+fn measured_row(r: &table::Row) -> Result<MeasuredRow, CellError> {
+    let id = r
+        .text("id")?
+        .ok_or_else(|| CellError::blank("id", "the row has no id"))?;
+    let bytes = match r.number("bytes", true) {
+        Ok(Some(b)) if b > MAX_BYTES => {
+            return Err(CellError::unreadable(
+                "bytes",
+                &r.string("bytes")?,
+                "over 1 PiB, the largest size a collective is costed for",
+            ))
+        }
+        Ok(b) => b,
+        // "8GiB": a size the `--bytes` flag reads, but the column holds a number of bytes.
+        Err(mut e) if e.reason == "not a number" => {
+            if let Ok(b) = parse_bytes(&e.cell) {
+                e.reason = format!("not a number of bytes (write {b})");
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(MeasuredRow {
+        id: id.to_string(),
+        hardware: r.string("hardware")?,
+        collective: r.string("collective")?,
+        algorithm_used: r.string("algorithm_used")?,
+        ranks: r.whole("ranks", 1)?,
+        nodes: r.whole("nodes", 1)?,
+        gpus_per_node: r.whole("gpus_per_node", 1)?,
+        bytes,
+        busbw_gbps: r.number("busbw_gbps", true)?,
+        time_us: r.number("time_us", true)?,
+        notes: r.string("notes")?,
+    })
 }
 
 #[derive(serde::Serialize)]
@@ -354,21 +429,24 @@ struct ValidationRow {
     bytes_note: Option<&'static str>,
 }
 
+/// A row not predicted: a cell that cannot be read, or a row the model cannot express.
 #[derive(serde::Serialize)]
-struct Skipped {
+pub struct Skipped {
     id: String,
     reason: String,
+    /// Data missing, an unreadable cell, or a row the model cannot express (as `validate`'s).
+    kind: SkipKind,
+    /// The row's line in the file (header = 1).
+    line: Option<u64>,
+    /// The column of an unreadable cell.
+    column: Option<String>,
 }
 
 fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
-    let rows = read_measured(path)?;
-    let (ok, skipped) = predict_rows(&rows);
-    for r in &ok {
-        super::ensure_finite(
-            &format!("row `{}`", r.id),
-            &[("predicted", r.predicted), ("error", r.error)],
-        )?;
-    }
+    let (rows, unreadable) = read_measured(path)?;
+    let (ok, mut skipped) = predict_rows(&rows);
+    skipped.extend(unreadable);
+    skipped.sort_by_key(|s| s.line);
     let failed = ok.iter().filter(|r| !r.pass).count();
     let mut out = std::io::stdout().lock();
     match format {
@@ -386,6 +464,14 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
             validation_table(&mut out, &ok, &skipped, failed)?;
         }
     }
+    if ok.is_empty() {
+        out.flush()?;
+        bail!(
+            "{}: no row could be predicted ({} skipped)",
+            path.display(),
+            skipped.len()
+        );
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -393,12 +479,24 @@ fn validate(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The predictions of `rows`, and the rows the model cannot express.
-fn predict_rows(rows: &[MeasuredRow]) -> (Vec<ValidationRow>, Vec<Skipped>) {
+/// The predictions of `rows`, and the rows the model cannot express (or whose prediction is
+/// not a finite number: that row, not the file, is reported).
+fn predict_rows(rows: &[LinedRow]) -> (Vec<ValidationRow>, Vec<Skipped>) {
     let mut ok = Vec::new();
     let mut skipped = Vec::new();
-    for row in rows {
+    for (line, row) in rows {
+        let line = Some(*line);
         match predict(row) {
+            Ok(p) if !(p.predicted.is_finite() && p.error().is_finite()) => skipped.push(Skipped {
+                id: p.id.clone(),
+                reason: format!(
+                    "the prediction is not a finite number ({} for a measured {})",
+                    p.predicted, p.measured
+                ),
+                kind: SkipKind::ToolLimit,
+                line,
+                column: None,
+            }),
             Ok(p) => ok.push(ValidationRow {
                 id: p.id.clone(),
                 collective: p.collective.name().into(),
@@ -421,6 +519,13 @@ fn predict_rows(rows: &[MeasuredRow]) -> (Vec<ValidationRow>, Vec<Skipped>) {
             Err(u) => skipped.push(Skipped {
                 id: u.id,
                 reason: u.reason,
+                kind: if u.blank.is_some() {
+                    SkipKind::DataMissing
+                } else {
+                    SkipKind::ToolLimit
+                },
+                line,
+                column: u.blank.map(str::to_string),
             }),
         }
     }
@@ -493,7 +598,14 @@ fn validation_table(
         )?;
     }
     for s in skipped {
-        writeln!(out, "{:<5} not expressible: {}", s.id, s.reason)?;
+        let line = s.line.map_or(String::new(), |l| format!(", line {l}"));
+        writeln!(
+            out,
+            "{:<5} skipped ({}{line}): {}",
+            s.id,
+            s.kind.name(),
+            s.reason
+        )?;
     }
     let max = ok.iter().map(|r| r.error.abs()).fold(0.0, f64::max);
     let mean = if ok.is_empty() {
@@ -501,13 +613,17 @@ fn validation_table(
     } else {
         ok.iter().map(|r| r.error.abs()).sum::<f64>() / ok.len() as f64
     };
+    let count = |k| skipped.iter().filter(|s| s.kind == k).count();
     writeln!(
         out,
-        "{} rows predicted ({} out of tolerance: busbw ±20%, time ±30%), {} not expressible; \
-         mean |error| {:.1}%, max {:.1}%",
+        "{} rows predicted ({} out of tolerance: busbw ±20%, time ±30%), {} skipped (data \
+         missing {}, unreadable {}, tool limit {}); mean |error| {:.1}%, max {:.1}%",
         ok.len(),
         failed,
         skipped.len(),
+        count(SkipKind::DataMissing),
+        count(SkipKind::Unreadable),
+        count(SkipKind::ToolLimit),
         100.0 * mean,
         100.0 * max
     )?;

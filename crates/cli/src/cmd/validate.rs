@@ -1,6 +1,8 @@
 //! `autoplan validate [--runs FILE]`: evaluate every published run the model can express and
 //! compare with what was measured (TFLOP/s per GPU in the row's convention, MFU, tokens/s or
-//! step time, whichever the row has); MAPE and the worst row; skipped rows with the reason.
+//! step time, whichever the row has); MAPE and the worst row; skipped rows with their line,
+//! column, kind (data missing, unreadable cell, tool limit) and reason; rows that give no
+//! parallel degrees scored with the best plan the search finds, in their own section.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,11 +12,15 @@ use anyhow::{bail, Context};
 use autoplan_cluster::GpuArch;
 use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
+use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, validate, Figure, FitPoint, PublishedRun, Validation,
+    case_of, cluster_name_for, fit, validate_searching, Case, Figure, FitPoint, SkipKind,
+    Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
+use autoplan_plan::Plan;
+use autoplan_search::{resolve_space, search_case, SearchOptions, Space};
 
 use super::Format;
 
@@ -38,21 +44,19 @@ pub struct Args {
     /// this file (docs/report.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["fit", "explain"])]
     pub html: Option<PathBuf>,
+    /// The search space (bundled name or TOML) in which the best plan of a row that gives no
+    /// parallel degrees is searched.
+    #[arg(long, default_value = "default")]
+    pub space: String,
 }
 
-/// Read a `published_runs.csv` file; errors name the file and the line.
-pub fn load_runs(path: &Path) -> anyhow::Result<Vec<PublishedRun>> {
-    let mut rdr = csv::Reader::from_path(path)
-        .with_context(|| format!("cannot read runs file {}", path.display()))?;
-    let mut runs = Vec::new();
-    for rec in rdr.deserialize() {
-        let run: PublishedRun = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
-            anyhow::anyhow!("{}:{line}: {e}", path.display())
-        })?;
-        runs.push(run);
-    }
-    Ok(runs)
+/// Read a file of the `published_runs.csv` schema: the rows read, and the rows skipped for a
+/// blank or unreadable cell (with line and column). Only an unreadable file, or one whose header
+/// lacks a required column, is an error.
+pub fn load_runs(path: &Path) -> anyhow::Result<RunsFile> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read runs file {}", path.display()))?;
+    Ok(read_runs(&path.display().to_string(), &bytes)?)
 }
 
 /// The bundled model of a name, if any.
@@ -68,10 +72,43 @@ pub fn bundled_cluster(gpu: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clus
         .ok()
 }
 
-/// Validate a file of runs against the bundled models and clusters.
-pub fn validate_file(path: &Path) -> anyhow::Result<Validation> {
-    let runs = load_runs(path)?;
-    Ok(validate(&runs, &bundled_model, &bundled_cluster))
+/// Validate a file of runs against the bundled models and clusters; a row giving no parallel
+/// degrees is scored with the best plan of `space`. Skipped rows in file order.
+pub fn validate_file(path: &Path, space: &Space) -> anyhow::Result<Validation> {
+    let file = load_runs(path)?;
+    let search = |c: &Case| best_plan(c, space);
+    let mut v = validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
+    v.skipped.extend(file.skipped);
+    v.skipped.sort_by_key(|s| s.line);
+    Ok(v)
+}
+
+/// The best plan of `space` for case `c`'s model, cluster (the row's GPU count), global batch,
+/// sequence and evaluation options: the plan `autoplan search` ranks first.
+pub fn best_plan(c: &Case, space: &Space) -> Result<Plan, String> {
+    let opts = SearchOptions {
+        top_k: 1,
+        exhaustive: false,
+    };
+    let found = search_case(&c.model, &c.cluster, c.options, space, &opts, &());
+    match (found.outcome.plans.first(), found.outcome.no_fit) {
+        (Some(r), _) => Ok(r.plan),
+        (None, Some(nf)) => Err(format!(
+            "no plan of the space fits in memory (the smallest needs {:.2} GiB of {:.2} GiB)",
+            nf.min_memory_bytes / crate::fmt::GIB,
+            nf.hbm_bytes / crate::fmt::GIB
+        )),
+        (None, None) => Err(format!(
+            "no valid plan in the space ({} plans) for {} GPUs and global batch {}",
+            found.outcome.stats.space_plans,
+            c.cluster.gpus(),
+            c.model.training.global_batch
+        )),
+    }
+}
+
+fn space_of(name: &str) -> anyhow::Result<Space> {
+    resolve_space(name).with_context(|| format!("cannot load search space `{name}`"))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -88,18 +125,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             );
         }
-        return explain(&args.runs, id);
+        return explain(&args.runs, id, &args.space);
     }
     if let Some(arch) = &args.fit {
         return fit_arch(&args.runs, arch, args.format);
     }
-    let v = validate_file(&args.runs)?;
+    let v = validate_file(&args.runs, &space_of(&args.space)?)?;
     if let Some(path) = &args.html {
         let runs = load_runs(&args.runs)?;
-        let doc = super::report::validate_document(&v, &runs, &args.runs);
+        let doc = super::report::validate_document(&v, &runs.runs, &args.runs);
         super::report::write_html(path, &doc)?;
     }
-    for r in v.rows.iter().chain(v.outliers.iter().map(|o| &o.row)) {
+    for r in v
+        .rows
+        .iter()
+        .chain(v.outliers.iter().map(|o| &o.row))
+        .chain(v.best_plan.iter().map(|b| &b.row))
+    {
         super::ensure_finite(
             &format!("run `{}`", r.id),
             &[("predicted", r.predicted), ("error", r.error)],
@@ -118,6 +160,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Csv => csv_rows(&mut out, &v)?,
         Format::Table => table(&mut out, &v)?,
     }
+    if v.rows.is_empty() && v.outliers.is_empty() && v.best_plan.is_empty() {
+        out.flush()?;
+        bail!(
+            "{}: no row could be scored ({} skipped)",
+            args.runs.display(),
+            v.skipped.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -132,9 +182,11 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
     if format == Format::Csv {
         bail!("--fit with --format csv: the grid prints as a table or JSON (--format json)");
     }
-    let runs = load_runs(path)?;
+    let runs = load_runs(path)?.runs;
+    // The rows validate scores with their own plan.
     let cases: Vec<_> = runs
         .iter()
+        .filter(|r| missing_fact(r).is_none() && degrees_given(r))
         .filter_map(|r| case_of(r, &bundled_model, &bundled_cluster).ok())
         .collect();
     // 0.40..0.90 by 0.01; 0..30 µs by 2.5 µs (a launch plus the framework gap per GEMM:
@@ -188,26 +240,43 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
 }
 
 /// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.
-fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
-    let runs = load_runs(path)?;
-    let row = runs
+fn explain(path: &Path, id: &str, space: &str) -> anyhow::Result<ExitCode> {
+    let file = load_runs(path)?;
+    if let Some(s) = file.skipped.iter().find(|s| s.id == id) {
+        anyhow::bail!("row `{id}` is skipped: {}", s.reason);
+    }
+    let row = file
+        .runs
         .iter()
         .find(|r| r.id == id)
         .with_context(|| format!("{}: no row with id `{id}`", path.display()))?;
-    let case = match case_of(row, &bundled_model, &bundled_cluster) {
+    if let Some(s) = missing_fact(row) {
+        anyhow::bail!("row `{id}` is skipped: {}", s.reason);
+    }
+    let mut case = match case_of(row, &bundled_model, &bundled_cluster) {
         Ok(c) => c,
         Err(s) => anyhow::bail!("row `{id}` is skipped: {}", s.reason),
     };
+    let searched = !degrees_given(row);
+    if searched {
+        case.plan = best_plan(&case, &space_of(space)?)
+            .map_err(|why| anyhow::anyhow!("row `{id}` is skipped: no best plan found: {why}"))?;
+    }
     let ev = Evaluator::new(&case.model, &case.cluster, case.options);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{id}: measured {} {:.3}; model {} ({:?}), {} GPUs",
+        "{id}: measured {} {:.3}; model {} ({:?}), {} GPUs{}",
         case.figure.name(),
         case.measured,
         case.model.name,
         case.model.training.precision,
-        case.cluster.gpus()
+        case.cluster.gpus(),
+        if searched {
+            "; the row gives no parallel degrees: the plan is the best the search finds"
+        } else {
+            ""
+        }
     )?;
     match ev.report(&case.plan) {
         Ok(r) => {
@@ -257,7 +326,9 @@ fn explain(path: &Path, id: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// `--format csv`: one row per published run, used or not: the table's columns unrounded, with
-/// `status` (`used`, `outlier`, `skipped`) and `note` (an outlier's or a skipped row's reason).
+/// `status` (`used`, `outlier`, `best-plan`, `skipped`), `note` (an outlier's or a skipped row's
+/// reason), and for skipped rows `skip_kind`, `line` and `column`. A `best-plan` row's plan is
+/// the one the search found (the row gives no parallel degrees).
 fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
@@ -269,30 +340,29 @@ fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
         "error",
         "plan",
         "note",
+        "skip_kind",
+        "line",
+        "column",
     ])?;
-    for r in &v.rows {
+    let scored = v
+        .rows
+        .iter()
+        .map(|r| (r, "used", ""))
+        .chain(v.outliers.iter().map(|o| (&o.row, "outlier", o.reason)))
+        .chain(v.best_plan.iter().map(|b| (&b.row, "best-plan", "")));
+    for (r, status, note) in scored {
         w.write_record([
             r.id.as_str(),
-            "used",
+            status,
             r.figure.name(),
             &r.measured.to_string(),
             &r.predicted.to_string(),
             &r.error.to_string(),
             &r.plan.to_string(),
+            note,
             "",
-        ])?;
-    }
-    for o in &v.outliers {
-        let r = &o.row;
-        w.write_record([
-            r.id.as_str(),
-            "outlier",
-            r.figure.name(),
-            &r.measured.to_string(),
-            &r.predicted.to_string(),
-            &r.error.to_string(),
-            &r.plan.to_string(),
-            o.reason,
+            "",
+            "",
         ])?;
     }
     for s in &v.skipped {
@@ -305,6 +375,9 @@ fn csv_rows(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
             "",
             "",
             &s.reason.to_string(),
+            &crate::fmt::serde_name(&s.kind),
+            &s.line.map_or(String::new(), |l| l.to_string()),
+            s.column.as_deref().unwrap_or(""),
         ])?;
     }
     w.flush()?;
@@ -345,20 +418,56 @@ fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
             )?;
         }
     }
-    if !v.skipped.is_empty() {
+    if !v.best_plan.is_empty() {
         writeln!(out)?;
-        writeln!(out, "skipped:")?;
-        for s in &v.skipped {
-            writeln!(out, "{:<48} {}", s.id, s.reason)?;
+        writeln!(
+            out,
+            "best plan found vs the experts' run (the row gives no parallel degrees; not in the \
+             MAPE):"
+        )?;
+        for b in &v.best_plan {
+            let r = &b.row;
+            writeln!(
+                out,
+                "{:<48} {:<18} {:>10.3} {:>10.3} {:>+7.1}%  {}",
+                r.id,
+                r.figure.name(),
+                r.measured,
+                r.predicted,
+                100.0 * r.error,
+                r.plan
+            )?;
+        }
+    }
+    for kind in [
+        SkipKind::DataMissing,
+        SkipKind::Unreadable,
+        SkipKind::ToolLimit,
+    ] {
+        let of_kind: Vec<_> = v.skipped.iter().filter(|s| s.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        writeln!(out)?;
+        writeln!(out, "skipped, {} ({}):", kind.name(), kind.meaning())?;
+        for s in of_kind {
+            let line = s.line.map_or(String::new(), |l| format!("line {l}"));
+            writeln!(out, "{:<48} {line:<9} {}", s.id, s.reason)?;
         }
     }
     writeln!(out)?;
+    let count = |k| v.skipped.iter().filter(|s| s.kind == k).count();
     writeln!(
         out,
-        "rows used {}, outside the domain {}, skipped {}; MAPE {:.1}%, worst {} ({:+.1}%)",
+        "rows used {}, outside the domain {}, best plan found {}, skipped {} (data missing {}, \
+         unreadable {}, tool limit {}); MAPE {:.1}%, worst {} ({:+.1}%)",
         v.rows.len(),
         v.outliers.len(),
+        v.best_plan.len(),
         v.skipped.len(),
+        count(SkipKind::DataMissing),
+        count(SkipKind::Unreadable),
+        count(SkipKind::ToolLimit),
         100.0 * v.mape,
         v.worst.as_deref().unwrap_or("-"),
         100.0 * v.worst_error

@@ -1,0 +1,306 @@
+//! Reading a file of the published-runs schema (`data/published_runs.csv`,
+//! `published_runs_2.csv`, or any file whose header names those columns) into
+//! [`PublishedRun`]s, row by row: each cell is parsed here, so a blank cell a row needs or a cell
+//! that is not a number skips that row — with its id, line, column and reason — and never the
+//! file. Also the facts every row must give before it can be expressed ([`missing_fact`]).
+//!
+//! Boundary: no file IO (the caller passes the file's bytes); the CSV framing and line numbers
+//! are `autoplan_input::table`'s.
+
+use autoplan_input::table::{CellError, CellErrorKind, Row, Table, TableError};
+use serde::Serialize;
+
+use crate::validate::{PublishedRun, RowResult, Skipped};
+
+/// Why a row is not scored: the data does not give a fact (or gives it unreadably), or autoplan
+/// cannot yet express what the row ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipKind {
+    /// A cell the row needs is blank: the fact is not in the data.
+    DataMissing,
+    /// A cell the row needs is there but cannot be read (not a number, negative, zero, not
+    /// UTF-8), or the row's fields do not match the header's columns.
+    Unreadable,
+    /// The data is there; autoplan lacks the GPU, model family, precision, sharding mode… the
+    /// row names, or cannot run its plan.
+    ToolLimit,
+}
+
+impl SkipKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipKind::DataMissing => "data missing",
+            SkipKind::Unreadable => "unreadable cell",
+            SkipKind::ToolLimit => "tool limit",
+        }
+    }
+
+    /// What the kind means, for the heading of its section in a table.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            SkipKind::DataMissing => "the row does not give a fact autoplan needs",
+            SkipKind::Unreadable => "a cell the row needs cannot be read",
+            SkipKind::ToolLimit => "the data is there; autoplan cannot express the row yet",
+        }
+    }
+}
+
+/// A file of runs: the rows read, and the rows skipped while reading.
+#[derive(Debug, Clone, Default)]
+pub struct RunsFile {
+    /// Rows whose cells all read, each with its line.
+    pub runs: Vec<PublishedRun>,
+    /// Rows with a blank required cell or an unreadable cell, in file order.
+    pub skipped: Vec<Skipped>,
+}
+
+/// The columns a file must name (the others may be absent: their cells read as blank).
+pub const REQUIRED_COLUMNS: &[&str] = &["id", "model", "gpu", "num_gpus"];
+
+/// The measured figures a row may give; it must give one.
+pub const MEASURED_COLUMNS: &[&str] = &[
+    "measured_tflops_per_gpu",
+    "measured_mfu",
+    "measured_tokens_per_s_per_gpu",
+    "measured_step_time_s",
+];
+
+/// Read `bytes`, the contents of `file` (named in errors), as runs. Only a file that has no
+/// header or does not name a [`REQUIRED_COLUMNS`] column is an error.
+pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
+    let table = Table::parse(file, bytes, REQUIRED_COLUMNS)?;
+    let mut out = RunsFile::default();
+    for row in table.rows() {
+        let line = row.line();
+        // A row without a readable id is named by its line.
+        let id = match row.text("id") {
+            Ok(Some(id)) => id.to_string(),
+            _ => format!("(line {line})"),
+        };
+        if let Some(why) = row.shape_error() {
+            out.skipped.push(Skipped {
+                id,
+                reason: why,
+                kind: SkipKind::Unreadable,
+                line: Some(line),
+                column: None,
+            });
+            continue;
+        }
+        match run_of(&row) {
+            Ok(mut run) => {
+                run.line = line;
+                out.runs.push(run);
+            }
+            Err(e) => out.skipped.push(cell_skip(&id, line, e)),
+        }
+    }
+    Ok(out)
+}
+
+fn cell_skip(id: &str, line: u64, e: CellError) -> Skipped {
+    Skipped {
+        id: id.to_string(),
+        reason: e.to_string(),
+        kind: match e.kind {
+            CellErrorKind::Blank => SkipKind::DataMissing,
+            CellErrorKind::Unreadable => SkipKind::Unreadable,
+        },
+        line: Some(line),
+        column: Some(e.column),
+    }
+}
+
+/// One row's cells. Sizes and degrees are whole numbers of at least 1 (a zero-GPU run, a
+/// zero-layer model or `tp = 0` is not a run); shared experts may be 0; measured figures are
+/// above zero (the error is relative to them).
+fn run_of(r: &Row) -> Result<PublishedRun, CellError> {
+    let w = |c: &str| r.whole(c, 1);
+    let id = r
+        .text("id")?
+        .ok_or_else(|| CellError::blank("id", "the row has no id"))?;
+    Ok(PublishedRun {
+        id: id.to_string(),
+        source: r.string("source")?,
+        model: r.string("model")?,
+        params_b: r.number("params_b", true)?,
+        layers: w("layers")?,
+        hidden: w("hidden")?,
+        ffn_hidden: w("ffn_hidden")?,
+        heads: w("heads")?,
+        kv_heads: w("kv_heads")?,
+        vocab: w("vocab")?,
+        seq_len: w("seq_len")?,
+        moe_experts: w("moe_experts")?,
+        moe_topk: w("moe_topk")?,
+        moe_shared_experts: r.whole("moe_shared_experts", 0)?,
+        moe_ffn_hidden: w("moe_ffn_hidden")?,
+        gpu: r.string("gpu")?,
+        num_gpus: w("num_gpus")?
+            .ok_or_else(|| CellError::blank("num_gpus", "GPU count not given"))?,
+        gpus_per_node: w("gpus_per_node")?,
+        tp: w("tp")?,
+        pp: w("pp")?,
+        dp: w("dp")?,
+        cp: w("cp")?,
+        ep: w("ep")?,
+        etp: w("etp")?,
+        vpp: w("vpp")?,
+        sp: r.text("sp")?.map(str::to_string),
+        micro_batch: w("micro_batch")?,
+        global_batch: w("global_batch")?,
+        recompute: r.text("recompute")?.map(str::to_string),
+        zero_stage: r.text("zero_stage")?.map(str::to_string),
+        precision: r.text("precision")?.map(str::to_string),
+        measured_tflops_per_gpu: r.number("measured_tflops_per_gpu", true)?,
+        measured_mfu: r.number("measured_mfu", true)?,
+        measured_tokens_per_s_per_gpu: r.number("measured_tokens_per_s_per_gpu", true)?,
+        measured_step_time_s: r.number("measured_step_time_s", true)?,
+        tflops_convention: r.text("tflops_convention")?.map(str::to_string),
+        notes: r.text("notes")?.map(str::to_string),
+        line: 0,
+    })
+}
+
+/// The first fact row `r` must give and does not: the GPU, the model (a name, or its shape),
+/// the sequence length, the global batch, a measured figure. `None` when all are given. Checked
+/// before the row is expressed, so a row lacking data is reported as such even where autoplan
+/// could not express it either.
+pub fn missing_fact(r: &PublishedRun) -> Option<Skipped> {
+    let blank = |column: &str, why: &str| {
+        Some(Skipped {
+            id: r.id.clone(),
+            reason: CellError::blank(column, why).to_string(),
+            kind: SkipKind::DataMissing,
+            line: Some(r.line),
+            column: Some(column.to_string()),
+        })
+    };
+    let shape = r.layers.is_some() && r.hidden.is_some() && r.heads.is_some() && r.vocab.is_some();
+    if r.gpu.trim().is_empty() {
+        blank("gpu", "GPU not given")
+    } else if r.model.trim().is_empty() && !shape {
+        blank(
+            "model",
+            "model not given, nor its shape (layers, hidden, heads, vocab)",
+        )
+    } else if r.seq_len.is_none() {
+        blank("seq_len", "sequence length not given")
+    } else if r.global_batch.is_none() {
+        blank("global_batch", "global batch not given")
+    } else if r.measured_tflops_per_gpu.is_none()
+        && r.measured_mfu.is_none()
+        && r.measured_tokens_per_s_per_gpu.is_none()
+        && r.measured_step_time_s.is_none()
+    {
+        blank(
+            &MEASURED_COLUMNS.join("|"),
+            "measured throughput not given (TFLOP/s, MFU, tokens/s or step time)",
+        )
+    } else {
+        None
+    }
+}
+
+/// Whether the row gives any of its parallel degrees (tp, pp, dp). A row giving none is
+/// scored against the plan the search finds for it ([`BestPlan`]), not against its own.
+pub fn degrees_given(r: &PublishedRun) -> bool {
+    r.tp.is_some() || r.pp.is_some() || r.dp.is_some()
+}
+
+/// A row that gives no parallel degrees, scored with the best plan the search finds for its
+/// model, cluster, GPU count, global batch and sequence: how close the best plan autoplan finds
+/// comes to what the experts ran. Not in the MAPE.
+#[derive(Debug, Clone, Serialize)]
+pub struct BestPlan {
+    /// The row scored with the plan found (`plan` is that plan).
+    #[serde(flatten)]
+    pub row: RowResult,
+    pub line: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "id,model,layers,hidden,heads,vocab,seq_len,gpu,num_gpus,tp,pp,dp,\
+                          global_batch,measured_mfu,notes\n";
+
+    fn read(rows: &str) -> RunsFile {
+        read_runs("t.csv", format!("{HEADER}{rows}").as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_blank_needed_cell_skips_its_row_with_line_and_column() {
+        let f = read(
+            "a,llama3-8b,,,,,8192,H100,,1,1,8,64,0.4,\n\
+             b,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.4,\"two\nlines\"\n\
+             c,llama3-8b,,,,,8192,H100,8x,1,1,8,64,0.4,\n\
+             d,llama3-8b,,,,,8192,H100,8,1,1,8,64,-0.4,\n\
+             e,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.4\n\
+             f,llama3-8b,,,,,8192,H100,8,0,1,8,64,0.4,\n",
+        );
+        assert_eq!(f.runs.len(), 1);
+        assert_eq!((f.runs[0].id.as_str(), f.runs[0].line), ("b", 3));
+        let got: Vec<_> = f
+            .skipped
+            .iter()
+            .map(|s| (s.id.as_str(), s.line, s.column.as_deref(), s.kind))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some(2), Some("num_gpus"), SkipKind::DataMissing),
+                ("c", Some(5), Some("num_gpus"), SkipKind::Unreadable),
+                ("d", Some(6), Some("measured_mfu"), SkipKind::Unreadable),
+                ("e", Some(7), None, SkipKind::Unreadable),
+                ("f", Some(8), Some("tp"), SkipKind::Unreadable),
+            ]
+        );
+        assert_eq!(f.skipped[0].reason, "num_gpus blank: GPU count not given");
+        assert_eq!(f.skipped[1].reason, "num_gpus `8x`: not a whole number");
+        assert_eq!(f.skipped[2].reason, "measured_mfu `-0.4`: negative");
+        assert_eq!(f.skipped[4].reason, "tp `0`: must be at least 1");
+    }
+
+    #[test]
+    fn missing_facts_name_their_column() {
+        let f = read(
+            "a,llama3-8b,,,,,,H100,8,1,1,8,64,0.4,\n\
+             b,llama3-8b,,,,,8192,H100,8,1,1,8,,0.4,\n\
+             c,llama3-8b,,,,,8192,H100,8,1,1,8,64,,\n\
+             d,,,,,,8192,H100,8,1,1,8,64,0.4,\n\
+             e,,32,4096,32,128256,8192,,8,1,1,8,64,0.4,\n\
+             f,,32,4096,32,128256,8192,H100,8,,,,64,0.4,\n",
+        );
+        let cols: Vec<_> = f
+            .runs
+            .iter()
+            .map(|r| missing_fact(r).and_then(|s| s.column))
+            .collect();
+        assert_eq!(
+            cols,
+            [
+                Some("seq_len".to_string()),
+                Some("global_batch".into()),
+                Some(MEASURED_COLUMNS.join("|")),
+                Some("model".into()),
+                Some("gpu".into()),
+                None,
+            ]
+        );
+        assert!(!degrees_given(&f.runs[5]) && degrees_given(&f.runs[0]));
+        let s = missing_fact(&f.runs[1]).unwrap();
+        assert_eq!(
+            (s.reason.as_str(), s.line),
+            ("global_batch blank: global batch not given", Some(3))
+        );
+    }
+
+    #[test]
+    fn a_file_without_a_required_column_is_an_error_naming_it() {
+        let e = read_runs("t.csv", b"id,model,gpu\na,b,c\n").unwrap_err();
+        assert!(e.to_string().contains("no column `num_gpus`"), "{e}");
+    }
+}
