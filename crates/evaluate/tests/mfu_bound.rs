@@ -66,7 +66,7 @@ proptest! {
         };
         let m = model(name, seq, (2 * dp * pp).max(dp));
         let ep = if m.moe.is_some() { ep.min(tp * cp * dp) } else { 1 };
-        let plan = Plan { tp, sp: tp > 1, cp, cp_comm, dp, pp, ep, zero: Zero(zero), recompute,
+        let plan = Plan { tp, sp: tp > 1, cp, cp_comm, dp, pp, ep, zero: Zero::stage(zero), recompute,
             ..Plan::default() };
         check(&m, &cluster(gpus), &plan);
     }
