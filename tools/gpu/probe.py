@@ -238,11 +238,11 @@ GROUPED = [
 ]
 
 
-def grouped_part():
+def grouped_part(shapes=None, fname="grouped.csv"):
     """The local experts' GEMMs three ways: one cuBLAS GEMM per expert (graph-timed: the GPU's
     time; eager: with the host's launches), and one grouped kernel (`torch._grouped_mm`)."""
     rows = []
-    for label, E, m, n, k in GROUPED:
+    for label, E, m, n, k in shapes or GROUPED:
         x = torch.randn(E * m, k, device=DEV, dtype=torch.bfloat16)
         w = torch.randn(E, n, k, device=DEV, dtype=torch.bfloat16)
         xs = x.split(m, dim=0)
@@ -275,7 +275,7 @@ def grouped_part():
               f" ({flops/t_grp/1e12:6.1f} TF/s)", flush=True)
         del x, w, xs
         torch.cuda.empty_cache()
-    with open(os.path.join(OUT, "grouped.csv"), "w", newline="") as f:
+    with open(os.path.join(OUT, fname), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["label", "experts", "rows", "n", "k", "loop_graph_s", "loop_eager_s", "grouped_graph_s"])
         for r in rows:
@@ -596,6 +596,70 @@ def block_part():
             print(f"   {r[3]*1e3:7.3f} ms  x{r[2]:3d}  {r[1][:90]}")
 
 
+# Sequence sweep of one attention core: (head dim of q/k, head dim of v) × causal × sequence.
+# 8 query heads and 1 KV head per GPU (a TP-sharded GQA layer) at batch 1: the per-call shape
+# of long-context training; MLA's 192/128 q·k/v head dims (DeepSeek-V2/V3) where SDPA runs it.
+ATTN_SEQ = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+ATTN_DIMS = [(64, 64), (128, 128), (192, 128)]
+
+
+def attnseq_part():
+    """FlashAttention (PyTorch SDPA) forward and forward + backward, BF16, graph-timed, over
+    sequence length, head dim and causal masking: how the kernel's rate moves with what
+    `crates/cost/src/compute.rs` prices at one rate. FLOPs of the forward: 2·b·h·s²·(d_qk + d_v),
+    halved when causal."""
+    rows = []
+    h, kv, b = 8, 1, 1
+    for dqk, dv in ATTN_DIMS:
+        for causal in (True, False):
+            for s in ATTN_SEQ:
+                try:
+                    q = torch.randn(b, h, s, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    k = torch.randn(b, kv, s, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    v = torch.randn(b, kv, s, dv, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    go = torch.randn(b, h, s, dv, device=DEV, dtype=torch.bfloat16)
+
+                    def fwd():
+                        with torch.no_grad():
+                            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+                    def fwd_bwd():
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+                        o.backward(go)
+
+                    reps = 3 if s <= 16384 else 1
+                    replays = 15 if s <= 32768 else 5
+                    t_f = graph_time(fwd, reps, replays)
+                    for t in (q, k, v):
+                        t.grad = None
+                    t_fb = graph_time(fwd_bwd, 1, replays)
+                    t_b = t_fb - t_f
+                except Exception as e:  # a head-dim pair SDPA has no kernel for
+                    print(f"d={dqk}/{dv} causal={causal} s={s}: {str(e)[:120]}", file=sys.stderr, flush=True)
+                    torch.cuda.empty_cache()
+                    break
+                flops = 2.0 * b * h * s * s * (dqk + dv) * (0.5 if causal else 1.0)
+                rows.append((b, s, h, kv, dqk, dv, int(causal), t_f, t_b))
+                print(f"d={dqk:3d}/{dv:3d} causal={int(causal)} s={s:6d}  fwd {t_f*1e3:8.3f} ms"
+                      f" ({flops/t_f/1e12:6.1f} TF/s)  bwd {t_b*1e3:8.3f} ms (x{t_b/t_f:4.2f})", flush=True)
+                del q, k, v, go
+                torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "attention_seq.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["batch", "seq", "heads", "kv_heads", "head_dim_qk", "head_dim_v", "causal", "fwd_s", "bwd_s"])
+        for r in rows:
+            wr.writerow([*r[:7], f"{r[7]:.9g}", f"{r[8]:.9g}"])
+
+
+# DeepSeek-V3's routed experts on one EP rank (hidden 7168, expert FFN 2048; fc1 fuses gate and
+# up: n = 2·2048): 4, 8 or 16 local experts (EP 64, 32, 16 of 256) at 128 to 8192 tokens each.
+GROUPED_DSV3 = [
+    (f"dsv3 {name} E{e} m{m}", e, m, n, k)
+    for e in (4, 8, 16)
+    for m in (128, 512, 2048, 8192)
+    for name, n, k in (("fc1", 4096, 7168), ("fc2", 7168, 2048))
+]
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
@@ -611,3 +675,7 @@ if __name__ == "__main__":
         block_part()
     if "gemm" in parts:
         gemm_part()
+    if "attnseq" in parts:
+        attnseq_part()
+    if "grouped_dsv3" in parts:
+        grouped_part(GROUPED_DSV3, "grouped_dsv3.csv")
