@@ -660,6 +660,90 @@ GROUPED_DSV3 = [
     for name, n, k in (("fc1", 4096, 7168), ("fc2", 7168, 2048))
 ]
 
+def moeops_part():
+    """The MoE layer's non-GEMM work at DeepSeek-V3's width (hidden 7168, 256 experts, top-8) for
+    4096 and 16384 tokens, BF16, graph-timed: the router (gate GEMM, sigmoid, top-8), the token
+    permutation (gather of the routed rows into expert order) and un-permutation (weighted
+    scatter-add back), as bytes moved per second; and one expert GEMM in FP8 with per-tensor,
+    row-wise and (where this PyTorch has it) 1x128/128x128 block scales against BF16."""
+    rows = []
+    h, E, k = 7168, 256, 8
+    for T in (4096, 16384):
+        x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+        wg = torch.randn(E, h, device=DEV, dtype=torch.bfloat16)
+
+        def router():
+            logits = x @ wg.t()
+            s = torch.sigmoid(logits.float())
+            return torch.topk(s, k, dim=-1)
+
+        t_r = graph_time(router, 3)
+        _, idx = router()
+        order = torch.argsort(idx.flatten())
+        src = order // k
+
+        def permute():
+            return x.index_select(0, src)
+
+        t_p = graph_time(permute, 3)
+        y = permute()
+        w = torch.rand(T * k, 1, device=DEV, dtype=torch.bfloat16)
+
+        # Un-permutation as the fused kernels do it (a gather, no atomics): each token gathers
+        # its k expert outputs back and sums them weighted by the router probabilities.
+        inv = torch.empty_like(order)
+        inv[order] = torch.arange(order.numel(), device=DEV)
+
+        def unpermute():
+            return (y.index_select(0, inv).view(T, k, h) * w.view(T, k, 1)).sum(1)
+
+        t_u = graph_time(unpermute, 3)
+        moved = T * k * h * 2 * 2  # read + write of the routed rows, bytes
+        rows.append((f"router T{T}", T, t_r, 2.0 * T * h * E / t_r / 1e12))
+        rows.append((f"permute T{T}", T, t_p, moved / t_p / 1e9))
+        rows.append((f"unpermute T{T}", T, t_u, moved / t_u / 1e9))
+        print(f"T={T:6d} router {t_r*1e6:8.1f} us  permute {t_p*1e6:8.1f} us ({moved/t_p/1e9:6.0f} GB/s)"
+              f"  unpermute {t_u*1e6:8.1f} us ({moved/t_u/1e9:6.0f} GB/s)", flush=True)
+        del x, wg, y
+        torch.cuda.empty_cache()
+    # FP8 scaling recipes on one DeepSeek-V3 expert fc1 (m tokens × 4096 × 7168).
+    f8 = torch.float8_e4m3fn
+    for m in (512, 2048, 8192):
+        n, kk = 4096, 7168
+        a = torch.randn(m, kk, device=DEV, dtype=torch.bfloat16)
+        b = torch.randn(n, kk, device=DEV, dtype=torch.bfloat16)
+        a8, b8 = a.to(f8), b.to(f8)
+        t_bf = graph_time(lambda: a @ b.t(), 3)
+        one = torch.ones((), device=DEV, dtype=torch.float32)
+        t_pt = graph_time(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), 3)
+        t_rw = float("nan")
+        try:
+            sa = torch.ones(m, 1, device=DEV, dtype=torch.float32)
+            sb = torch.ones(1, n, device=DEV, dtype=torch.float32)
+            t_rw = graph_time(lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16), 3)
+        except Exception as e:
+            print(f"rowwise: {str(e)[:100]}", file=sys.stderr)
+        t_bw = float("nan")
+        try:
+            sa = torch.ones(m, kk // 128, device=DEV, dtype=torch.float32)
+            sb = torch.ones(n // 128, kk // 128, device=DEV, dtype=torch.float32)
+            t_bw = graph_time(lambda: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb.t(), out_dtype=torch.bfloat16), 3)
+        except Exception as e:
+            print(f"blockwise: {str(e)[:100]}", file=sys.stderr)
+        fl = 2.0 * m * n * kk
+        for name, t in (("bf16", t_bf), ("fp8 tensorwise", t_pt), ("fp8 rowwise", t_rw), ("fp8 block 1x128/128x128", t_bw)):
+            rows.append((f"fc1 m{m} {name}", m, t, fl / t / 1e12 if t == t else float("nan")))
+        print(f"m={m:5d} bf16 {fl/t_bf/1e12:5.0f}  fp8 tensor {fl/t_pt/1e12:5.0f}  rowwise {fl/t_rw/1e12:5.0f}"
+              f"  block {fl/t_bw/1e12:5.0f} TF/s", flush=True)
+        del a, b, a8, b8
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "moe_ops.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["op", "tokens", "time_s", "rate"])
+        for r in rows:
+            wr.writerow([r[0], r[1], f"{r[2]:.9g}", f"{r[3]:.6g}"])
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
@@ -675,6 +759,8 @@ if __name__ == "__main__":
         block_part()
     if "gemm" in parts:
         gemm_part()
+    if "moeops" in parts:
+        moeops_part()
     if "attnseq" in parts:
         attnseq_part()
     if "grouped_dsv3" in parts:
