@@ -21,6 +21,7 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
         "data-missing",
         Some("global_batch"),
     ),
+    ("mcore08_h100_weak_1.7B", "tool-limit", None),
     (
         "nemo2407_h100_Nemotron-340B_128gpu",
         "data-missing",
@@ -62,8 +63,9 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
     ),
 ];
 
-/// The same for `data/published_runs_2.csv`. The tool limits are what issue 16's other parts
-/// build (GPUs, model families, uneven pipeline stages); each is removed here as it is scored.
+/// The same for `data/published_runs_2.csv`. The tool limits are mechanisms autoplan lacks
+/// (a published plan the memory model puts out of memory, Megatron's layout counting the
+/// embedding and loss as pipeline layers); each is removed here as it is scored.
 const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
     ("deepseek_v3_pretrain_2048xH800", "tool-limit", None),
     (
@@ -71,42 +73,12 @@ const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
         "data-missing",
         Some("num_gpus"),
     ),
-    ("megascale_175b_megatron_256gpu_bs768", "tool-limit", None),
-    ("megascale_175b_megatron_768gpu_bs768", "tool-limit", None),
-    ("megascale_175b_megascale_256gpu_bs768", "tool-limit", None),
-    ("megascale_175b_megascale_768gpu_bs768", "tool-limit", None),
-    ("megascale_175b_megatron_3072gpu_bs6144", "tool-limit", None),
-    ("megascale_175b_megatron_8192gpu_bs6144", "tool-limit", None),
     (
-        "megascale_175b_megascale_3072gpu_bs6144",
-        "tool-limit",
-        None,
-    ),
-    (
-        "megascale_175b_megascale_8192gpu_bs6144",
-        "tool-limit",
-        None,
-    ),
-    ("gptneox_20b_96xA100", "tool-limit", None),
-    ("mlperf31_nvidia_gpt3_512xH100", "tool-limit", None),
-    ("mlperf31_nvidia_gpt3_4096xH100", "tool-limit", None),
-    ("bridge2511_gb200_LLAMA3_70B_64gpu_fp8", "tool-limit", None),
-    (
-        "bridge2511_gb200_DeepSeekV3_256gpu_bf16",
-        "tool-limit",
-        None,
-    ),
-    (
-        "bridge2511_b200_DeepSeekV3_256gpu_mxfp8",
-        "tool-limit",
-        None,
+        "bridge2511_gb200_LLAMA3_70B_64gpu_fp8",
+        "data-missing",
+        Some("recompute"),
     ),
     ("mzoo_gb200_mxfp8_qwen3_235b", "tool-limit", None),
-    ("mzoo_gb300_mxfp8_qwen3_235b", "tool-limit", None),
-    ("dsv3_gb200_guide_baseline", "tool-limit", None),
-    ("mpt_70b_512xh100", "tool-limit", None),
-    ("mpt_7b_512xh100", "tool-limit", None),
-    ("mpt_70b_64xa100", "tool-limit", None),
     (
         "mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32",
         "tool-limit",
@@ -174,7 +146,9 @@ fn check_pinned(file: &str, pinned: &[(&str, &str, Option<&str>)]) -> serde_json
 #[test]
 fn published_runs_skips_are_pinned() {
     let v = check_pinned("published_runs.csv", SKIPPED_1);
-    assert_eq!(v["rows"].as_array().unwrap().len(), 55);
+    // 54 scored: mcore08_h100_weak_1.7B is skipped since the row's model is built within 3% of
+    // its `params_b` or not at all (issue 16).
+    assert_eq!(v["rows"].as_array().unwrap().len(), 54);
     assert!(v["best_plan"].as_array().unwrap().is_empty());
 }
 

@@ -61,8 +61,10 @@ struct Degrees {
     dp: u32,
     /// Space-list indices of the [`DEGREE_KNOBS`].
     idx: [usize; 5],
-    /// ZeRO stages that differ here (only the first if nothing is data-parallel).
-    zero: usize,
+    /// Space-list indices of the sharding modes that differ here: all, or where nothing is
+    /// data-parallel the first one valid at these degrees (an HSDP shard group needs `dp·cp`
+    /// ranks to shard over: `Plan::check`; found by the oracle, `tests/oracle.rs`).
+    zeros: Vec<usize>,
     /// (schedule index, vpp index; `None` where the schedule has no virtual stages).
     schedules: Vec<(usize, Option<usize>)>,
     /// Allowed space-list indices per leaf knob, in [`Knob::LEAVES`] order (the rank order:
@@ -202,10 +204,11 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
         schedule: Schedule::OneF1B,
         moe: shape.experts > 0,
     };
-    let zero = if Knob::Zero.matters(&ctx) {
-        space.zero.len()
+    let zeros = if Knob::Zero.matters(&ctx) {
+        (0..space.zero.len()).collect()
     } else {
-        1
+        // Nothing to shard over: every mode without a shard group prices alike.
+        vec![space.zero.iter().position(|z| z.group == 0).unwrap_or(0)]
     };
     let mut schedules = Vec::new();
     if !Knob::Schedule.matters(&ctx) {
@@ -246,7 +249,7 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
         cp,
         dp,
         idx,
-        zero,
+        zeros,
         schedules,
         knobs,
         relevant,
@@ -472,7 +475,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             n *= deg.schedules.len() as u64;
         }
         if depth < Depth::Zero {
-            n *= deg.zero as u64;
+            n *= deg.zeros.len() as u64;
         }
         if depth < Depth::Recompute {
             n *= self.space.recompute.len() as u64;
@@ -568,7 +571,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             cp: deg.cp,
             dp: deg.dp,
             mbs: s.mbs[t.mbs],
-            zero: s.zero[0],
+            zero: s.zero[deg.zeros[0]],
             schedule: s.schedule[0],
             vpp: 1,
             ..Plan::default()
@@ -630,7 +633,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             + r.digit(Knob::Mbs, t.mbs);
         for (ir, &rc) in s.recompute.iter().enumerate() {
             (plan.recompute, plan.recompute_modules) = rc;
-            plan.zero = s.zero[0];
+            plan.zero = s.zero[deg.zeros[0]];
             plan.schedule = s.schedule[0];
             plan.vpp = 1;
             if self.cut(&plan, Depth::Recompute, deg, l) {
@@ -640,12 +643,12 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             for &(is, iv) in &deg.schedules {
                 plan.schedule = s.schedule[is];
                 plan.vpp = iv.map_or(1, |v| s.vpp[v]);
-                plan.zero = s.zero[0];
+                plan.zero = s.zero[deg.zeros[0]];
                 if self.cut(&plan, Depth::Schedule, deg, l) {
                     continue;
                 }
                 let k_s = k_rc + r.digit(Knob::Schedule, is) + r.vpp_digit(iv);
-                for iz in 0..deg.zero {
+                for &iz in &deg.zeros {
                     plan.zero = s.zero[iz];
                     if self.cut(&plan, Depth::Zero, deg, l) {
                         continue;
