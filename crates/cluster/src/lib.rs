@@ -491,6 +491,20 @@ impl GroupPlacement {
     pub fn of(gpus_per_node: u32, degrees: &[u32], in_group: &[bool]) -> GroupPlacement {
         let g = u64::from(gpus_per_node.max(1));
         let member = |i: usize| in_group.get(i).copied().unwrap_or(false);
+        // A group of one rank (every member degree 1: no CP, no EP, a dense model's expert
+        // groups) is one rank on one node whatever the grid: the evaluator asks for several
+        // on every plan.
+        if degrees
+            .iter()
+            .enumerate()
+            .all(|(i, &d)| d <= 1 || !member(i))
+        {
+            return GroupPlacement {
+                size: 1,
+                ranks_per_node: 1,
+                nodes: 1,
+            };
+        }
         let mut stride: u64 = 1;
         let mut size: u64 = 1;
         let mut per_node: u64 = 1;
