@@ -57,7 +57,20 @@ struct Stages {
 /// The thesis's run of `model` on `cluster` with global batch `batch`: the baseline
 /// (`replicas = None`: DeepSpeed) or the design with `R` redundant slots per GPU.
 /// `nodes` restricts the cluster to its first nodes (Table 2-1's 4 GPUs).
-fn predict(model: &str, cluster: &str, nodes: Option<u32>, batch: u32, r: Option<usize>) -> Stages {
+/// How the experts are placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Policy {
+    /// DeepSpeed-MoE: expert e on GPU e.
+    Baseline,
+    /// The thesis's design: `R` redundant slots per GPU, the copies placed and the tokens
+    /// routed for the all-to-all alone (replicas free, seed 004 §4.2.1).
+    Design(usize),
+    /// autoplan's `place-experts` with the same slots, its objective paying the copies'
+    /// gradient all-reduce (issue 22 item 1): replicas only where they save more than they cost.
+    Autoplan(usize),
+}
+
+fn predict(model: &str, cluster: &str, nodes: Option<u32>, batch: u32, policy: Policy) -> Stages {
     let spec = resolve_model(model).unwrap();
     let spec: ModelSpec = spec
         .with_training(Training {
@@ -107,9 +120,8 @@ fn predict(model: &str, cluster: &str, nodes: Option<u32>, batch: u32, r: Option
     // capacity; with the declared balance the dropless design sends the same rows).
     let demand = vec![tokens * moe.top_k as f64 / e as f64; p * e];
     let h = spec.hidden as f64;
-    let f = moe.expert_ffn_hidden as f64;
-    // GELU expert with biases: 2·h·f + f + h parameters, fp32 gradients.
-    let expert_grad = (2.0 * h * f + f + h) * FP32;
+    // One expert's fp32 gradient, all-reduced over its copies once per step.
+    let expert_grad = spec.routed_expert_params() * FP32;
     let inst = |slots: usize, sync: f64, objective: Objective| {
         let o = InstanceOptions {
             bytes_per_token: h * FP32,
@@ -119,21 +131,24 @@ fn predict(model: &str, cluster: &str, nodes: Option<u32>, batch: u32, r: Option
         };
         Instance::new(topo.clone(), e, slots, demand.clone(), o).unwrap()
     };
-    let placement: Placement = match r {
-        None => baseline::contiguous(&inst(1, 0.0, Objective::Synchronous)),
-        Some(r) => {
-            let ho = HeuristicOptions {
-                polish_max_vars: 0,
-                ..HeuristicOptions::default()
-            };
-            heuristic(&inst(1 + r, 0.0, DESIGN_OBJECTIVE), &ho).placement
-        }
+    let ho = HeuristicOptions {
+        polish_max_vars: 0,
+        ..HeuristicOptions::default()
     };
-    let slots = 1 + r.unwrap_or(0);
-    let m = evaluate_nearest(
-        &inst(slots, expert_grad, Objective::Synchronous),
-        &placement,
-    );
+    let (slots, placement): (usize, Placement) = match policy {
+        Policy::Baseline => (1, baseline::contiguous(&inst(1, 0.0, DESIGN_OBJECTIVE))),
+        Policy::Design(r) => (
+            1 + r,
+            heuristic(&inst(1 + r, 0.0, DESIGN_OBJECTIVE), &ho).placement,
+        ),
+        // The objective prices one round (dispatch + combine); a step runs two (forward and
+        // backward) per sync, so each round carries half the gradient.
+        Policy::Autoplan(r) => (
+            1 + r,
+            heuristic(&inst(1 + r, expert_grad / 2.0, DESIGN_OBJECTIVE), &ho).placement,
+        ),
+    };
+    let m = evaluate_nearest(&inst(slots, expert_grad, DESIGN_OBJECTIVE), &placement);
     let layers = spec.layers as f64 - moe.first_dense_layers as f64;
     let a2a_pass = layers * (m.dispatch_s + m.combine_s);
     let fwd = compute / 3.0 + a2a_pass;
@@ -235,13 +250,19 @@ fn stages_ms(s: &Stages) -> [f64; 4] {
 #[test]
 fn tables_5_1_to_5_3_directions_and_winners() {
     for row in ROWS {
-        let b = stages_ms(&predict(row.model, row.cluster, None, row.batch, None));
+        let b = stages_ms(&predict(
+            row.model,
+            row.cluster,
+            None,
+            row.batch,
+            Policy::Baseline,
+        ));
         let d = stages_ms(&predict(
             row.model,
             row.cluster,
             None,
             row.batch,
-            Some(row.replicas),
+            Policy::Design(row.replicas),
         ));
         let l = row.label;
         // Forward and backward: the design is faster (measured 1.5×–6.1×).
@@ -280,8 +301,12 @@ fn table_5_4() -> Vec<[f64; 4]> {
     TABLE_5_4
         .iter()
         .map(|&(r, _)| {
-            let rr = if r == 0 { None } else { Some(r) };
-            stages_ms(&predict("thesis-txl-94m", "thesis-4node", None, 40, rr))
+            let policy = if r == 0 {
+                Policy::Baseline
+            } else {
+                Policy::Design(r)
+            };
+            stages_ms(&predict("thesis-txl-94m", "thesis-4node", None, 40, policy))
         })
         .collect()
 }
@@ -316,7 +341,7 @@ const TABLE_2_1: [(&str, [f64; 2]); 3] = [
 fn table_2_1() -> Vec<Stages> {
     TABLE_2_1
         .iter()
-        .map(|(m, _)| predict(m, "thesis-4node", Some(2), 24, None))
+        .map(|(m, _)| predict(m, "thesis-4node", Some(2), 24, Policy::Baseline))
         .collect()
 }
 
@@ -346,6 +371,30 @@ fn table_2_1_all_to_all_share() {
     assert!(hi - lo <= 0.05, "{shares:?}");
 }
 
+/// Issue 22 item 1 on the thesis's runs: `place-experts` pricing the replicas' gradient sync
+/// never ends slower than DeepSpeed's placement (contiguous is one of its starts) nor than
+/// the thesis's design with the same slots (the design's placement is one it can reach; 1%
+/// slack for the local search).
+#[test]
+fn autoplan_placement_pays_for_replicas() {
+    let mut runs: Vec<(&str, &str, u32, usize)> = ROWS
+        .iter()
+        .map(|r| (r.model, r.cluster, r.batch, r.replicas))
+        .collect();
+    runs.extend([1, 2].map(|r| ("thesis-txl-94m", "thesis-4node", 40, r)));
+    for (model, cluster, batch, r) in runs {
+        let run = |p| predict(model, cluster, None, batch, p).overall;
+        let (b, d, a) = (
+            run(Policy::Baseline),
+            run(Policy::Design(r)),
+            run(Policy::Autoplan(r)),
+        );
+        let l = format!("{model} {cluster} b{batch} R{r}");
+        assert!(a <= b * (1.0 + 1e-9), "{l}: autoplan {a} vs baseline {b}");
+        assert!(a <= d * 1.01, "{l}: autoplan {a} vs design {d}");
+    }
+}
+
 fn speedup(b: f64, d: f64) -> String {
     format!("{:.2}×", b / d)
 }
@@ -354,21 +403,34 @@ fn speedup(b: f64, d: f64) -> String {
 #[test]
 fn print_tables() {
     println!("\n### Tables 5-1 to 5-3 (ms; predicted / measured)\n");
-    println!("| row | stage | baseline | design | speed-up |");
-    println!("|---|---|---|---|---|");
+    println!("| row | stage | baseline | design | speed-up | autoplan |");
+    println!("|---|---|---|---|---|---|");
     let names = ["Fwd MoE", "Bwd", "Grad sync", "Overall"];
     for row in ROWS {
-        let b = stages_ms(&predict(row.model, row.cluster, None, row.batch, None));
+        let b = stages_ms(&predict(
+            row.model,
+            row.cluster,
+            None,
+            row.batch,
+            Policy::Baseline,
+        ));
         let d = stages_ms(&predict(
             row.model,
             row.cluster,
             None,
             row.batch,
-            Some(row.replicas),
+            Policy::Design(row.replicas),
+        ));
+        let a = stages_ms(&predict(
+            row.model,
+            row.cluster,
+            None,
+            row.batch,
+            Policy::Autoplan(row.replicas),
         ));
         for k in 0..4 {
             println!(
-                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} |",
+                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} |",
                 row.label,
                 names[k],
                 b[k],
@@ -376,17 +438,18 @@ fn print_tables() {
                 d[k],
                 row.design[k],
                 speedup(b[k], d[k]),
-                speedup(row.base[k], row.design[k])
+                speedup(row.base[k], row.design[k]),
+                a[k]
             );
         }
     }
     println!("\n### Table 5-4 (ms; predicted / measured)\n");
-    println!("| replicas | Fwd MoE | Bwd | Grad sync | Overall | speed-up |");
-    println!("|---|---|---|---|---|---|");
+    println!("| replicas | Fwd MoE | Bwd | Grad sync | Overall | speed-up | autoplan |");
+    println!("|---|---|---|---|---|---|---|");
     let t = table_5_4();
     for (p, (r, m)) in t.iter().zip(&TABLE_5_4) {
         println!(
-            "| {r} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} |",
+            "| {r} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} |",
             p[0],
             m[0],
             p[1],
@@ -396,7 +459,8 @@ fn print_tables() {
             p[3],
             m[3],
             speedup(t[0][3], p[3]),
-            speedup(TABLE_5_4[0].1[3], m[3])
+            speedup(TABLE_5_4[0].1[3], m[3]),
+            ms(predict("thesis-txl-94m", "thesis-4node", None, 40, Policy::Autoplan(*r)).overall)
         );
     }
     println!("\n### Table 2-1 (ms; predicted / measured)\n");
