@@ -399,12 +399,28 @@ fn speedup(b: f64, d: f64) -> String {
     format!("{:.2}×", b / d)
 }
 
-/// Prints docs/thesis.md's tables (`-- --nocapture`).
+/// Prints `text` and keeps it.
+fn line(out: &mut String, text: impl AsRef<str>) {
+    let text = text.as_ref();
+    println!("{text}");
+    out.push_str(text);
+    out.push('\n');
+}
+
+/// Prints docs/thesis.md's tables (`-- --nocapture`) and checks that the manual carries
+/// them as generated.
 #[test]
-fn print_tables() {
-    println!("\n### Tables 5-1 to 5-3 (ms; predicted / measured)\n");
-    println!("| row | stage | baseline | design | speed-up | autoplan |");
-    println!("|---|---|---|---|---|---|");
+fn docs_show_the_generated_tables() {
+    let mut out = String::new();
+    line(
+        &mut out,
+        "\n### Tables 5-1 to 5-3 (ms; predicted / measured)\n",
+    );
+    line(
+        &mut out,
+        "| row | stage | baseline | design | speed-up | autoplan |",
+    );
+    line(&mut out, "|---|---|---|---|---|---|");
     let names = ["Fwd MoE", "Bwd", "Grad sync", "Overall"];
     for row in ROWS {
         let b = stages_ms(&predict(
@@ -429,26 +445,32 @@ fn print_tables() {
             Policy::Autoplan(row.replicas),
         ));
         for k in 0..4 {
-            println!(
-                "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} |",
-                row.label,
-                names[k],
-                b[k],
-                row.base[k],
-                d[k],
-                row.design[k],
-                speedup(b[k], d[k]),
-                speedup(row.base[k], row.design[k]),
-                a[k]
+            line(
+                &mut out,
+                format!(
+                    "| {} | {} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} |",
+                    row.label,
+                    names[k],
+                    b[k],
+                    row.base[k],
+                    d[k],
+                    row.design[k],
+                    speedup(b[k], d[k]),
+                    speedup(row.base[k], row.design[k]),
+                    a[k]
+                ),
             );
         }
     }
-    println!("\n### Table 5-4 (ms; predicted / measured)\n");
-    println!("| replicas | Fwd MoE | Bwd | Grad sync | Overall | speed-up | autoplan |");
-    println!("|---|---|---|---|---|---|---|");
+    line(&mut out, "\n### Table 5-4 (ms; predicted / measured)\n");
+    line(
+        &mut out,
+        "| replicas | Fwd MoE | Bwd | Grad sync | Overall | speed-up | autoplan |",
+    );
+    line(&mut out, "|---|---|---|---|---|---|---|");
     let t = table_5_4();
     for (p, (r, m)) in t.iter().zip(&TABLE_5_4) {
-        println!(
+        line(&mut out, format!(
             "| {r} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} |",
             p[0],
             m[0],
@@ -461,18 +483,32 @@ fn print_tables() {
             speedup(t[0][3], p[3]),
             speedup(TABLE_5_4[0].1[3], m[3]),
             ms(predict("thesis-txl-94m", "thesis-4node", None, 40, Policy::Autoplan(*r)).overall)
-        );
+        ));
     }
-    println!("\n### Table 2-1 (ms; predicted / measured)\n");
-    println!("| model | all-to-all | step | share |");
-    println!("|---|---|---|---|");
+    line(&mut out, "\n### Table 2-1 (ms; predicted / measured)\n");
+    line(&mut out, "| model | all-to-all | step | share |");
+    line(&mut out, "|---|---|---|---|");
     for (s, (m, [a2a, step])) in table_2_1().iter().zip(&TABLE_2_1) {
-        println!(
-            "| {m} | {:.0} / {a2a:.0} | {:.0} / {step:.0} | {:.1}% / {:.1}% |",
-            ms(s.a2a),
-            ms(s.overall),
-            100.0 * s.a2a / s.overall,
-            100.0 * a2a / step
+        line(
+            &mut out,
+            format!(
+                "| {m} | {:.0} / {a2a:.0} | {:.0} / {step:.0} | {:.1}% / {:.1}% |",
+                ms(s.a2a),
+                ms(s.overall),
+                100.0 * s.a2a / s.overall,
+                100.0 * a2a / step
+            ),
         );
     }
+    // Every table line generated above is in the manual, verbatim.
+    let doc = include_str!("../../../docs/thesis.md");
+    let stale: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with('|') && !doc.lines().any(|d| d == *l))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "docs/thesis.md is out of date (rerun `cargo test -p autoplan-evaluate --test thesis \
+         -- --nocapture` and paste its tables): {stale:#?}"
+    );
 }
