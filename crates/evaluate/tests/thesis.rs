@@ -36,9 +36,9 @@ const FP32: f64 = 4.0;
 
 /// The objective the design's placement is solved under: `place-experts`' default, the
 /// slowest rank's dispatch + combine (what a step waits for). The thesis's own Σ(α + V/β)
-/// (`Objective::Thesis`) does not see the busiest receiver: on 4 nodes it routes two nodes'
-/// tokens to one copy and its 1-replica forward is slower than the baseline's, against Table
-/// 5-4's measurement (docs/thesis.md).
+/// (`Objective::Thesis`) minimises the total link time, not the slowest rank's: on 4 nodes
+/// its 1-replica forward comes out slower than the baseline's, against Table 5-4's
+/// measurement (docs/thesis.md).
 const DESIGN_OBJECTIVE: Objective = Objective::Synchronous;
 
 /// One configuration's predicted stages, seconds per step.
