@@ -144,7 +144,8 @@ fn predict(model: &str, cluster: &str, nodes: Option<u32>, batch: u32, policy: P
             heuristic(&inst(1 + r, 0.0, DESIGN_OBJECTIVE), &ho).placement,
         ),
         // The objective prices one round (dispatch + combine); a step runs two (forward and
-        // backward) per sync, so each round carries half the gradient.
+        // backward) per sync, so each round carries half the gradient (`place-experts`'
+        // default `--rounds-per-step 2`).
         Policy::Autoplan(r) => (
             1 + r,
             heuristic(&inst(1 + r, expert_grad / 2.0, DESIGN_OBJECTIVE), &ho).placement,
