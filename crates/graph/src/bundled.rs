@@ -114,6 +114,30 @@ static BUNDLED: &[(&str, &str)] = &[
         "qwen3-30b-a3b",
         include_str!("../../../models/qwen3-30b-a3b.toml"),
     ),
+    (
+        "thesis-txl-12l-4e",
+        include_str!("../../../models/thesis-txl-12l-4e.toml"),
+    ),
+    (
+        "thesis-txl-145m",
+        include_str!("../../../models/thesis-txl-145m.toml"),
+    ),
+    (
+        "thesis-txl-24l-4e",
+        include_str!("../../../models/thesis-txl-24l-4e.toml"),
+    ),
+    (
+        "thesis-txl-45m",
+        include_str!("../../../models/thesis-txl-45m.toml"),
+    ),
+    (
+        "thesis-txl-8l-4e",
+        include_str!("../../../models/thesis-txl-8l-4e.toml"),
+    ),
+    (
+        "thesis-txl-94m",
+        include_str!("../../../models/thesis-txl-94m.toml"),
+    ),
 ];
 
 /// The bundled models as `(name, TOML text)`, sorted by name.
