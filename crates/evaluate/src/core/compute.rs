@@ -2,8 +2,11 @@
 //! the attention core and the memory-bound elementwise kernels, forward and backward. No
 //! communication (the parts' files) and no plan knob but the degrees.
 
-use autoplan_cost::compute::{attention_core_time_with, bytes_per_element, memory_bound_time_with};
-use autoplan_graph::{LayerKind, TpSplit};
+use autoplan_cost::compute::{
+    attention_bwd_time_with, attention_core_time_with, attention_fwd_time_with, bytes_per_element,
+    memory_bound_time_with, AttnCall,
+};
+use autoplan_graph::{LayerKind, ModelSpec, TpSplit};
 
 use super::classes::{Class, ClassId, G, NCLASS};
 use super::ctx::Ctx;
@@ -16,6 +19,44 @@ pub(super) const ACT: f64 = 2.0;
 /// TP rank: Korthikanti 2022 eq. 2, `sbh(10 + 24/t + ...)` of `34·sbh` → 10/34 of the
 /// elementwise traffic is not divided by `tp`.
 const NON_TP_ACT_FRACTION: f64 = 10.0 / 34.0;
+
+/// The attention core's kernel shapes, from the model (not the plan): its heads and head dims,
+/// and its blocks' kinds (full causal, sliding window) with their share of the blocks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AttnShape {
+    heads: f64,
+    d_qk: f64,
+    d_v: f64,
+    /// (share of the blocks, mean keys per query, most keys per query tile, masked edge tiles
+    /// per query tile) of each kind; a kind the model lacks has share 0.
+    kinds: [(f64, f64, f64, f64); 2],
+}
+
+impl AttnShape {
+    /// The attention blocks of `model`: causal ones attend to `s/2` keys on average and at
+    /// most `s`, with the diagonal tile (½) masked; windowed ones (`w < s`) to `w − w²/2s` and
+    /// at most `w`, with two edge tiles of half their work (1) (autoplan-cost's compute
+    /// module docs). The keys are the graph's (`ModelSpec::mean_keys`).
+    pub(super) fn of(model: &ModelSpec) -> AttnShape {
+        let s = model.training.seq_len as f64;
+        let layers = model.layers.max(1) as f64;
+        let kinds = model.attention_classes().map(|(n, b)| {
+            let keys = model.mean_keys(b);
+            match model.window {
+                Some(w) if model.is_windowed_block(b) && (w.tokens as f64) < s => {
+                    (n as f64 / layers, keys, w.tokens as f64, 1.0)
+                }
+                _ => (n as f64 / layers, keys, s, 0.5),
+            }
+        });
+        AttnShape {
+            heads: model.heads as f64,
+            d_qk: model.head_dim() as f64,
+            d_v: model.v_head_dim() as f64,
+            kinds,
+        }
+    }
+}
 
 /// Compute of one class for one micro-batch on one GPU (no communication).
 #[derive(Debug, Clone, Copy, Default)]
@@ -131,6 +172,50 @@ impl Evaluator {
         memory_bound_time_with(&self.gpu, &self.eff, bytes)
     }
 
+    /// The fused attention core of one micro-batch on one GPU, (forward, backward), as the
+    /// kernels run it (autoplan-cost's [`AttnCall`]): `mbs · heads / tp` problems per call.
+    /// Under CP a rank's work is its ring's `cp` steps (Megatron-Core's load-balanced chunks,
+    /// `cp.rs` module docs), each one call of its `s/cp` queries against `s/(2cp)` keys on
+    /// average: step 0 the local chunk pair under the block's mask, the others unmasked. Every
+    /// CP mode is priced so (the work per rank is the same; Ulysses and the all-gather run it
+    /// as fewer, longer calls whose tile losses differ by the per-call latency and the causal
+    /// tail): the compute reads no communication knob, as `floor.rs` requires.
+    fn flash_core(&self, x: &Ctx) -> (f64, f64) {
+        let a = &self.attn;
+        let problems = x.m_tok * x.cp / self.seq * a.heads / x.tp;
+        let q = self.seq / x.cp;
+        let (mut f, mut b) = (0.0, 0.0);
+        for (share, keys, max_keys, edge) in a.kinds {
+            if share <= 0.0 {
+                continue;
+            }
+            let first = AttnCall {
+                problems,
+                queries: q,
+                keys: keys / x.cp,
+                max_keys: max_keys / x.cp,
+                edge,
+                d_qk: a.d_qk,
+                d_v: a.d_v,
+            };
+            let fwd = |c: &AttnCall| {
+                attention_fwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+            };
+            let bwd = |c: &AttnCall| {
+                attention_bwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+            };
+            let (mut kf, mut kb) = (fwd(&first), bwd(&first));
+            if x.cp > 1.0 {
+                let step = AttnCall::full(problems, q, keys / x.cp, a.d_qk, a.d_v);
+                kf += (x.cp - 1.0) * fwd(&step);
+                kb += (x.cp - 1.0) * bwd(&step);
+            }
+            f += share * kf;
+            b += share * kb;
+        }
+        (f, b)
+    }
+
     /// Forward/backward/recompute compute of one class (no communication); `gemm`, when
     /// given, the class's forward GEMM time already known.
     fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> ComputeCost {
@@ -142,14 +227,9 @@ impl Evaluator {
             let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
             match self.opts.attention {
                 AttentionKernel::Flash => {
-                    core_f = attention_core_time_with(
-                        &self.gpu,
-                        &self.eff,
-                        causal,
-                        io,
-                        self.attn_precision,
-                    );
-                    core_b = self.eff.attn_bwd * core_f;
+                    let (f, b) = self.flash_core(x);
+                    core_f = f.max(memory_bound_time_with(&self.gpu, &self.eff, io));
+                    core_b = b.max(memory_bound_time_with(&self.gpu, &self.eff, 2.0 * io));
                 }
                 AttentionKernel::Unfused => {
                     // The full s×s scores are computed, masked, soft-maxed and stored.
