@@ -51,7 +51,8 @@
 //!
 //! `k̄` is the mean keys a query attends to (`s/2` causal, `s` full, `w − w²/2s` in a window
 //! `w`), `k_max` the most any query tile attends to, `edge` the key tiles per query tile run
-//! whole but masked in part (½ causal, 1 in a window: its two edges, 0 full). The SMs take
+//! whole but masked in part (½ causal: the diagonal; `1 − w/2s` in a window: the diagonal
+//! and, past the first `w` tokens, the window's lower edge; 0 full). The SMs take
 //! the CTAs in grid order as they free up: uniform CTAs (full attention) fill the waves, while
 //! CTAs whose work spreads from nothing to `k_max` (causal) leave the SMs finishing their last
 //! ones over that spread, on average `k_max − k̄` after the mean (the term `(k_max − k̄)/B`),
@@ -505,7 +506,8 @@ pub struct AttnCall {
     /// Keys of the query tile that attends to the most (causal and full: `s`; window: `w`).
     pub max_keys: f64,
     /// Key tiles per query tile computed whole but masked in part: ½ causal (the diagonal
-    /// tile), 1 in a window (its two edges), 0 full.
+    /// tile), `1 − w/2s` in a window (the diagonal, and the lower edge past the first `w`
+    /// tokens), 0 full.
     pub edge: f64,
     /// Query/key and value head dims (MLA: 192 and 128).
     pub d_qk: f64,
@@ -642,6 +644,7 @@ pub fn attention_core_time_with(
 mod tests {
     use super::*;
     use crate::calibration::{gpu_a100, gpu_h100};
+    use autoplan_cluster::Gpu;
 
     #[test]
     fn wave_utilisation_hand_computed() {
@@ -752,5 +755,114 @@ mod tests {
         ] {
             assert!(t(m, n, k) >= 2.0 * m * n * k / (989e12 * e.gemm_eff_max));
         }
+    }
+
+    /// Useful FLOP/s of a forward call.
+    fn attn_eff(g: &Gpu, c: &AttnCall) -> f64 {
+        c.flops() / attention_fwd_time(g, c, 0.0, Precision::Bf16)
+    }
+
+    #[test]
+    fn attention_rate_never_falls_as_the_sequence_grows() {
+        // Longer sequences amortise the kernel's latency, the masked edge tiles and the tail of
+        // its last wave: at a fixed head dim and head count the rate never falls (module docs).
+        let g = gpu_h100("H100", GpuArch::H100);
+        for (dq, dv) in [(64.0, 64.0), (128.0, 128.0), (192.0, 128.0)] {
+            for p in [1.0, 8.0, 16.0, 64.0, 512.0] {
+                let (mut last_c, mut last_f) = (0.0, 0.0);
+                for i in 1..=400 {
+                    let s = 256.0 * i as f64;
+                    let c = attn_eff(&g, &AttnCall::causal(p, s, dq, dv));
+                    let f = attn_eff(&g, &AttnCall::full(p, s, s, dq, dv));
+                    assert!(c >= last_c * (1.0 - 1e-12), "causal {p} × {s}, d {dq}");
+                    assert!(f >= last_f * (1.0 - 1e-12), "full {p} × {s}, d {dq}");
+                    (last_c, last_f) = (c, f);
+                }
+            }
+        }
+        // And the asymptote is the table's rate at head dim 128: attn_rate of the GEMM rate.
+        let e = arch_efficiency(GpuArch::H100);
+        let big = attn_eff(&g, &AttnCall::full(64.0, 131072.0, 131072.0, 128.0, 128.0));
+        let want = 989e12 * e.gemm_eff_max * e.attn_rate;
+        assert!((big / want - 1.0).abs() < 0.01, "{big} vs {want}");
+    }
+
+    #[test]
+    fn attention_head_dim_raises_the_rate() {
+        let g = gpu_h100("H100", GpuArch::H100);
+        let r = |d: f64| attn_eff(&g, &AttnCall::full(64.0, 65536.0, 65536.0, d, d));
+        assert!(r(64.0) < r(128.0) && r(128.0) < r(256.0));
+        // Not measured elsewhere: no head-dim effect on A100.
+        let a = gpu_a100();
+        let ra = |d: f64| attn_eff(&a, &AttnCall::full(64.0, 65536.0, 65536.0, d, d));
+        assert!((ra(64.0) / ra(128.0) - 1.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn causal_never_costs_more_than_full_and_backward_more_than_forward() {
+        for g in [gpu_h100("H100", GpuArch::H100), gpu_a100()] {
+            for p in [1.0, 12.0, 64.0] {
+                for s in [512.0, 2048.0, 8192.0, 32768.0, 131072.0] {
+                    let c = AttnCall::causal(p, s, 128.0, 128.0);
+                    let f = AttnCall::full(p, s, s, 128.0, 128.0);
+                    let tc = attention_fwd_time(&g, &c, 0.0, Precision::Bf16);
+                    let tf = attention_fwd_time(&g, &f, 0.0, Precision::Bf16);
+                    // Causal skips the upper triangle, but within one wave of CTAs both last as
+                    // long as their longest CTA, and the causal one runs its diagonal tile
+                    // masked (½ tile more): measured 7% slower than full at 8 heads × 1–2K
+                    // tokens, one wave (results/h100/attention_seq.csv); never slower beyond.
+                    let one_wave = p * s / 128.0 <= 132.0;
+                    let tol = if one_wave { 1.0 + 64.0 / s } else { 1.0 };
+                    assert!(tc <= tf * tol, "{p} × {s}: causal {tc} > full {tf}");
+                    // Long and wide: causal tends to half of full (the skipped upper triangle).
+                    if s >= 131072.0 && p >= 12.0 {
+                        assert!(tc / tf < 0.52, "{p} × {s}: {}", tc / tf);
+                    }
+                    for call in [c, f] {
+                        let b = attention_bwd_time(&g, &call, 0.0, Precision::Bf16);
+                        assert!(b > 2.0 * attention_fwd_time(&g, &call, 0.0, Precision::Bf16));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_causal_calls_cost_their_longest_cta() {
+        // 8 heads × 2K tokens: 128 CTAs on 132 SMs, one wave; the causal kernel lasts as long as
+        // its last query tile, 16 key tiles — as long as the full one (measured: 32.5 µs causal,
+        // 30.4 µs full, results/h100/attention_seq.csv).
+        let g = gpu_h100("H100", GpuArch::H100);
+        let c = attention_fwd_time(&g, &AttnCall::causal(8.0, 2048.0, 128.0, 128.0), 0.0, Precision::Bf16);
+        let f = attention_fwd_time(
+            &g,
+            &AttnCall::full(8.0, 2048.0, 2048.0, 128.0, 128.0),
+            0.0,
+            Precision::Bf16,
+        );
+        assert!((c / f - 1.0).abs() < 0.05, "{c} {f}");
+    }
+
+    #[test]
+    fn windowed_attention_costs_its_window_not_the_sequence() {
+        // A window w ≪ s: work ∝ s·w, so doubling s doubles the time (up to the latency).
+        let g = gpu_h100("H100", GpuArch::H100);
+        let w = 4096.0;
+        let call = |s: f64| AttnCall {
+            problems: 8.0,
+            queries: s,
+            keys: w - w * w / (2.0 * s),
+            max_keys: w,
+            edge: 1.0 - w / (2.0 * s),
+            d_qk: 128.0,
+            d_v: 128.0,
+        };
+        let t = |s: f64| attention_fwd_time(&g, &call(s), 0.0, Precision::Bf16);
+        let lat = arch_efficiency(GpuArch::H100).gemm_latency;
+        let r = (t(262144.0) - lat) / (t(131072.0) - lat);
+        assert!((r - 2.0).abs() < 0.02, "{r}");
+        // And far below the full causal call of the same sequence.
+        let full = attention_fwd_time(&g, &AttnCall::causal(8.0, 131072.0, 128.0, 128.0), 0.0, Precision::Bf16);
+        assert!(t(131072.0) < 0.1 * full);
     }
 }

@@ -35,8 +35,9 @@ pub(super) struct AttnShape {
 impl AttnShape {
     /// The attention blocks of `model`: causal ones attend to `s/2` keys on average and at
     /// most `s`, with the diagonal tile (½) masked; windowed ones (`w < s`) to `w − w²/2s` and
-    /// at most `w`, with two edge tiles of half their work (1) (autoplan-cost's compute
-    /// module docs). The keys are the graph's (`ModelSpec::mean_keys`).
+    /// at most `w`, with the diagonal tile (½) and, for the `1 − w/s` of the query tiles past
+    /// the first `w` tokens, the window's lower edge (½) masked: `1 − w/2s` (autoplan-cost's
+    /// compute module docs). The keys are the graph's (`ModelSpec::mean_keys`).
     pub(super) fn of(model: &ModelSpec) -> AttnShape {
         let s = model.training.seq_len as f64;
         let layers = model.layers.max(1) as f64;
@@ -44,7 +45,8 @@ impl AttnShape {
             let keys = model.mean_keys(b);
             match model.window {
                 Some(w) if model.is_windowed_block(b) && (w.tokens as f64) < s => {
-                    (n as f64 / layers, keys, w.tokens as f64, 1.0)
+                    let w = w.tokens as f64;
+                    (n as f64 / layers, keys, w, 1.0 - w / (2.0 * s))
                 }
                 _ => (n as f64 / layers, keys, s, 0.5),
             }
@@ -205,6 +207,13 @@ impl Evaluator {
                 attention_bwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
             };
             let (mut kf, mut kb) = (fwd(&first), bwd(&first));
+            if max_keys < self.seq {
+                // A window's key tiles are a subset of the causal kernel's: never slower (the
+                // continuous tile count overstates the edges when `w` is within a tile of `s`).
+                let causal = AttnCall::causal(problems, q, a.d_qk, a.d_v);
+                kf = kf.min(fwd(&causal));
+                kb = kb.min(bwd(&causal));
+            }
             if x.cp > 1.0 {
                 let step = AttnCall::full(problems, q, keys / x.cp, a.d_qk, a.d_v);
                 kf += (x.cp - 1.0) * fwd(&step);
