@@ -833,7 +833,12 @@ mod tests {
         // its last query tile, 16 key tiles — as long as the full one (measured: 32.5 µs causal,
         // 30.4 µs full, results/h100/attention_seq.csv).
         let g = gpu_h100("H100", GpuArch::H100);
-        let c = attention_fwd_time(&g, &AttnCall::causal(8.0, 2048.0, 128.0, 128.0), 0.0, Precision::Bf16);
+        let c = attention_fwd_time(
+            &g,
+            &AttnCall::causal(8.0, 2048.0, 128.0, 128.0),
+            0.0,
+            Precision::Bf16,
+        );
         let f = attention_fwd_time(
             &g,
             &AttnCall::full(8.0, 2048.0, 2048.0, 128.0, 128.0),
@@ -862,7 +867,12 @@ mod tests {
         let r = (t(262144.0) - lat) / (t(131072.0) - lat);
         assert!((r - 2.0).abs() < 0.02, "{r}");
         // And far below the full causal call of the same sequence.
-        let full = attention_fwd_time(&g, &AttnCall::causal(8.0, 131072.0, 128.0, 128.0), 0.0, Precision::Bf16);
+        let full = attention_fwd_time(
+            &g,
+            &AttnCall::causal(8.0, 131072.0, 128.0, 128.0),
+            0.0,
+            Precision::Bf16,
+        );
         assert!(t(131072.0) < 0.1 * full);
     }
 }

@@ -194,10 +194,7 @@ fn attention_rows() -> Vec<Attn> {
             },
             fwd: f(&r, "fwd_s"),
             bwd: f(&r, "bwd_s"),
-            what: format!(
-                "{} {s} d {dq}/{dv}",
-                if causal { "causal" } else { "full" }
-            ),
+            what: format!("{} {s} d {dq}/{dv}", if causal { "causal" } else { "full" }),
         });
     }
     out
@@ -221,7 +218,10 @@ fn isolated(e: &ArchEfficiency) -> ArchEfficiency {
 /// The `attn_rate` each row needs (the rest of the form as `e` has it).
 fn implied_rate(e: &ArchEfficiency, a: &Attn) -> f64 {
     let gpu = gpu_h100("H100", GpuArch::H100);
-    let unit = ArchEfficiency { attn_rate: 1.0, ..*e };
+    let unit = ArchEfficiency {
+        attn_rate: 1.0,
+        ..*e
+    };
     let t = attention_fwd_time_with(&gpu, &unit, &a.call, 0.0, Precision::Bf16);
     (t - e.gemm_latency) / (a.fwd - e.gemm_latency)
 }
@@ -325,6 +325,10 @@ fn hopper_attention_form_reproduces_the_probe() {
         }
     }
     let (mf, mb) = (sf / nf as f64, sb / nb as f64);
-    eprintln!("mean |error| forward {:.1}%, backward (≥ 8K) {:.1}%", mf * 100.0, mb * 100.0);
+    eprintln!(
+        "mean |error| forward {:.1}%, backward (≥ 8K) {:.1}%",
+        mf * 100.0,
+        mb * 100.0
+    );
     assert!(mf <= 0.08 && mb <= 0.10, "forward {mf}, backward {mb}");
 }

@@ -311,3 +311,91 @@ impl Evaluator {
         !(id == ClassId::Moe && self.experts == 0.0 || id == ClassId::Mtp && self.mtp == 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use autoplan_cluster::{resolve_cluster, Precision};
+    use autoplan_cost::compute::{attention_bwd_time, attention_fwd_time, AttnCall};
+    use autoplan_graph::{resolve_model, ModelSpec, SlidingWindow};
+    use autoplan_plan::Plan;
+
+    use crate::core::Evaluator;
+    use crate::EvalOptions;
+
+    fn llama(seq: u32) -> ModelSpec {
+        let mut m = resolve_model("llama3-8b").expect("bundled");
+        m.training.seq_len = seq;
+        m.training.global_batch = 64;
+        m
+    }
+
+    fn core(m: &ModelSpec, tp: u32, cp: u32) -> (f64, f64) {
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let ev = Evaluator::new(m, &c, EvalOptions::default());
+        let plan = Plan {
+            tp,
+            cp,
+            dp: 64 / (tp * cp),
+            sp: tp > 1,
+            ..Plan::default()
+        };
+        ev.flash_core(&ev.ctx(&plan))
+    }
+
+    #[test]
+    fn a_cp_rank_runs_its_rings_steps_as_calls() {
+        // Llama-3-8B (32 heads, head dim 128), 128K tokens, tp 4: 8 heads per GPU. cp 4: the
+        // local causal pair of chunks (32K queries) and 3 unmasked steps of 32K queries
+        // against 16K keys on average (cp.rs module docs).
+        let g = resolve_cluster("h100x256").expect("bundled").gpu;
+        let p = Precision::Bf16;
+        let (f, b) = core(&llama(131072), 4, 4);
+        let first = AttnCall::causal(8.0, 32768.0, 128.0, 128.0);
+        let step = AttnCall::full(8.0, 32768.0, 16384.0, 128.0, 128.0);
+        let want_f =
+            attention_fwd_time(&g, &first, 0.0, p) + 3.0 * attention_fwd_time(&g, &step, 0.0, p);
+        let want_b =
+            attention_bwd_time(&g, &first, 0.0, p) + 3.0 * attention_bwd_time(&g, &step, 0.0, p);
+        assert!((f / want_f - 1.0).abs() < 1e-12 && (b / want_b - 1.0).abs() < 1e-12);
+        // Without CP: one causal call over the sequence.
+        let (f1, _) = core(&llama(131072), 4, 1);
+        let whole = attention_fwd_time(&g, &AttnCall::causal(8.0, 131072.0, 128.0, 128.0), 0.0, p);
+        assert!((f1 / whole - 1.0).abs() < 1e-12);
+        // The causal work splits evenly (load balancing), and the shards' calls run at their
+        // own (per-shard) rate: a little over a quarter of the whole, never under.
+        assert!(f >= f1 / 4.0 && f < 1.05 * f1 / 4.0, "{f} vs {}", f1 / 4.0);
+        // Short shards pay more: 8K tokens over cp 8 (1K per rank) lose to their tiles.
+        let (f8, _) = core(&llama(8192), 1, 8);
+        let (f8_1, _) = core(&llama(8192), 1, 1);
+        assert!(f8 > 1.2 * f8_1 / 8.0, "{f8} vs {}", f8_1 / 8.0);
+    }
+
+    #[test]
+    fn a_sliding_window_costs_its_window() {
+        // Every block windowed at 4K: work ∝ s·w, so doubling the sequence doubles the core
+        // (causal: ×4).
+        let win = |seq| {
+            let mut m = llama(seq);
+            m.window = Some(SlidingWindow {
+                tokens: 4096,
+                full_every: 0,
+            });
+            core(&m, 1, 1).0
+        };
+        let r = win(65536) / win(32768);
+        assert!((r - 2.0).abs() < 0.1, "windowed ×{r}");
+        let r = core(&llama(65536), 1, 1).0 / core(&llama(32768), 1, 1).0;
+        assert!((r - 4.0).abs() < 0.2, "causal ×{r}");
+        // Half the blocks windowed (gpt-oss's alternation): between the two.
+        let mut half = llama(65536);
+        half.window = Some(SlidingWindow {
+            tokens: 4096,
+            full_every: 2,
+        });
+        let (h, w, c) = (core(&half, 1, 1).0, win(65536), core(&llama(65536), 1, 1).0);
+        assert!((h - 0.5 * (w + c)).abs() / h < 1e-9, "{h} {w} {c}");
+    }
+}
