@@ -4,7 +4,9 @@
 
 use autoplan_cluster::{Cluster, Precision};
 use autoplan_cost::calibration::dgx_a100;
-use autoplan_cost::compute::{attention_core_time, gemm_time, memory_bound_time};
+use autoplan_cost::compute::{
+    attention_bwd_time, attention_fwd_time, gemm_time, memory_bound_time, AttnCall,
+};
 use autoplan_cost::{AlgoMode, Collective, CostModel};
 use autoplan_evaluate::Pass;
 use autoplan_evaluate::{AttentionFlops, CommKind, EvalOptions, Evaluator, Infeasible};
@@ -118,10 +120,15 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
     let gemm = |n: f64, k: f64| gemm_time(g, 2.0 * t * n * k, t, n, k, p);
     let mem = |bytes_per_token: f64| memory_bound_time(g, 2.0 * bytes_per_token * t);
     // Attention: q, k, v (h → h each) launched as one fused h → 3h GEMM (Megatron's
-    // linear_qkv), o (h → h); core: causal a·(d+d)·s per token; stored activations
+    // linear_qkv), o (h → h); core: one causal call of 8 heads × 512 tokens, head dim 64
+    // (forward and backward as autoplan-cost prices the kernel); stored activations
     // (Korthikanti 11h + dropout mask h at 16 bits = 13h bytes per token).
     let attn_gemm = gemm(3.0 * h, h) + gemm(h, h);
-    let core = attention_core_time(g, 8.0 * 128.0 * 512.0 * t, (2.0 * h + 2.0 * h) * t * 2.0, p);
+    let call = AttnCall::causal(8.0, t, 64.0, 64.0);
+    assert_eq!(call.flops(), 8.0 * 128.0 * 512.0 * t);
+    let io = (2.0 * h + 2.0 * h) * t * 2.0;
+    let core = attention_fwd_time(g, &call, io, p);
+    let core_bwd = attention_bwd_time(g, &call, io, p);
     let attn_mem = mem(13.0 * h);
     // MLP: fc1 h → 4h, fc2 4h → h; stored 2·2h + 2·2·4h + h = 21h bytes per token.
     let mlp_gemm = gemm(4.0 * h, h) + gemm(h, 4.0 * h);
@@ -139,7 +146,7 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
         + head_mem
         + ce;
     let bwd = 2.0 * (emb + norm + head_gemm + head_mem + ce)
-        + 2.0 * (2.0 * attn_gemm + 2.5 * core + 2.0 * attn_mem + 2.0 * mlp_gemm + 2.0 * mlp_mem);
+        + 2.0 * (2.0 * attn_gemm + core_bwd + 2.0 * attn_mem + 2.0 * mlp_gemm + 2.0 * mlp_mem);
     let params = m.total_params();
     let cm = CostModel::new(&c);
     let dp_group = c.group_placement(&[1, 1, 16, 1], &[false, false, true, false]);

@@ -2,8 +2,11 @@
 //! the attention core and the memory-bound elementwise kernels, forward and backward. No
 //! communication (the parts' files) and no plan knob but the degrees.
 
-use autoplan_cost::compute::{attention_core_time_with, bytes_per_element, memory_bound_time_with};
-use autoplan_graph::{LayerKind, TpSplit};
+use autoplan_cost::compute::{
+    attention_bwd_time_with, attention_core_time_with, attention_fwd_time_with, bytes_per_element,
+    memory_bound_time_with, AttnCall,
+};
+use autoplan_graph::{LayerKind, ModelSpec, TpSplit};
 
 use super::classes::{Class, ClassId, G, NCLASS};
 use super::ctx::Ctx;
@@ -16,6 +19,46 @@ pub(super) const ACT: f64 = 2.0;
 /// TP rank: Korthikanti 2022 eq. 2, `sbh(10 + 24/t + ...)` of `34·sbh` → 10/34 of the
 /// elementwise traffic is not divided by `tp`.
 const NON_TP_ACT_FRACTION: f64 = 10.0 / 34.0;
+
+/// The attention core's kernel shapes, from the model (not the plan): its heads and head dims,
+/// and its blocks' kinds (full causal, sliding window) with their share of the blocks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AttnShape {
+    heads: f64,
+    d_qk: f64,
+    d_v: f64,
+    /// (share of the blocks, mean keys per query, most keys per query tile, masked edge tiles
+    /// per query tile) of each kind; a kind the model lacks has share 0.
+    kinds: [(f64, f64, f64, f64); 2],
+}
+
+impl AttnShape {
+    /// The attention blocks of `model`: causal ones attend to `s/2` keys on average and at
+    /// most `s`, with the diagonal tile (½) masked; windowed ones (`w < s`) to `w − w²/2s` and
+    /// at most `w`, with the diagonal tile (½) and, for the `1 − w/s` of the query tiles past
+    /// the first `w` tokens, the window's lower edge (½) masked: `1 − w/2s` (autoplan-cost's
+    /// compute module docs). The keys are the graph's (`ModelSpec::mean_keys`).
+    pub(super) fn of(model: &ModelSpec) -> AttnShape {
+        let s = model.training.seq_len as f64;
+        let layers = model.layers.max(1) as f64;
+        let kinds = model.attention_classes().map(|(n, b)| {
+            let keys = model.mean_keys(b);
+            match model.window {
+                Some(w) if model.is_windowed_block(b) && (w.tokens as f64) < s => {
+                    let w = w.tokens as f64;
+                    (n as f64 / layers, keys, w, 1.0 - w / (2.0 * s))
+                }
+                _ => (n as f64 / layers, keys, s, 0.5),
+            }
+        });
+        AttnShape {
+            heads: model.heads as f64,
+            d_qk: model.head_dim() as f64,
+            d_v: model.v_head_dim() as f64,
+            kinds,
+        }
+    }
+}
 
 /// Compute of one class for one micro-batch on one GPU (no communication).
 #[derive(Debug, Clone, Copy, Default)]
@@ -131,6 +174,57 @@ impl Evaluator {
         memory_bound_time_with(&self.gpu, &self.eff, bytes)
     }
 
+    /// The fused attention core of one micro-batch on one GPU, (forward, backward), as the
+    /// kernels run it (autoplan-cost's [`AttnCall`]): `mbs · heads / tp` problems per call.
+    /// Under CP a rank's work is its ring's `cp` steps (Megatron-Core's load-balanced chunks,
+    /// `cp.rs` module docs), each one call of its `s/cp` queries against `s/(2cp)` keys on
+    /// average: step 0 the local chunk pair under the block's mask, the others unmasked. Every
+    /// CP mode is priced so (the work per rank is the same; Ulysses and the all-gather run it
+    /// as fewer, longer calls whose tile losses differ by the per-call latency and the causal
+    /// tail): the compute reads no communication knob, as `floor.rs` requires.
+    fn flash_core(&self, x: &Ctx) -> (f64, f64) {
+        let a = &self.attn;
+        let problems = x.m_tok * x.cp / self.seq * a.heads / x.tp;
+        let q = self.seq / x.cp;
+        let (mut f, mut b) = (0.0, 0.0);
+        for (share, keys, max_keys, edge) in a.kinds {
+            if share <= 0.0 {
+                continue;
+            }
+            let first = AttnCall {
+                problems,
+                queries: q,
+                keys: keys / x.cp,
+                max_keys: max_keys / x.cp,
+                edge,
+                d_qk: a.d_qk,
+                d_v: a.d_v,
+            };
+            let fwd = |c: &AttnCall| {
+                attention_fwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+            };
+            let bwd = |c: &AttnCall| {
+                attention_bwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+            };
+            let (mut kf, mut kb) = (fwd(&first), bwd(&first));
+            if max_keys < self.seq {
+                // A window's key tiles are a subset of the causal kernel's: never slower (the
+                // continuous tile count overstates the edges when `w` is within a tile of `s`).
+                let causal = AttnCall::causal(problems, q, a.d_qk, a.d_v);
+                kf = kf.min(fwd(&causal));
+                kb = kb.min(bwd(&causal));
+            }
+            if x.cp > 1.0 {
+                let step = AttnCall::full(problems, q, keys / x.cp, a.d_qk, a.d_v);
+                kf += (x.cp - 1.0) * fwd(&step);
+                kb += (x.cp - 1.0) * bwd(&step);
+            }
+            f += share * kf;
+            b += share * kb;
+        }
+        (f, b)
+    }
+
     /// Forward/backward/recompute compute of one class (no communication); `gemm`, when
     /// given, the class's forward GEMM time already known.
     fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> ComputeCost {
@@ -142,14 +236,9 @@ impl Evaluator {
             let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
             match self.opts.attention {
                 AttentionKernel::Flash => {
-                    core_f = attention_core_time_with(
-                        &self.gpu,
-                        &self.eff,
-                        causal,
-                        io,
-                        self.attn_precision,
-                    );
-                    core_b = self.eff.attn_bwd * core_f;
+                    let (f, b) = self.flash_core(x);
+                    core_f = f.max(memory_bound_time_with(&self.gpu, &self.eff, io));
+                    core_b = b.max(memory_bound_time_with(&self.gpu, &self.eff, 2.0 * io));
                 }
                 AttentionKernel::Unfused => {
                     // The full s×s scores are computed, masked, soft-maxed and stored.
@@ -220,5 +309,93 @@ impl Evaluator {
     #[inline]
     pub(super) fn has_class(&self, id: ClassId) -> bool {
         !(id == ClassId::Moe && self.experts == 0.0 || id == ClassId::Mtp && self.mtp == 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use autoplan_cluster::{resolve_cluster, Precision};
+    use autoplan_cost::compute::{attention_bwd_time, attention_fwd_time, AttnCall};
+    use autoplan_graph::{resolve_model, ModelSpec, SlidingWindow};
+    use autoplan_plan::Plan;
+
+    use crate::core::Evaluator;
+    use crate::EvalOptions;
+
+    fn llama(seq: u32) -> ModelSpec {
+        let mut m = resolve_model("llama3-8b").expect("bundled");
+        m.training.seq_len = seq;
+        m.training.global_batch = 64;
+        m
+    }
+
+    fn core(m: &ModelSpec, tp: u32, cp: u32) -> (f64, f64) {
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let ev = Evaluator::new(m, &c, EvalOptions::default());
+        let plan = Plan {
+            tp,
+            cp,
+            dp: 64 / (tp * cp),
+            sp: tp > 1,
+            ..Plan::default()
+        };
+        ev.flash_core(&ev.ctx(&plan))
+    }
+
+    #[test]
+    fn a_cp_rank_runs_its_rings_steps_as_calls() {
+        // Llama-3-8B (32 heads, head dim 128), 128K tokens, tp 4: 8 heads per GPU. cp 4: the
+        // local causal pair of chunks (32K queries) and 3 unmasked steps of 32K queries
+        // against 16K keys on average (cp.rs module docs).
+        let g = resolve_cluster("h100x256").expect("bundled").gpu;
+        let p = Precision::Bf16;
+        let (f, b) = core(&llama(131072), 4, 4);
+        let first = AttnCall::causal(8.0, 32768.0, 128.0, 128.0);
+        let step = AttnCall::full(8.0, 32768.0, 16384.0, 128.0, 128.0);
+        let want_f =
+            attention_fwd_time(&g, &first, 0.0, p) + 3.0 * attention_fwd_time(&g, &step, 0.0, p);
+        let want_b =
+            attention_bwd_time(&g, &first, 0.0, p) + 3.0 * attention_bwd_time(&g, &step, 0.0, p);
+        assert!((f / want_f - 1.0).abs() < 1e-12 && (b / want_b - 1.0).abs() < 1e-12);
+        // Without CP: one causal call over the sequence.
+        let (f1, _) = core(&llama(131072), 4, 1);
+        let whole = attention_fwd_time(&g, &AttnCall::causal(8.0, 131072.0, 128.0, 128.0), 0.0, p);
+        assert!((f1 / whole - 1.0).abs() < 1e-12);
+        // The causal work splits evenly (load balancing), and the shards' calls run at their
+        // own (per-shard) rate: a little over a quarter of the whole, never under.
+        assert!(f >= f1 / 4.0 && f < 1.05 * f1 / 4.0, "{f} vs {}", f1 / 4.0);
+        // Short shards pay more: 8K tokens over cp 8 (1K per rank) lose to their tiles.
+        let (f8, _) = core(&llama(8192), 1, 8);
+        let (f8_1, _) = core(&llama(8192), 1, 1);
+        assert!(f8 > 1.2 * f8_1 / 8.0, "{f8} vs {}", f8_1 / 8.0);
+    }
+
+    #[test]
+    fn a_sliding_window_costs_its_window() {
+        // Every block windowed at 4K: work ∝ s·w, so doubling the sequence doubles the core
+        // (causal: ×4).
+        let win = |seq| {
+            let mut m = llama(seq);
+            m.window = Some(SlidingWindow {
+                tokens: 4096,
+                full_every: 0,
+            });
+            core(&m, 1, 1).0
+        };
+        let r = win(65536) / win(32768);
+        assert!((r - 2.0).abs() < 0.1, "windowed ×{r}");
+        let r = core(&llama(65536), 1, 1).0 / core(&llama(32768), 1, 1).0;
+        assert!((r - 4.0).abs() < 0.2, "causal ×{r}");
+        // Half the blocks windowed (gpt-oss's alternation): between the two.
+        let mut half = llama(65536);
+        half.window = Some(SlidingWindow {
+            tokens: 4096,
+            full_every: 2,
+        });
+        let (h, w, c) = (core(&half, 1, 1).0, win(65536), core(&llama(65536), 1, 1).0);
+        assert!((h - 0.5 * (w + c)).abs() / h < 1e-9, "{h} {w} {c}");
     }
 }

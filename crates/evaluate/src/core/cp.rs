@@ -11,7 +11,9 @@
 //! FLOPs per token of the whole sequence), and every ring step the same: step 0 is the local
 //! causal pair of chunks (2 chunk² of scores), each later step either both local query chunks
 //! against the first remote chunk or the second local chunk against both (2 chunk² again). So
-//! a ring of `n` ranks splits the attention core into `n` equal steps.
+//! a ring of `n` ranks splits the attention core into `n` equal steps, which the compute prices
+//! as `n` kernel calls of `s/cp` queries at the per-shard tile efficiency (compute.rs,
+//! `flash_core`).
 //!
 //! **Ring exposure.** Transformer Engine's p2p CP (`AttnFuncWithCPAndKVP2P`) posts the K/V
 //! send/receive of step `i+1` before computing step `i`, so each of the `n−1` transfers hides

@@ -70,6 +70,8 @@ pub struct Evaluator {
     /// The rate GEMMs are priced from (`autoplan_cost::compute::gemm_peak`: FP8 derated).
     gemm_peak: f64,
     classes: Vec<Class>,
+    /// The attention core's kernel shapes (heads, head dims, block kinds).
+    attn: compute::AttnShape,
     flops: ModelFlops,
     seq: f64,
     hidden: f64,
@@ -148,6 +150,7 @@ impl Evaluator {
             gemm_peak: gemm_peak(&gpu, &eff, precision),
             gpu,
             classes,
+            attn: compute::AttnShape::of(model),
             flops: ModelFlops::of(model),
             seq: model.training.seq_len as f64,
             hidden: model.hidden as f64,

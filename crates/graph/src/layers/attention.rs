@@ -6,7 +6,7 @@ use crate::{Attention, ModelSpec};
 impl ModelSpec {
     /// Keys one query of block `b` attends to, on average over the sequence (module docs):
     /// `s/2` under the causal mask, `w − w²/2s` under a window `w < s`.
-    pub(super) fn mean_keys(&self, b: u32) -> f64 {
+    pub fn mean_keys(&self, b: u32) -> f64 {
         let s = self.training.seq_len as f64;
         match self.window {
             Some(w) if self.is_windowed_block(b) && (w.tokens as f64) < s => {
@@ -20,7 +20,7 @@ impl ModelSpec {
     /// The distinct attention nodes as (blocks, a representative block): every block alike
     /// without a window; with one, the windowed blocks (block 0 is one: `full_every` is 0 or
     /// ≥ 2) and the full ones (block `full_every − 1`).
-    pub(super) fn attention_classes(&self) -> [(u32, u32); 2] {
+    pub fn attention_classes(&self) -> [(u32, u32); 2] {
         match self.window {
             None => [(self.layers, 0), (0, 0)],
             Some(w) => {
