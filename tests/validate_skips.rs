@@ -65,7 +65,6 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
 /// The same for `data/published_runs_2.csv`. The tool limits are what issue 16's other parts
 /// build (GPUs, model families, uneven pipeline stages); each is removed here as it is scored.
 const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
-    ("deepseek_v3_pretrain_2048xH800", "tool-limit", None),
     (
         "deepseek_v2_pretrain_H800",
         "data-missing",
@@ -101,7 +100,6 @@ const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
         "tool-limit",
         None,
     ),
-    ("mzoo_gb200_mxfp8_qwen3_235b", "tool-limit", None),
     ("mzoo_gb300_mxfp8_qwen3_235b", "tool-limit", None),
     ("dsv3_gb200_guide_baseline", "tool-limit", None),
     ("mpt_70b_512xh100", "tool-limit", None),
