@@ -105,11 +105,6 @@ const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
     ("mpt_70b_512xh100", "tool-limit", None),
     ("mpt_7b_512xh100", "tool-limit", None),
     ("mpt_70b_64xa100", "tool-limit", None),
-    (
-        "mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32",
-        "tool-limit",
-        None,
-    ),
 ];
 
 fn data(name: &str) -> String {

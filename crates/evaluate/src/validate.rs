@@ -7,7 +7,9 @@
 
 use autoplan_cluster::{Cluster, Precision};
 use autoplan_graph::{Family, ModelSpec, Moe, Optimizer, Positions, Routing};
-use autoplan_plan::{Dispatcher, Plan, Recompute, RecomputeModules, Schedule, Zero};
+use autoplan_plan::{
+    Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero,
+};
 use serde::{Deserialize, Serialize};
 
 pub use crate::runs::{BestPlan, SkipKind};
@@ -614,9 +616,40 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         } else {
             Dispatcher::AllToAll
         },
+        pipeline_split: pipeline_split(r, model.layers, pp, vpp),
         ..Plan::default()
     };
     plan
+}
+
+/// What row `r`'s pipeline split counts besides the blocks (Megatron-Core's
+/// `--account-for-embedding/loss-in-pipeline-split`, frameworks.md §1.2): the flags its notes
+/// name; otherwise the embedding and the loss where that is the only even split Megatron can
+/// build: the `blocks` do not divide into the `pp·vpp` model chunks and `blocks + 2` do
+/// (Qwen3-235B's 94 blocks on pp 32 × vpp 3, pp 8 × vpp 4, pp 4 × vpp 6: uneven first/last
+/// stages need counts divisible by vpp, which 94 does not leave).
+fn pipeline_split(r: &PublishedRun, blocks: u32, pp: u32, vpp: u32) -> PipelineSplit {
+    let notes = r
+        .notes
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let named = |part: &str| notes.contains(&format!("account-for-{part}"));
+    let chunks = pp.max(1) * vpp.max(1);
+    match (named("embedding"), named("loss")) {
+        (true, true) => PipelineSplit::EmbeddingLoss,
+        (true, false) => PipelineSplit::Embedding,
+        (false, true) => PipelineSplit::Loss,
+        (false, false)
+            if pp > 1
+                && !blocks.is_multiple_of(chunks)
+                && (blocks + 2).is_multiple_of(chunks) =>
+        {
+            PipelineSplit::EmbeddingLoss
+        }
+        _ => PipelineSplit::Blocks,
+    }
 }
 
 /// The software settings of row `r`'s era.

@@ -6,7 +6,7 @@ use autoplan_cluster::Cluster;
 use autoplan_evaluate::validate::{case_of, cluster_name_for, validate, PublishedRun};
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::Optimizer;
-use autoplan_plan::{RecomputeModules, Schedule};
+use autoplan_plan::{PipelineSplit, RecomputeModules, Schedule};
 
 fn rows(file: &str) -> Vec<PublishedRun> {
     let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -96,4 +96,25 @@ fn a_bare_selective_cell_takes_the_modules_its_notes_list() {
     let mut r = row("mzoo_gb200_mxfp8_qwen3_235b");
     r.notes = Some("selective recompute of the norms".into());
     assert_eq!(case(&r).plan.recompute_modules, RecomputeModules::DEFAULT);
+}
+
+#[test]
+fn qwen3_pp32_vpp3_counts_the_embedding_and_loss_in_the_split() {
+    // 94 blocks on pp 32 × vpp 3: 94 does not divide into 96 chunks, 94 + 2 does — the only
+    // even split Megatron builds (`--account-for-embedding/loss-in-pipeline-split`).
+    let c = case(&row("mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::EmbeddingLoss);
+    let m = Evaluator::new(&c.model, &c.cluster, c.options)
+        .evaluate(&c.plan)
+        .expect("valid and fits");
+    assert!(m.memory_peak_bytes <= 80.0 * autoplan_memory::GIB);
+    // pp 8 × vpp 4 (96 chunks of 3 slots) likewise; a row whose blocks divide keeps blocks.
+    let c = case(&row("mzoo_h100_Qwen3_235B_a22B_xnode_ep32"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::EmbeddingLoss);
+    let c = case(&row("dsv3_gb200_guide_baseline"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::Blocks);
+    // Notes naming a flag decide: here the loss alone.
+    let mut r = row("mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32");
+    r.notes = Some("--account-for-loss-in-pipeline-split".into());
+    assert_eq!(case(&r).plan.pipeline_split, PipelineSplit::Loss);
 }
