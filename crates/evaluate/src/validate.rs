@@ -7,9 +7,7 @@
 
 use autoplan_cluster::{Cluster, Precision};
 use autoplan_graph::{Family, ModelSpec, Moe, Optimizer, Positions, Routing};
-use autoplan_plan::{
-    Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero,
-};
+use autoplan_plan::{Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
 use serde::{Deserialize, Serialize};
 
 pub use crate::runs::{BestPlan, SkipKind};
@@ -580,8 +578,7 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     // each rank holds stages i and pp−1−i and overlaps a forward and a backward chunk's
     // computation with their all-to-all and pipeline communication, hence `ep_overlap`).
     let dualpipe = vpp == 1
-        && r
-            .notes
+        && r.notes
             .as_deref()
             .is_some_and(|n| n.to_ascii_lowercase().contains("dualpipe"));
     let plan = Plan {
@@ -642,9 +639,7 @@ fn pipeline_split(r: &PublishedRun, blocks: u32, pp: u32, vpp: u32) -> PipelineS
         (true, false) => PipelineSplit::Embedding,
         (false, true) => PipelineSplit::Loss,
         (false, false)
-            if pp > 1
-                && !blocks.is_multiple_of(chunks)
-                && (blocks + 2).is_multiple_of(chunks) =>
+            if pp > 1 && !blocks.is_multiple_of(chunks) && (blocks + 2).is_multiple_of(chunks) =>
         {
             PipelineSplit::EmbeddingLoss
         }
@@ -778,11 +773,7 @@ fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
             .map(|(l, _)| l.to_string())
     };
     let notes = notes.to_ascii_lowercase();
-    let from_notes = || {
-        notes
-            .find("recompute (")
-            .and_then(|i| list(&notes[i..]))
-    };
+    let from_notes = || notes.find("recompute (").and_then(|i| list(&notes[i..]));
     let Some(list) = list(rc).or_else(|| rc.starts_with("selective").then(from_notes).flatten())
     else {
         return RecomputeModules::DEFAULT;

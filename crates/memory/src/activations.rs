@@ -135,11 +135,11 @@ impl ModelMemory {
                 count * bytes(is_moe)
             }
         }
-        let all_none = times(dense, &none, false) + times(moe, &none, true);
+        let all_none = times(dense, none, false) + times(moe, none, true);
         let all_mode = if plan.recompute == Recompute::None {
             all_none
         } else {
-            times(dense, &mode, false) + times(moe, &mode, true)
+            times(dense, mode, false) + times(moe, mode, true)
         };
         // Blocks recomputed: all, or the first N of each of the vpp chunks.
         let recomputed = match (plan.recompute, plan.recompute_layers) {

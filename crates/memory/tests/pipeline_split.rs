@@ -24,7 +24,11 @@ fn the_embedding_chunk_holds_no_block_activations_in_flight() {
     assert!((s0.in_flight - 32.0).abs() < 1e-9, "{}", s0.in_flight);
     // Stage 1: one block per chunk, 2·30 + 2·32 + 1 = 125 forwards, 125/3 stages' worth.
     let s1 = mm.stage_breakdown(&p, &o, 1);
-    assert!((s1.in_flight - 125.0 / 3.0).abs() < 1e-9, "{}", s1.in_flight);
+    assert!(
+        (s1.in_flight - 125.0 / 3.0).abs() < 1e-9,
+        "{}",
+        s1.in_flight
+    );
     // The last stage: (vpp−1)·pp + 1 = 65 forwards, 32 on each of its two block chunks and one
     // on the loss chunk: 64 block-forwards over 2 blocks.
     let last = mm.stage_breakdown(&p, &o, 31);

@@ -201,8 +201,16 @@ impl StageLayout {
     /// stage) where the split counts them.
     pub fn slots(&self, stage: u32) -> u32 {
         self.blocks(stage)
-            + if stage == 0 { self.split.embedding() } else { 0 }
-            + if stage + 1 == self.pp { self.split.loss() } else { 0 }
+            + if stage == 0 {
+                self.split.embedding()
+            } else {
+                0
+            }
+            + if stage + 1 == self.pp {
+                self.split.loss()
+            } else {
+                0
+            }
     }
 
     /// Blocks of model chunk `chunk` (`< vpp`) of stage `stage`: a stage's `1/vpp` — its

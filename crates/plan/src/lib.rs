@@ -102,12 +102,18 @@ pub enum PipelineSplit {
 impl PipelineSplit {
     /// Slots the embedding takes on stage 0's first model chunk (0 or 1).
     pub fn embedding(self) -> u32 {
-        u32::from(matches!(self, PipelineSplit::Embedding | PipelineSplit::EmbeddingLoss))
+        u32::from(matches!(
+            self,
+            PipelineSplit::Embedding | PipelineSplit::EmbeddingLoss
+        ))
     }
 
     /// Slots the loss takes on the last stage's last model chunk (0 or 1).
     pub fn loss(self) -> u32 {
-        u32::from(matches!(self, PipelineSplit::Loss | PipelineSplit::EmbeddingLoss))
+        u32::from(matches!(
+            self,
+            PipelineSplit::Loss | PipelineSplit::EmbeddingLoss
+        ))
     }
 }
 

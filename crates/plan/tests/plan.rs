@@ -2,8 +2,8 @@
 
 use autoplan_graph::{resolve_model, ModelSpec};
 use autoplan_plan::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError,
-    PipelineSplit, PlacementPolicy, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError, PipelineSplit,
+    PlacementPolicy, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 use proptest::prelude::*;
 
@@ -624,7 +624,9 @@ fn pipeline_split_counts_the_embedding_and_loss_as_megatron_does() {
             vpp: 3
         })
     );
-    let p: Plan = format!("{base},pipeline_split=embedding+loss").parse().unwrap();
+    let p: Plan = format!("{base},pipeline_split=embedding+loss")
+        .parse()
+        .unwrap();
     assert_eq!(p.check(&m, 256), Ok(()));
     let l = p.stage_blocks(&m).unwrap();
     assert_eq!((l.blocks(0), l.blocks(1), l.blocks(31)), (2, 3, 2));
@@ -638,7 +640,10 @@ fn pipeline_split_counts_the_embedding_and_loss_as_megatron_does() {
     assert!(args.contains(
         "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
     ));
-    assert!(args.contains("--num-virtual-stages-per-pipeline-rank 3"), "{args}");
+    assert!(
+        args.contains("--num-virtual-stages-per-pipeline-rank 3"),
+        "{args}"
+    );
     // One part counted: 95 slots divide on pp = 5 (19 each), the loss stage holds 18.
     let q: Plan = "tp=2,sp=on,pp=5,dp=4,ep=8,mbs=1,pipeline_split=loss"
         .parse()
@@ -646,7 +651,10 @@ fn pipeline_split_counts_the_embedding_and_loss_as_megatron_does() {
     let l = q.stage_blocks(&m).unwrap();
     assert_eq!((l.blocks(0), l.blocks(2), l.blocks(4)), (19, 19, 18));
     let args = q.megatron_args(&m).unwrap().join(" ");
-    assert!(args.contains("--account-for-loss-in-pipeline-split"), "{args}");
+    assert!(
+        args.contains("--account-for-loss-in-pipeline-split"),
+        "{args}"
+    );
     assert!(!args.contains("--account-for-embedding"), "{args}");
     // Megatron's rules: the slots must divide into pp·vpp chunks, and no first/last counts.
     for bad in [
