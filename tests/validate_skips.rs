@@ -63,11 +63,8 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
     ),
 ];
 
-/// The same for `data/published_runs_2.csv`. The tool limits are mechanisms autoplan lacks
-/// (a published plan the memory model puts out of memory, Megatron's layout counting the
-/// embedding and loss as pipeline layers); each is removed here as it is scored.
+/// The same for `data/published_runs_2.csv`: only facts the rows do not give.
 const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
-    ("deepseek_v3_pretrain_2048xH800", "tool-limit", None),
     (
         "deepseek_v2_pretrain_H800",
         "data-missing",
@@ -77,12 +74,6 @@ const SKIPPED_2: &[(&str, &str, Option<&str>)] = &[
         "bridge2511_gb200_LLAMA3_70B_64gpu_fp8",
         "data-missing",
         Some("recompute"),
-    ),
-    ("mzoo_gb200_mxfp8_qwen3_235b", "tool-limit", None),
-    (
-        "mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32",
-        "tool-limit",
-        None,
     ),
 ];
 

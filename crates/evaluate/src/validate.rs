@@ -6,8 +6,8 @@
 //! default), never a per-row constant; rows that cannot be expressed are skipped with the reason.
 
 use autoplan_cluster::{Cluster, Precision};
-use autoplan_graph::{Family, ModelSpec, Moe, Positions, Routing};
-use autoplan_plan::{Dispatcher, Plan, Recompute, RecomputeModules, Schedule, Zero};
+use autoplan_graph::{Family, ModelSpec, Moe, Optimizer, Positions, Routing};
+use autoplan_plan::{Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
 use serde::{Deserialize, Serialize};
 
 pub use crate::runs::{BestPlan, SkipKind};
@@ -458,6 +458,17 @@ fn case_model(
         Ok(None) => Precision::Bf16,
         Err(()) => return Err(skip(id, format!("precision `{cell}` not modelled"))),
     };
+    // Adam moments kept in BF16, where the row says so ("BF16 optimizer moments", "bf16
+    // optimizer states"): DeepSeek-V3 report §3.3.3, Megatron-Core's precision-aware optimizer
+    // (`--exp-avg-dtype/--exp-avg-sq-dtype bf16`, frameworks.md §1.9).
+    let text = format!("{cell} {}", r.notes.as_deref().unwrap_or("")).to_ascii_lowercase();
+    if model.training.optimizer == Optimizer::Adam
+        && ["bf16 optimizer", "bf16 moments", "bf16 adam"]
+            .iter()
+            .any(|w| text.contains(w))
+    {
+        model.training.optimizer = Optimizer::AdamBf16Moments;
+    }
     Ok(model)
 }
 
@@ -537,7 +548,7 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         (None, _) => 1,
     };
     let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
-    let modules = recompute_modules(&rc);
+    let modules = recompute_modules(&rc, r.notes.as_deref().unwrap_or(""));
     let recompute = if rc.starts_with("full") {
         Recompute::Full
     } else if rc.starts_with("selective") {
@@ -563,6 +574,13 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         });
     let ep = r.ep.unwrap_or(1);
     let moe_tp = r.etp.unwrap_or(1);
+    // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:
+    // each rank holds stages i and pp−1−i and overlaps a forward and a backward chunk's
+    // computation with their all-to-all and pipeline communication, hence `ep_overlap`).
+    let dualpipe = vpp == 1
+        && r.notes
+            .as_deref()
+            .is_some_and(|n| n.to_ascii_lowercase().contains("dualpipe"));
     let plan = Plan {
         tp,
         sp,
@@ -572,6 +590,8 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         zero,
         schedule: if vpp > 1 {
             Schedule::Interleaved
+        } else if dualpipe {
+            Schedule::DualPipe
         } else {
             Schedule::OneF1B
         },
@@ -582,6 +602,7 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         recompute,
         recompute_modules: modules,
         tp_overlap: era == Era::MegatronCore,
+        ep_overlap: dualpipe,
         // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP").
         dispatcher: if r
             .notes
@@ -592,9 +613,38 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         } else {
             Dispatcher::AllToAll
         },
+        pipeline_split: pipeline_split(r, model.layers, pp, vpp),
         ..Plan::default()
     };
     plan
+}
+
+/// What row `r`'s pipeline split counts besides the blocks (Megatron-Core's
+/// `--account-for-embedding/loss-in-pipeline-split`, frameworks.md §1.2): the flags its notes
+/// name; otherwise the embedding and the loss where that is the only even split Megatron can
+/// build: the `blocks` do not divide into the `pp·vpp` model chunks and `blocks + 2` do
+/// (Qwen3-235B's 94 blocks on pp 32 × vpp 3, pp 8 × vpp 4, pp 4 × vpp 6: uneven first/last
+/// stages need counts divisible by vpp, which 94 does not leave).
+fn pipeline_split(r: &PublishedRun, blocks: u32, pp: u32, vpp: u32) -> PipelineSplit {
+    let notes = r
+        .notes
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let named = |part: &str| notes.contains(&format!("account-for-{part}"));
+    let chunks = pp.max(1) * vpp.max(1);
+    match (named("embedding"), named("loss")) {
+        (true, true) => PipelineSplit::EmbeddingLoss,
+        (true, false) => PipelineSplit::Embedding,
+        (false, true) => PipelineSplit::Loss,
+        (false, false)
+            if pp > 1 && !blocks.is_multiple_of(chunks) && (blocks + 2).is_multiple_of(chunks) =>
+        {
+            PipelineSplit::EmbeddingLoss
+        }
+        _ => PipelineSplit::Blocks,
+    }
 }
 
 /// The software settings of row `r`'s era.
@@ -709,24 +759,35 @@ fn plan_summary(p: &Plan) -> String {
 }
 
 /// The modules of a row's selective recompute: the parenthesised list of the ModelZoo's
-/// `selective (norm, act, shared_expert)` in Megatron-Core's names (`norm` → `layernorm`,
-/// `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` → `core_attn`);
-/// Megatron's default `core_attn` when the row names none.
-fn recompute_modules(rc: &str) -> RecomputeModules {
-    let Some(list) = rc
-        .split_once('(')
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .map(|(l, _)| l)
+/// `selective (norm, act, shared_expert)` or of DeepSeek-V3's `selective (RMSNorm + MLA
+/// up-projection)` (items separated by `,` or `+`), in Megatron-Core's names (`norm`, `rmsnorm`
+/// → `layernorm`, `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` →
+/// `core_attn`, `mla up-projection` → `mla_up_proj`). A cell that says only `selective` takes
+/// the list from the row's notes where they give one (`selective recompute (moe_act,
+/// layernorm)`: the ModelZoo's GB200 rows). Megatron's default `core_attn` when neither names
+/// any.
+fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
+    let list = |t: &str| {
+        t.split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(l, _)| l.to_string())
+    };
+    let notes = notes.to_ascii_lowercase();
+    let from_notes = || notes.find("recompute (").and_then(|i| list(&notes[i..]));
+    let Some(list) = list(rc).or_else(|| rc.starts_with("selective").then(from_notes).flatten())
     else {
         return RecomputeModules::DEFAULT;
     };
     let mut set = 0;
-    for item in list.split(',') {
-        let name = match item.trim() {
-            "norm" | "layernorm" => "layernorm",
-            "act" | "moe_act" => "moe_act",
-            "shared_expert" | "shared_experts" => "shared_experts",
-            "attention core" | "core_attn" => "core_attn",
+    for item in list.split([',', '+']) {
+        // `MLA up-projection`, `mla_up_proj` and `mla up proj` alike.
+        let item = item.trim().replace(['-', '_'], " ");
+        let name = match item.as_str() {
+            "norm" | "layernorm" | "rmsnorm" => "layernorm",
+            "act" | "moe act" => "moe_act",
+            "shared expert" | "shared experts" => "shared_experts",
+            "attention core" | "core attn" => "core_attn",
+            "mla up projection" | "mla up proj" => "mla_up_proj",
             other => other,
         };
         if let Some(&(_, bit)) = RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {

@@ -1,7 +1,7 @@
 //! Stored activations: one block's bytes under each recompute mode, a stage's micro-batch,
 //! and the micro-batches in flight.
 
-use autoplan_plan::{Plan, Recompute, RecomputeModules, Schedule};
+use autoplan_plan::{PipelineSplit, Plan, Recompute, RecomputeModules, Schedule};
 
 use crate::{Acts, MemoryOptions, ModelMemory, B16};
 
@@ -200,7 +200,26 @@ impl ModelMemory {
             Schedule::Interleaved => {
                 let v = plan.vpp.max(1) as f64;
                 let chunks = (n * v).min(2.0 * (pp - i - 1.0) + (v - 1.0) * pp + 1.0);
-                chunks / v
+                match plan.stage_layout_for_blocks(self.blocks) {
+                    Some(l) if l.split != PipelineSplit::Blocks && l.blocks(stage) > 0 => {
+                        // Chunks of unequal blocks (the embedding or the loss fills a slot):
+                        // Megatron's warm-up runs the forwards in groups of pp micro-batches
+                        // per chunk (`microbatch_group_size_per_vp_stage` = pp, frameworks.md
+                        // §1.2), forward k on chunk ⌊k/pp⌋ mod v; weigh each chunk's forwards
+                        // in flight by its share of the stage's blocks.
+                        let (p, vu) = (plan.pp.max(1), plan.vpp.max(1));
+                        let f = chunks.round() as u32;
+                        let (cycles, rem) = (f / (p * vu), f % (p * vu));
+                        let held: f64 = (0..vu)
+                            .map(|c| {
+                                let k = cycles * p + rem.saturating_sub(c * p).min(p);
+                                k as f64 * l.chunk_blocks(stage, c)
+                            })
+                            .sum();
+                        held / l.blocks(stage) as f64
+                    }
+                    _ => chunks / v,
+                }
             }
             Schedule::DualPipe => n.min(pp + 1.0),
         }

@@ -74,7 +74,10 @@
 //!   zero-bubble (ZB-H1 keeps 1F1B's peak): stage `i` holds `min(n, pp−i)`. Interleaved with
 //!   `v` chunks (Megatron's warm-up): stage `i` holds `min(n·v, 2·(pp−i−1) + (v−1)·pp + 1)`
 //!   chunks of `1/v` of its blocks, i.e. `pp·(1 + (pp−1)/(pp·v))` stages' worth on stage 0
-//!   (Korthikanti §4.2.3). DualPipe (DeepSeek-V3 report, Table 2): rank `i` holds stages `i` and
+//!   (Korthikanti §4.2.3); where the pipeline split puts the embedding or the loss in a chunk
+//!   slot (`pipeline_split`), the forwards in flight are counted per chunk (groups of `pp`
+//!   micro-batches per chunk, Megatron's warm-up order) and weighed by each chunk's blocks.
+//!   DualPipe (DeepSeek-V3 report, Table 2): rank `i` holds stages `i` and
 //!   `pp−1−i` (two parameter copies) and `pp+1` micro-batches of a stage's activations, counted
 //!   as half of them of each of its two stages.
 //! - **Logits**: the fp32 logits of one micro-batch on the last stage, `4·T·V/t` (Korthikanti

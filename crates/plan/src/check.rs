@@ -8,7 +8,7 @@
 use autoplan_graph::{Attention, ModelSpec};
 
 use crate::knob::Knob;
-use crate::{Plan, RecomputeModules, Schedule};
+use crate::{PipelineSplit, Plan, RecomputeModules, Schedule};
 
 /// Why a plan cannot run a model on a cluster. Every variant carries the numbers involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +89,19 @@ pub enum Invalid {
         pp: u32,
     },
     #[error(
+        "pipeline_split={split}: the {blocks} blocks and the {parts} counted part(s) need \
+         pp·vpp = {chunks} chunks of equal slots ({total} slots do not divide), leave \
+         first/last_stage_layers out and a block on the first and last stages (Megatron's \
+         --account-for-embedding/loss-in-pipeline-split, frameworks.md §1.2)"
+    )]
+    PipelineSplit {
+        split: &'static str,
+        blocks: u32,
+        parts: u32,
+        chunks: u32,
+        total: u32,
+    },
+    #[error(
         "cp={cp}: the sequence length {seq_len} must be a multiple of 2·cp (causal load \
          balancing gives each CP rank two chunks)"
     )]
@@ -151,6 +164,11 @@ pub enum Invalid {
 ///
 /// With explicit first/last counts the remaining blocks are spread over the middle stages by
 /// the last rule.
+///
+/// With a [`PipelineSplit`] counting the embedding and/or the loss (Megatron's account-for
+/// flags), the `blocks + parts` slots split evenly over the stages: the middle stages hold
+/// `per = (blocks + parts)/pp` blocks, stage 0 `per − embedding`, the last `per − loss`; each of
+/// the `vpp` model chunks of a stage holds `per/vpp` slots ([`StageLayout::chunk_blocks`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StageLayout {
     pub pp: u32,
@@ -163,6 +181,8 @@ pub struct StageLayout {
     pub middle: u32,
     /// Middle stages `1..=middle_extra` carry one block more.
     pub middle_extra: u32,
+    /// What takes block slots besides the blocks (the embedding, the loss).
+    pub split: PipelineSplit,
 }
 
 impl StageLayout {
@@ -175,6 +195,42 @@ impl StageLayout {
         } else {
             self.middle + u32::from(stage <= self.middle_extra)
         }
+    }
+
+    /// Slots of stage `stage`: its blocks, and the embedding (stage 0) and the loss (the last
+    /// stage) where the split counts them.
+    pub fn slots(&self, stage: u32) -> u32 {
+        self.blocks(stage)
+            + if stage == 0 {
+                self.split.embedding()
+            } else {
+                0
+            }
+            + if stage + 1 == self.pp {
+                self.split.loss()
+            } else {
+                0
+            }
+    }
+
+    /// Blocks of model chunk `chunk` (`< vpp`) of stage `stage`: a stage's `1/vpp` — its
+    /// average where the blocks do not divide — except where the split puts the embedding in
+    /// stage 0's first chunk or the loss in the last stage's last chunk, which then hold one
+    /// block fewer.
+    pub fn chunk_blocks(&self, stage: u32, chunk: u32) -> f64 {
+        let v = self.vpp.max(1);
+        if self.split == PipelineSplit::Blocks || v == 1 {
+            return self.blocks(stage) as f64 / v as f64;
+        }
+        let per_chunk = self.slots(stage) / v;
+        let mut b = per_chunk;
+        if stage == 0 && chunk == 0 {
+            b -= self.split.embedding();
+        }
+        if stage + 1 == self.pp && chunk + 1 == v {
+            b -= self.split.loss();
+        }
+        b as f64
     }
 
     /// The largest block count of any stage.
@@ -204,9 +260,13 @@ fn layout(
     blocks: u32,
     first: Option<u32>,
     last: Option<u32>,
+    split: PipelineSplit,
 ) -> Option<StageLayout> {
     if pp == 0 || pp > blocks {
         return None;
+    }
+    if split != PipelineSplit::Blocks {
+        return split_layout(pp, vpp, blocks, first, last, split);
     }
     if pp == 1 {
         let ok = first.is_none_or(|f| f == blocks) && last.is_none_or(|l| l == blocks);
@@ -217,6 +277,7 @@ fn layout(
             last: blocks,
             middle: 0,
             middle_extra: 0,
+            split,
         });
     }
     let (q, r) = (blocks / pp, blocks % pp);
@@ -236,6 +297,7 @@ fn layout(
                     last: l as u32,
                     middle: q + 1,
                     middle_extra: 0,
+                    split,
                 });
             }
             (q, q + u32::from(r > mid_stages))
@@ -268,6 +330,7 @@ fn layout(
             last: l,
             middle: 0,
             middle_extra: 0,
+            split,
         });
     }
     let (m, extra) = (rest / mid_stages, rest % mid_stages);
@@ -278,6 +341,41 @@ fn layout(
         last: l,
         middle: m,
         middle_extra: extra,
+        split,
+    })
+}
+
+/// The layout of a [`PipelineSplit`] counting the embedding and/or the loss (Megatron-Core
+/// `TransformerConfig.__post_init__`, frameworks.md §1.2): `None` where the slots do not divide
+/// into `pp·vpp` equal chunks, where first/last counts are given (Megatron forbids combining
+/// them) or where the first or last stage would hold no block.
+fn split_layout(
+    pp: u32,
+    vpp: u32,
+    blocks: u32,
+    first: Option<u32>,
+    last: Option<u32>,
+    split: PipelineSplit,
+) -> Option<StageLayout> {
+    let total = blocks + split.embedding() + split.loss();
+    let vpp = vpp.max(1);
+    if first.is_some() || last.is_some() || !total.is_multiple_of(pp * vpp) {
+        return None;
+    }
+    let per = total / pp;
+    let (f, l) = if pp == 1 {
+        (blocks, blocks)
+    } else {
+        (per - split.embedding(), per - split.loss())
+    };
+    (f >= 1 && l >= 1).then_some(StageLayout {
+        pp,
+        vpp,
+        first: f,
+        last: l,
+        middle: per,
+        middle_extra: 0,
+        split,
     })
 }
 
@@ -308,6 +406,7 @@ impl Plan {
             blocks,
             self.first_stage_layers,
             self.last_stage_layers,
+            self.pipeline_split,
         )
     }
 
@@ -517,6 +616,17 @@ impl Plan {
             return Err(Invalid::DualPipePp { pp: self.pp });
         }
         let Some(stages) = self.stage_blocks(model) else {
+            let split = self.pipeline_split;
+            if split != PipelineSplit::Blocks {
+                let parts = split.embedding() + split.loss();
+                return Err(Invalid::PipelineSplit {
+                    split: crate::knob::PIPELINE_SPLITS.name(split),
+                    blocks: model.layers,
+                    parts,
+                    chunks: self.pp * self.vpp.max(1),
+                    total: model.layers + parts,
+                });
+            }
             return Err(Invalid::UnevenStages {
                 first: self.first_stage_layers,
                 last: self.last_stage_layers,
@@ -528,12 +638,13 @@ impl Plan {
             if self.pp < 2 {
                 return Err(Invalid::InterleavedPp { pp: self.pp });
             }
-            // Every model chunk needs a block. Chunks of unequal size are allowed: Megatron
-            // builds them with `--account-for-embedding/loss-in-pipeline-split` (e.g. 94 blocks
-            // on pp = 8, vpp = 4: stages of 11, 12, ..., 12, 11 blocks).
+            // Every model chunk needs a block, or the embedding or loss where the split counts
+            // them (`pipeline_split`: Qwen3-235B's 94 blocks on pp = 32, vpp = 3 leave stage 0
+            // two blocks and the embedding). Chunks of unequal size are allowed (94 blocks on
+            // pp = 8, vpp = 4: stages of 11, 12, ..., 12, 11 blocks).
             for stage in 0..self.pp {
                 let blocks = stages.blocks(stage);
-                if blocks < self.vpp {
+                if stages.slots(stage) < self.vpp {
                     return Err(Invalid::VppBlocks {
                         stage,
                         blocks,

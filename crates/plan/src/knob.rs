@@ -12,8 +12,8 @@
 
 use crate::parse::{bad, norm, ParseError};
 use crate::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, RankOrder,
-    Schedule, TpSpTransition, Zero,
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, MoeTpScheme, PipelineSplit, PlacementPolicy,
+    Plan, RankOrder, Schedule, TpSpTransition, Zero,
 };
 
 /// One named value of an enumerated knob.
@@ -99,6 +99,19 @@ pub const SCHEDULES: Names<Schedule> = Names(&[
         &["zb", "zbh1", "zb-h1"],
     ),
     named(Schedule::DualPipe, "dualpipe", &["dual-pipe"]),
+]);
+
+/// What the even pipeline split counts besides the blocks ([`PipelineSplit`]; Megatron's
+/// `--account-for-embedding/loss-in-pipeline-split`, written by `--emit megatron`).
+pub const PIPELINE_SPLITS: Names<PipelineSplit> = Names(&[
+    named(PipelineSplit::Blocks, "blocks", &[]),
+    named(PipelineSplit::Embedding, "embedding", &[]),
+    named(PipelineSplit::Loss, "loss", &[]),
+    named(
+        PipelineSplit::EmbeddingLoss,
+        "embedding+loss",
+        &["embedding-loss", "embedding-and-loss"],
+    ),
 ]);
 
 /// Context-parallel K/V exchanges without a size (Megatron-Core `--cp-comm-type`; TE spells
@@ -266,6 +279,7 @@ pub enum Knob {
     Vpp,
     FirstStageLayers,
     LastStageLayers,
+    PipelineSplit,
     CpComm,
     Transition,
     MoeTpScheme,
@@ -358,7 +372,7 @@ fn parse_placement(key: &'static str, v: &str) -> Result<PlacementPolicy, ParseE
 
 impl Knob {
     /// Every knob, in the plan string's order (`Display`, [`crate::parse::KEYS`]).
-    pub const ALL: [Knob; 24] = [
+    pub const ALL: [Knob; 25] = [
         Knob::Tp,
         Knob::Cp,
         Knob::Dp,
@@ -374,6 +388,7 @@ impl Knob {
         Knob::Vpp,
         Knob::FirstStageLayers,
         Knob::LastStageLayers,
+        Knob::PipelineSplit,
         Knob::CpComm,
         Knob::Transition,
         Knob::MoeTpScheme,
@@ -446,6 +461,7 @@ impl Knob {
             Knob::Vpp => "vpp",
             Knob::FirstStageLayers => "first_stage_layers",
             Knob::LastStageLayers => "last_stage_layers",
+            Knob::PipelineSplit => "pipeline_split",
             Knob::CpComm => "cp_comm",
             Knob::Transition => "transition",
             Knob::MoeTpScheme => "moe_tp_scheme",
@@ -497,6 +513,11 @@ impl Knob {
             Knob::RecomputeLayers => p.recompute_layers = Some(positive(key, v)?),
             Knob::FirstStageLayers => p.first_stage_layers = Some(count(key, v)?),
             Knob::LastStageLayers => p.last_stage_layers = Some(count(key, v)?),
+            Knob::PipelineSplit => {
+                p.pipeline_split = PIPELINE_SPLITS
+                    .parse(v)
+                    .ok_or_else(|| bad(key, v, "blocks, embedding, loss or embedding+loss"))?
+            }
             Knob::Recompute => {
                 (p.recompute, p.recompute_modules) = crate::parse::parse_recompute(v)?
             }
@@ -550,6 +571,7 @@ impl Knob {
             Knob::RecomputeLayers => opt(p.recompute_layers),
             Knob::FirstStageLayers => opt(p.first_stage_layers),
             Knob::LastStageLayers => opt(p.last_stage_layers),
+            Knob::PipelineSplit => PIPELINE_SPLITS.name(p.pipeline_split).into(),
             Knob::Recompute => crate::parse::recompute_label(p.recompute, p.recompute_modules),
             Knob::Zero => p.zero.name(),
             Knob::Schedule => SCHEDULES.name(p.schedule).into(),
@@ -603,6 +625,7 @@ impl Knob {
             Knob::RecomputeLayers => a.recompute_layers == b.recompute_layers,
             Knob::FirstStageLayers => a.first_stage_layers == b.first_stage_layers,
             Knob::LastStageLayers => a.last_stage_layers == b.last_stage_layers,
+            Knob::PipelineSplit => a.pipeline_split == b.pipeline_split,
             Knob::Recompute => {
                 a.recompute == b.recompute && a.recompute_modules == b.recompute_modules
             }
@@ -635,6 +658,7 @@ impl Knob {
             Knob::RecomputeLayers => to.recompute_layers = from.recompute_layers,
             Knob::FirstStageLayers => to.first_stage_layers = from.first_stage_layers,
             Knob::LastStageLayers => to.last_stage_layers = from.last_stage_layers,
+            Knob::PipelineSplit => to.pipeline_split = from.pipeline_split,
             Knob::Recompute => {
                 to.recompute = from.recompute;
                 to.recompute_modules = from.recompute_modules;
@@ -676,7 +700,10 @@ impl Knob {
             // ZeRO, FSDP and HSDP shard over the data-parallel ranks (dense `dp·cp`, experts
             // `edp`); a shard group that does not fit is `Plan::check`'s.
             Knob::Zero => ctx.dp * ctx.cp > 1 || ctx.edp() > 1,
-            Knob::Schedule | Knob::FirstStageLayers | Knob::LastStageLayers => ctx.pp > 1,
+            Knob::Schedule
+            | Knob::FirstStageLayers
+            | Knob::LastStageLayers
+            | Knob::PipelineSplit => ctx.pp > 1,
             Knob::Vpp => ctx.pp > 1 && ctx.schedule == Schedule::Interleaved,
             Knob::MoeTpScheme => moe && ctx.moe_tp > 1,
             // The EP overlap also hides the `moe_tp` collectives (autoplan-evaluate's
@@ -772,11 +799,13 @@ mod tests {
         check(TRANSITIONS);
         check(MOE_TP_SCHEMES);
         check(DISPATCHERS);
+        check(PIPELINE_SPLITS);
         let p: Plan = "tp=2,sp=on,cp=2,cp_comm=a2a,transition=all-to-all,ep=2,moe_tp=2,\
                        moe_tp_scheme=scatter-gather,dispatcher=deepep,algo=ring,\
                        order=tp-dp-cp-pp,placement=balanced:1,tp_overlap=on,ep_overlap=on,\
                        recompute=full,recompute_layers=2,first_stage_layers=3,\
-                       last_stage_layers=1,pp=4,schedule=interleaved,vpp=2,zero=3-noreshard:2,mbs=2"
+                       last_stage_layers=1,pipeline_split=embedding+loss,pp=4,schedule=interleaved,vpp=2,\
+                       zero=3-noreshard:2,mbs=2"
             .parse()
             .unwrap();
         for k in Knob::ALL {
@@ -795,7 +824,8 @@ mod tests {
                        moe_tp_scheme=scatter-gather,dispatcher=deepep,algo=ring,\
                        order=tp-dp-cp-pp,placement=balanced:1,tp_overlap=on,ep_overlap=on,\
                        recompute=full,recompute_layers=2,first_stage_layers=3,\
-                       last_stage_layers=1,pp=4,schedule=interleaved,vpp=2,zero=3,mbs=2"
+                       last_stage_layers=1,pipeline_split=loss,pp=4,schedule=interleaved,vpp=2,zero=3,\
+                       mbs=2"
             .parse()
             .unwrap();
         let d = Plan::default();

@@ -80,6 +80,43 @@ impl Schedule {
     }
 }
 
+/// What Megatron-Core's even pipeline split counts besides the transformer blocks
+/// (`--account-for-embedding-in-pipeline-split`, `--account-for-loss-in-pipeline-split`,
+/// frameworks.md §1.2): each counted part takes one block's slot, the embedding on the first
+/// model chunk of stage 0, the loss on the last model chunk of stage `pp−1`; the
+/// `blocks + parts` slots split evenly over the `pp·vpp` model chunks (`tc.py`
+/// `(num_layers + extra) % PP == 0` and, with VPP, `% VPP` per stage). Qwen3-235B's 94 blocks on
+/// `pp=32, vpp=3`: 96 slots, one per chunk, stage 0's first chunk the embedding alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PipelineSplit {
+    /// Only the transformer blocks are split (autoplan's layout rule, `StageLayout`).
+    #[default]
+    Blocks,
+    Embedding,
+    Loss,
+    /// Both flags: the ModelZoo's Qwen3-235B runs.
+    EmbeddingLoss,
+}
+
+impl PipelineSplit {
+    /// Slots the embedding takes on stage 0's first model chunk (0 or 1).
+    pub fn embedding(self) -> u32 {
+        u32::from(matches!(
+            self,
+            PipelineSplit::Embedding | PipelineSplit::EmbeddingLoss
+        ))
+    }
+
+    /// Slots the loss takes on the last stage's last model chunk (0 or 1).
+    pub fn loss(self) -> u32 {
+        u32::from(matches!(
+            self,
+            PipelineSplit::Loss | PipelineSplit::EmbeddingLoss
+        ))
+    }
+}
+
 /// Activation recompute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -251,6 +288,9 @@ pub struct Plan {
     /// Uneven stages: blocks on the first / last stage (the rest split evenly); `None` = even.
     pub first_stage_layers: Option<u32>,
     pub last_stage_layers: Option<u32>,
+    /// What the even pipeline split counts besides the blocks (Megatron's account-for flags).
+    #[serde(default)]
+    pub pipeline_split: PipelineSplit,
     pub ep: u32,
     pub moe_tp: u32,
     /// Micro-batch size in sequences.
@@ -299,6 +339,7 @@ impl Default for Plan {
             vpp: 1,
             first_stage_layers: None,
             last_stage_layers: None,
+            pipeline_split: PipelineSplit::Blocks,
             ep: 1,
             moe_tp: 1,
             mbs: 1,

@@ -111,17 +111,31 @@ impl Plan {
             // Megatron's `--account-for-embedding/loss-in-pipeline-split` treat the embedding
             // and the loss as one block each: with `(blocks + 2)` divisible by `pp·vpp`, the
             // first and last stages get one block fewer than the middle ones.
+            // A plan's `pipeline_split` names them; a blocks-only layout of that shape is the
+            // same split.
             let per_stage = (model.layers + 2) / layout.pp;
-            let account_for = !even
-                && layout.pp > 2
-                && (model.layers + 2).is_multiple_of(layout.pp * vpp)
-                && layout.first + 1 == per_stage
-                && layout.last + 1 == per_stage
-                && layout.middle == per_stage;
-            if account_for {
+            let split = match self.pipeline_split {
+                crate::PipelineSplit::Blocks
+                    if !even
+                        && layout.pp > 2
+                        && (model.layers + 2).is_multiple_of(layout.pp * vpp)
+                        && layout.first + 1 == per_stage
+                        && layout.last + 1 == per_stage
+                        && layout.middle == per_stage =>
+                {
+                    crate::PipelineSplit::EmbeddingLoss
+                }
+                s => s,
+            };
+            let account_for = split != crate::PipelineSplit::Blocks;
+            if split.embedding() > 0 {
                 flags.push("--account-for-embedding-in-pipeline-split".into());
+            }
+            if split.loss() > 0 {
                 flags.push("--account-for-loss-in-pipeline-split".into());
-            } else if self.schedule == Schedule::Interleaved
+            }
+            if !account_for
+                && self.schedule == Schedule::Interleaved
                 && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0)
             {
                 return Err(unsupported(

@@ -2,7 +2,7 @@
 
 use autoplan_graph::{resolve_model, ModelSpec};
 use autoplan_plan::{
-    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError,
+    AlgoMode, Algorithm, CpComm, Dim, Dispatcher, Invalid, MoeTpScheme, ParseError, PipelineSplit,
     PlacementPolicy, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
 };
 use proptest::prelude::*;
@@ -17,7 +17,7 @@ fn parses_every_key() {
                    schedule=interleaved,ep=8,etp=2,cp=2,cp_comm=a2a,transition=all-to-all,\
                    moe_tp_scheme=scatter-gather,dispatcher=all-gather,algo=dbt,order=tp-dp-cp-pp,\
                    placement=balanced:2,first_stage_layers=5,last_stage_layers=6,\
-                   tp_overlap=on,ep_overlap=true"
+                   pipeline_split=embedding+loss,tp_overlap=on,ep_overlap=true"
         .parse()
         .unwrap();
     let want = Plan {
@@ -32,6 +32,7 @@ fn parses_every_key() {
         vpp: 2,
         first_stage_layers: Some(5),
         last_stage_layers: Some(6),
+        pipeline_split: PipelineSplit::EmbeddingLoss,
         ep: 8,
         moe_tp: 2,
         mbs: 2,
@@ -607,6 +608,66 @@ fn megatron_accounts_for_embedding_and_loss_when_the_layout_matches() {
     assert!(!args.contains("--decoder-first-pipeline-num-layers"));
 }
 
+#[test]
+fn pipeline_split_counts_the_embedding_and_loss_as_megatron_does() {
+    // Qwen3-235B-A22B on pp = 32, vpp = 3 (the ModelZoo's intra-node EP 8 run): 94 blocks
+    // leave stage 0 two blocks for three chunks; with the embedding and the loss counted,
+    // (94 + 2)/96 = one slot per chunk, stage 0's first chunk the embedding alone.
+    let m = model("qwen3-235b-a22b");
+    let base = "tp=2,sp=on,pp=32,dp=4,ep=8,schedule=interleaved,vpp=3,mbs=1";
+    let blocks: Plan = base.parse().unwrap();
+    assert_eq!(
+        blocks.check(&m, 256),
+        Err(Invalid::VppBlocks {
+            stage: 0,
+            blocks: 2,
+            vpp: 3
+        })
+    );
+    let p: Plan = format!("{base},pipeline_split=embedding+loss")
+        .parse()
+        .unwrap();
+    assert_eq!(p.check(&m, 256), Ok(()));
+    let l = p.stage_blocks(&m).unwrap();
+    assert_eq!((l.blocks(0), l.blocks(1), l.blocks(31)), (2, 3, 2));
+    assert_eq!(l.total(), 94);
+    assert_eq!((l.slots(0), l.slots(15), l.slots(31)), (3, 3, 3));
+    let chunks = |s| (0..3).map(|c| l.chunk_blocks(s, c)).collect::<Vec<_>>();
+    assert_eq!(chunks(0), [0.0, 1.0, 1.0]);
+    assert_eq!(chunks(1), [1.0, 1.0, 1.0]);
+    assert_eq!(chunks(31), [1.0, 1.0, 0.0]);
+    let args = p.megatron_args(&m).unwrap().join(" ");
+    assert!(args.contains(
+        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    ));
+    assert!(
+        args.contains("--num-virtual-stages-per-pipeline-rank 3"),
+        "{args}"
+    );
+    // One part counted: 95 slots divide on pp = 5 (19 each), the loss stage holds 18.
+    let q: Plan = "tp=2,sp=on,pp=5,dp=4,ep=8,mbs=1,pipeline_split=loss"
+        .parse()
+        .unwrap();
+    let l = q.stage_blocks(&m).unwrap();
+    assert_eq!((l.blocks(0), l.blocks(2), l.blocks(4)), (19, 19, 18));
+    let args = q.megatron_args(&m).unwrap().join(" ");
+    assert!(
+        args.contains("--account-for-loss-in-pipeline-split"),
+        "{args}"
+    );
+    assert!(!args.contains("--account-for-embedding"), "{args}");
+    // Megatron's rules: the slots must divide into pp·vpp chunks, and no first/last counts.
+    for bad in [
+        "tp=2,sp=on,pp=8,dp=16,ep=8,schedule=interleaved,vpp=5,pipeline_split=embedding+loss",
+        "tp=2,sp=on,pp=8,dp=16,ep=8,first_stage_layers=10,pipeline_split=embedding+loss",
+    ] {
+        let p: Plan = bad.parse().unwrap();
+        let e = p.check(&m, 256).unwrap_err();
+        assert!(matches!(e, Invalid::PipelineSplit { .. }), "{bad}: {e}");
+        assert!(e.to_string().contains("96 slots"), "{e}");
+    }
+}
+
 fn any_plan() -> impl Strategy<Value = Plan> {
     let degrees = (
         1u32..65,
@@ -647,6 +708,12 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         proptest::option::of(1u32..20),
         any::<bool>(),
         any::<bool>(),
+        proptest::sample::select(vec![
+            PipelineSplit::Blocks,
+            PipelineSplit::Embedding,
+            PipelineSplit::Loss,
+            PipelineSplit::EmbeddingLoss,
+        ]),
     );
     let comm = (
         prop_oneof![
@@ -673,7 +740,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         1u8..128,
     );
     (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
-        let (sp, zero, recompute, schedule, first, last, rl, tpo, epo) = knobs;
+        let (sp, zero, recompute, schedule, first, last, rl, tpo, epo, split) = knobs;
         let (cpa, tra, sg, ag, algo, order, bal, modules) = comm;
         Plan {
             tp,
@@ -687,6 +754,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             vpp,
             first_stage_layers: first,
             last_stage_layers: last,
+            pipeline_split: split,
             ep,
             moe_tp,
             mbs,

@@ -170,6 +170,7 @@ impl Evaluator {
             last: self.blocks,
             middle: 0,
             middle_extra: 0,
+            split: autoplan_plan::PipelineSplit::Blocks,
         });
         let s = self.stage_blocks(&layout, bottleneck, layout.first_block(bottleneck));
         let first = bottleneck == 0;

@@ -317,6 +317,7 @@ impl Evaluator {
             last: 0,
             middle: 0,
             middle_extra: 0,
+            split: autoplan_plan::PipelineSplit::Blocks,
         };
         let none = (Recompute::None, RecomputeModules::DEFAULT);
         let mut layouts = [(empty, none, 0.0, 0.0, 0.0); LAYOUTS];

@@ -499,7 +499,10 @@ impl Space {
             Knob::TpOverlap => self.tp_overlap = vec![p.tp_overlap],
             Knob::EpOverlap => self.ep_overlap = vec![p.ep_overlap],
             Knob::Placement => self.placement = vec![p.placement],
-            Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => {
+            Knob::RecomputeLayers
+            | Knob::FirstStageLayers
+            | Knob::LastStageLayers
+            | Knob::PipelineSplit => {
                 return Err(format!(
                     "`{}` is not a decision of the search (use `autoplan evaluate --plan`)",
                     knob.key()
@@ -533,7 +536,11 @@ impl Space {
             Knob::TpOverlap => self.tp_overlap.len(),
             Knob::EpOverlap => self.ep_overlap.len(),
             Knob::Placement => self.placement.len(),
-            Knob::Dp | Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => 0,
+            Knob::Dp
+            | Knob::RecomputeLayers
+            | Knob::FirstStageLayers
+            | Knob::LastStageLayers
+            | Knob::PipelineSplit => 0,
         }
     }
 
@@ -563,7 +570,11 @@ impl Space {
             Knob::TpOverlap => p.tp_overlap = self.tp_overlap[i],
             Knob::EpOverlap => p.ep_overlap = self.ep_overlap[i],
             Knob::Placement => p.placement = self.placement[i],
-            Knob::Dp | Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers => {}
+            Knob::Dp
+            | Knob::RecomputeLayers
+            | Knob::FirstStageLayers
+            | Knob::LastStageLayers
+            | Knob::PipelineSplit => {}
         }
     }
 }
@@ -575,7 +586,10 @@ fn fix_keys() -> String {
         .filter(|k| {
             !matches!(
                 k,
-                Knob::RecomputeLayers | Knob::FirstStageLayers | Knob::LastStageLayers
+                Knob::RecomputeLayers
+                    | Knob::FirstStageLayers
+                    | Knob::LastStageLayers
+                    | Knob::PipelineSplit
             )
         })
         .map(|k| k.key())

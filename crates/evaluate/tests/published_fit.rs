@@ -1,0 +1,120 @@
+//! Published plans as they ran, and fitting the memory they ran in (issue 17: "no published
+//! run predicted out of memory"): the rows' recompute modules, DeepSeek-V3's DualPipe and BF16
+//! moments, and Megatron's pipeline split that counts the embedding and the loss.
+
+use autoplan_cluster::Cluster;
+use autoplan_evaluate::validate::{case_of, cluster_name_for, validate, PublishedRun};
+use autoplan_evaluate::Evaluator;
+use autoplan_graph::Optimizer;
+use autoplan_plan::{PipelineSplit, RecomputeModules, Schedule};
+
+fn rows(file: &str) -> Vec<PublishedRun> {
+    let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let mut rdr = csv::Reader::from_path(&path).expect(file);
+    // A row a reader of this schema cannot type (a blank GPU count) is not this test's.
+    rdr.deserialize().filter_map(Result::ok).collect()
+}
+
+fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
+    autoplan_cluster::resolve_cluster(cluster_name_for(gpu)?)
+        .ok()?
+        .with_gpus(n)
+        .ok()
+}
+
+fn row(id: &str) -> PublishedRun {
+    let mut all = rows("published_runs.csv");
+    all.extend(rows("published_runs_2.csv"));
+    all.into_iter().find(|r| r.id == id).expect(id)
+}
+
+fn case(r: &PublishedRun) -> autoplan_evaluate::validate::Case {
+    case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+        .unwrap_or_else(|s| panic!("{}: {}", r.id, s.reason))
+}
+
+#[test]
+fn no_published_plan_of_either_file_is_out_of_memory_or_invalid() {
+    for file in ["published_runs.csv", "published_runs_2.csv"] {
+        let v = validate(
+            &rows(file),
+            &|n| autoplan_graph::resolve_model(n).ok(),
+            &cluster_for,
+        );
+        for s in &v.skipped {
+            assert!(
+                !s.reason.starts_with("published plan rejected"),
+                "{file}: {}: {}",
+                s.id,
+                s.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn deepseek_v3_runs_dualpipe_with_its_stated_recompute_and_fits_80_gib() {
+    let c = case(&row("deepseek_v3_pretrain_2048xH800"));
+    // Notes: "DualPipe PP16"; recompute "selective (RMSNorm + MLA up-projection)".
+    assert_eq!(c.plan.schedule, Schedule::DualPipe);
+    assert!(c.plan.ep_overlap);
+    assert_eq!(
+        c.plan.recompute_modules,
+        RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MLA_UP_PROJ)
+    );
+    assert_eq!(c.model.training.optimizer, Optimizer::AdamBf16Moments);
+    let m = Evaluator::new(&c.model, &c.cluster, c.options)
+        .evaluate(&c.plan)
+        .expect("fits");
+    assert!(m.memory_peak_bytes <= 80.0 * autoplan_memory::GIB);
+    // DualPipe's rank holds two stages: more than 1F1B's peak of the same plan.
+    let one_f1b = autoplan_plan::Plan {
+        schedule: Schedule::OneF1B,
+        ..c.plan
+    };
+    let m1 = Evaluator::new(&c.model, &c.cluster, c.options)
+        .evaluate(&one_f1b)
+        .expect("fits");
+    assert!(m1.memory_peak_bytes < m.memory_peak_bytes);
+}
+
+#[test]
+fn a_bare_selective_cell_takes_the_modules_its_notes_list() {
+    // Cell "selective"; notes "selective recompute (moe_act, layernorm)".
+    let c = case(&row("mzoo_gb200_mxfp8_qwen3_235b"));
+    assert_eq!(
+        c.plan.recompute_modules,
+        RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT)
+    );
+    // A cell with its own list keeps it: "selective (norm, act)".
+    let c = case(&row("mzoo_h100_Qwen3_235B_a22B_xnode_ep32"));
+    assert_eq!(
+        c.plan.recompute_modules,
+        RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT)
+    );
+    // Notes without a parenthesised list leave Megatron's default.
+    let mut r = row("mzoo_gb200_mxfp8_qwen3_235b");
+    r.notes = Some("selective recompute of the norms".into());
+    assert_eq!(case(&r).plan.recompute_modules, RecomputeModules::DEFAULT);
+}
+
+#[test]
+fn qwen3_pp32_vpp3_counts_the_embedding_and_loss_in_the_split() {
+    // 94 blocks on pp 32 × vpp 3: 94 does not divide into 96 chunks, 94 + 2 does — the only
+    // even split Megatron builds (`--account-for-embedding/loss-in-pipeline-split`).
+    let c = case(&row("mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::EmbeddingLoss);
+    let m = Evaluator::new(&c.model, &c.cluster, c.options)
+        .evaluate(&c.plan)
+        .expect("valid and fits");
+    assert!(m.memory_peak_bytes <= 80.0 * autoplan_memory::GIB);
+    // pp 8 × vpp 4 (96 chunks of 3 slots) likewise; a row whose blocks divide keeps blocks.
+    let c = case(&row("mzoo_h100_Qwen3_235B_a22B_xnode_ep32"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::EmbeddingLoss);
+    let c = case(&row("dsv3_gb200_guide_baseline"));
+    assert_eq!(c.plan.pipeline_split, PipelineSplit::Blocks);
+    // Notes naming a flag decide: here the loss alone.
+    let mut r = row("mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32");
+    r.notes = Some("--account-for-loss-in-pipeline-split".into());
+    assert_eq!(case(&r).plan.pipeline_split, PipelineSplit::Loss);
+}
