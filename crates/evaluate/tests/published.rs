@@ -123,8 +123,9 @@ fn the_two_published_qwen3_235b_plans_rank_as_measured() {
 
 #[test]
 fn rows_set_aside_are_few_and_named() {
+    // The FP8 fine-grained MoE row and torchtitan's two long-sequence rows (OUT_OF_DOMAIN).
     let v = run();
-    assert!(v.outliers.len() <= 1, "{:?}", v.outliers);
+    assert!(v.outliers.len() <= 3, "{:?}", v.outliers);
     for o in &v.outliers {
         assert!(!o.reason.is_empty());
     }
