@@ -596,6 +596,102 @@ def block_part():
             print(f"   {r[3]*1e3:7.3f} ms  x{r[2]:3d}  {r[1][:90]}")
 
 
+# (label, tokens t a rank routes, hidden h, experts E, top-k, local experts, expert ffn): the
+# MoE layers of published rows as one EP rank runs them under forced-balanced routing (every
+# rank receives t·k rows, t·k / local rows per local expert).
+MOE = [
+    ("qwen3-235b tp4/ep8", 1024, 4096, 128, 8, 16, 1536),
+    ("qwen3-235b tp2/ep32", 2048, 4096, 128, 8, 4, 1536),
+    ("qwen3-30b ep8 mbs2", 8192, 2048, 128, 8, 16, 768),
+    ("deepseek-v3 tp1/ep64", 4096, 7168, 256, 8, 4, 2048),
+]
+
+
+def moe_part():
+    """A MoE layer's work beside its all-to-alls, item by item, forward and forward + backward
+    (autograd), graph-timed: the router's score function, top-k, dense probabilities and
+    aux-loss statistic on fp32 logits (the gate GEMM excluded); the permutation of the routed
+    rows into expert order (`index_select`) and the un-permutation (weighted by the
+    probabilities, summed over the top-k with `index_add_`); and the whole layer (gate GEMM,
+    router, permute, the local experts' SwiGLU GEMMs as one grouped kernel, un-permute),
+    graph-timed and eager (the host's launches from Python included). → moe.csv"""
+    rows = []
+    for label, t, h, E, k, local, ffn in MOE:
+        R = t * k
+        x = torch.randn(t, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        logits = torch.randn(t, E, device=DEV, dtype=torch.float32, requires_grad=True)
+        # Forced balance: token i goes to experts (i*k + j) mod E, j < k (k distinct experts).
+        experts = (torch.arange(t, device=DEV)[:, None] * k + torch.arange(k, device=DEV)) % E
+        order = torch.argsort(experts.flatten(), stable=True)
+        idx = (order // k).contiguous()  # the token of each routed row, in expert order
+        wg = torch.randn(E, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        w1 = torch.randn(local, h, 2 * ffn, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        w2 = torch.randn(local, ffn, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        offs = torch.arange(R // local, R + 1, R // local, device=DEV, dtype=torch.int32)
+        go_x = torch.randn(t, h, device=DEV, dtype=torch.bfloat16)
+
+        def router(lg):
+            scores = torch.softmax(lg, dim=-1)
+            p, sel = torch.topk(scores, k, dim=-1)
+            probs = torch.zeros_like(scores).scatter(1, sel, p)
+            rmap = torch.zeros_like(scores, dtype=torch.bool).scatter(1, sel, True)
+            aux = (probs.mean(0) * rmap.float().mean(0)).sum() * E
+            return probs, aux
+
+        def router_f():
+            return router(logits)
+
+        def router_fb():
+            probs, aux = router(logits)
+            return torch.autograd.grad((probs.sum() + aux,), (logits,))
+
+        pw = torch.rand(R, 1, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        y = torch.randn(R, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        go_r = torch.randn(R, h, device=DEV, dtype=torch.bfloat16)
+
+        def perm_f():
+            return x.index_select(0, idx)
+
+        def perm_fb():
+            return torch.autograd.grad((x.index_select(0, idx),), (x,), (go_r,))
+
+        def unperm(yy):
+            return torch.zeros(t, h, device=DEV, dtype=torch.bfloat16).index_add_(0, idx, yy * pw)
+
+        def unperm_f():
+            return unperm(y)
+
+        def unperm_fb():
+            return torch.autograd.grad((unperm(y),), (y, pw), (go_x,))
+
+        def layer():
+            lg = (x @ wg.t()).float()
+            probs, aux = router(lg)
+            xs = x.index_select(0, idx)
+            a = torch._grouped_mm(xs, w1, offs=offs, out_dtype=torch.bfloat16)
+            g, u = a.chunk(2, dim=-1)
+            z = torch._grouped_mm(F.silu(g) * u, w2, offs=offs, out_dtype=torch.bfloat16)
+            out = unperm(z)
+            return torch.autograd.grad((out, aux), (x, wg, w1, w2, pw), (go_x, torch.ones((), device=DEV)))
+
+        res = [label, t, h, E, k, local, ffn]
+        for fn in (router_f, router_fb, perm_f, perm_fb, unperm_f, unperm_fb, layer):
+            res.append(graph_time(fn, 1))
+        res.append(median_time(layer, 20))
+        rows.append(res)
+        print(f"{label:24s} " + " ".join(f"{v*1e6:9.1f}" for v in res[7:]) + " us", flush=True)
+        del x, logits, wg, w1, w2, y
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "moe.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "tokens", "hidden", "experts", "top_k", "local_experts", "ffn",
+                     "router_fwd_s", "router_fwd_bwd_s", "permute_fwd_s", "permute_fwd_bwd_s",
+                     "unpermute_fwd_s", "unpermute_fwd_bwd_s", "layer_fwd_bwd_graph_s",
+                     "layer_fwd_bwd_eager_s"])
+        for r in rows:
+            wr.writerow([*r[:7], *(f"{v:.9g}" for v in r[7:])])
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
@@ -611,3 +707,5 @@ if __name__ == "__main__":
         block_part()
     if "gemm" in parts:
         gemm_part()
+    if "moe" in parts:
+        moe_part()
