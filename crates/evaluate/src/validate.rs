@@ -416,8 +416,7 @@ fn case_model(
     };
     // The Megatron-Bridge DeepSeek-V3 rows say whether the run had its MTP module ("w/o MTP",
     // "w/ MTP"); the bundled model has DeepSeek-V3's one.
-    if r
-        .notes
+    if r.notes
         .as_deref()
         .is_some_and(|n| n.to_ascii_lowercase().contains("w/o mtp"))
     {

@@ -150,14 +150,62 @@ impl Evaluator {
         }
         let lat = self.eff.gemm_latency;
         let items: [(&'static str, Pass, f64, f64, f64); 8] = [
-            ("router scores, top-k, balancing statistic", Pass::Forward, w.bytes[0], 1.0, w.router_fwd),
-            ("router backward", Pass::Backward, w.bytes[1], 1.0, w.router_bwd),
-            ("token permutation (into expert order)", Pass::Forward, w.bytes[2], 1.0, w.permute_fwd),
-            ("token permutation backward", Pass::Backward, w.bytes[3], 1.0, w.permute_bwd),
-            ("token un-permutation (weighted, top-k sum)", Pass::Forward, w.bytes[4], 1.0, w.unpermute_fwd),
-            ("token un-permutation backward (+ probs grad)", Pass::Backward, w.bytes[5], 1.0, w.unpermute_bwd),
-            ("expert GEMM launches (one per local expert)", Pass::Forward, 0.0, w.launches, lat),
-            ("expert GEMM launches (one per local expert)", Pass::Backward, 0.0, 2.0 * w.launches, lat),
+            (
+                "router scores, top-k, balancing statistic",
+                Pass::Forward,
+                w.bytes[0],
+                1.0,
+                w.router_fwd,
+            ),
+            (
+                "router backward",
+                Pass::Backward,
+                w.bytes[1],
+                1.0,
+                w.router_bwd,
+            ),
+            (
+                "token permutation (into expert order)",
+                Pass::Forward,
+                w.bytes[2],
+                1.0,
+                w.permute_fwd,
+            ),
+            (
+                "token permutation backward",
+                Pass::Backward,
+                w.bytes[3],
+                1.0,
+                w.permute_bwd,
+            ),
+            (
+                "token un-permutation (weighted, top-k sum)",
+                Pass::Forward,
+                w.bytes[4],
+                1.0,
+                w.unpermute_fwd,
+            ),
+            (
+                "token un-permutation backward (+ probs grad)",
+                Pass::Backward,
+                w.bytes[5],
+                1.0,
+                w.unpermute_bwd,
+            ),
+            (
+                "expert GEMM launches (one per local expert)",
+                Pass::Forward,
+                0.0,
+                w.launches,
+                lat,
+            ),
+            (
+                "expert GEMM launches (one per local expert)",
+                Pass::Backward,
+                0.0,
+                2.0 * w.launches,
+                lat,
+            ),
         ];
         for (what, pass, bytes, calls, time) in items {
             let calls = calls * mult;
@@ -171,5 +219,62 @@ impl Evaluator {
                 time: calls * time,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EvalOptions;
+    use autoplan_cost::calibration::dgx_h100;
+    use autoplan_plan::Plan;
+
+    #[test]
+    fn qwen3_235b_tp4_ep8_work_hand_computed() {
+        // Qwen3-235B-A22B (h 4096, 128 experts, top-8, balanced) at tp 4 with SP, ep 8, one
+        // 4096-token sequence: a rank routes t = 1024 tokens, its 16 local experts take
+        // R = 1024 · 8 = 8192 rows (every EP rank sends and receives t·k rows).
+        let model = autoplan_graph::resolve_model("qwen3-235b-a22b").expect("bundled");
+        let cluster = dgx_h100(32);
+        let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
+        let plan: Plan = "tp=4,sp=on,pp=8,vpp=4,schedule=interleaved,dp=8,ep=8,mbs=1,zero=1"
+            .parse()
+            .unwrap();
+        let x = ev.ctx(&plan);
+        let c = &ev.classes[super::super::classes::ClassId::Moe as usize];
+        let w = ev.moe_work(c, &x);
+        let (t, r, h, e) = (1024.0, 8192.0, 4096.0, 128.0);
+        let want = [
+            22.0 * t * e,
+            20.0 * t * e,
+            2.0 * r * h * 2.0,
+            (r + t) * h * 2.0,
+            (r + t) * h * 2.0,
+            3.0 * r * h * 2.0,
+        ];
+        for (got, want) in w.bytes.iter().zip(want) {
+            assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
+        }
+        let mb = |b| memory_bound_time_with(&ev.gpu, &ev.eff, b);
+        assert_eq!(w.permute_fwd, mb(want[2]));
+        assert_eq!(w.unpermute_bwd, mb(want[5]));
+        assert_eq!(w.fwd(), mb(want[0]) + mb(want[2]) + mb(want[4]));
+        // 16 local experts × (fc1 with SwiGLU's gate and up fused, fc2).
+        assert_eq!(w.launches, 32.0);
+        // A dense layer has none of it.
+        let dense = &ev.classes[super::super::classes::ClassId::Attn as usize];
+        assert_eq!(ev.moe_work(dense, &x), MoeWork::default());
+        // The report lists the eight items of the MoE layers, calls = layers × micro-batches.
+        let rep = ev.report(&plan).expect("fits");
+        let moe: Vec<_> = rep
+            .moe
+            .iter()
+            .filter(|r| r.layer == autoplan_graph::LayerKind::Moe)
+            .collect();
+        assert_eq!(moe.len(), 8);
+        assert!(moe
+            .iter()
+            .all(|r| (r.time - r.calls_per_step * r.time_per_call).abs() <= 1e-12 * r.time));
+        assert_eq!(moe[6].calls_per_step * 2.0, moe[7].calls_per_step);
     }
 }
