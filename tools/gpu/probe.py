@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure on one GPU what autoplan's compute model prices (needs PyTorch and a CUDA GPU).
 
-Six parts, each written to CSV files under $OUT (default: the current directory); what they
+Seven parts, each written to CSV files under $OUT (default: the current directory); what they
 hold and what the model takes from them: results/h100/README.md.
 
 - `gemm`: isolated GEMMs `m×k · k×n` (m = tokens, n = output features, k = input features,
@@ -26,8 +26,11 @@ hold and what the model takes from them: results/h100/README.md.
   the experts' forward alone in BF16 and in emulated FP8 current scaling. → block.csv,
   block_kernels.csv
 
+- `moe`: a MoE layer's router, token permutation and un-permutation, and the whole layer
+  without its all-to-alls, at four published rows' per-GPU shapes, in plain PyTorch. → moe.csv
+
 Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [attention]
-[fp8cast] [block]` (all six when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
+[fp8cast] [block] [moe]` (the first six when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
 reads the files against the model.
 """
 import csv
@@ -744,6 +747,94 @@ def moeops_part():
             wr.writerow([r[0], r[1], f"{r[2]:.9g}", f"{r[3]:.6g}"])
 
 
+
+# (label, tokens t a rank routes, hidden h, experts E, top-k, local experts, expert ffn): the
+# MoE layers of published rows as one EP rank runs them under forced-balanced routing (every
+# rank receives t·k rows, t·k / local rows per local expert).
+MOE = [
+    ("qwen3-235b tp4/ep8", 1024, 4096, 128, 8, 16, 1536),
+    ("qwen3-235b tp2/ep32", 2048, 4096, 128, 8, 4, 1536),
+    ("qwen3-30b ep8 mbs2", 8192, 2048, 128, 8, 16, 768),
+    ("deepseek-v3 tp1/ep64", 4096, 7168, 256, 8, 4, 2048),
+]
+
+
+def moe_part():
+    """A MoE layer's work beside its all-to-alls, item by item, in plain PyTorch (no fused
+    kernels), graph-timed: the router's softmax, top-k, dense probabilities, routing map and
+    aux-loss statistic on fp32 logits, forward + backward (the gate GEMM excluded); the
+    permutation of the `t·k` routed rows into expert order (`index_select`; its backward is a
+    scatter-add) and the un-permutation (weighted by the probabilities, summed over the top-k
+    with `index_add_`), forward and forward + backward; and the whole layer (gate GEMM, router,
+    permute, the local experts' SwiGLU GEMMs as two grouped kernels, un-permute) forward +
+    backward, graph-timed and eager (the host's launches from Python included). → moe.csv"""
+    rows = []
+    for label, t, h, E, k, local, ffn in MOE:
+        R = t * k
+
+        def leaf(*shape):
+            return torch.randn(*shape, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+
+        x, wg, y = leaf(t, h), leaf(E, h), leaf(R, h)
+        w1, w2 = leaf(local, h, 2 * ffn), leaf(local, ffn, h)
+        logits = torch.randn(t, E, device=DEV, requires_grad=True)
+        pw = torch.rand(R, 1, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        # Forced balance: token i goes to experts (i·k + j) mod E, j < k (k distinct experts).
+        experts = (torch.arange(t, device=DEV)[:, None] * k + torch.arange(k, device=DEV)) % E
+        idx = (torch.argsort(experts.flatten(), stable=True) // k).contiguous()
+        offs = torch.arange(R // local, R + 1, R // local, device=DEV, dtype=torch.int32)
+        go_x = torch.randn(t, h, device=DEV, dtype=torch.bfloat16)
+        go_r = torch.randn(R, h, device=DEV, dtype=torch.bfloat16)
+
+        def router(lg):
+            scores = torch.softmax(lg, -1)
+            p, sel = torch.topk(scores, k, -1)
+            probs = torch.zeros_like(scores).scatter(1, sel, p)
+            rmap = torch.zeros_like(scores, dtype=torch.bool).scatter(1, sel, True)
+            return probs, (probs.mean(0) * rmap.float().mean(0)).sum() * E
+
+        def router_fb():
+            probs, aux = router(logits)
+            return torch.autograd.grad(probs.sum() + aux, logits)
+
+        def perm_f():
+            return x.index_select(0, idx)
+
+        def perm_fb():
+            return torch.autograd.grad(x.index_select(0, idx), x, go_r)
+
+        def unperm(z):
+            return torch.zeros(t, h, device=DEV, dtype=torch.bfloat16).index_add_(0, idx, z * pw)
+
+        def unperm_f():
+            return unperm(y)
+
+        def unperm_fb():
+            return torch.autograd.grad(unperm(y), (y, pw), go_x)
+
+        def layer():
+            probs, aux = router((x @ wg.t()).float())
+            a = torch._grouped_mm(x.index_select(0, idx), w1, offs=offs, out_dtype=torch.bfloat16)
+            g, u = a.chunk(2, -1)
+            z = torch._grouped_mm(F.silu(g) * u, w2, offs=offs, out_dtype=torch.bfloat16)
+            return torch.autograd.grad((unperm(z), aux), (x, wg, w1, w2, pw),
+                                       (go_x, torch.ones((), device=DEV)))
+
+        res = [label, t, h, E, k, local, ffn]
+        res += [graph_time(f, 1) for f in (router_fb, perm_f, perm_fb, unperm_f, unperm_fb, layer)]
+        res.append(median_time(layer, 15))
+        rows.append(res)
+        print(f"{label:24s} " + " ".join(f"{v*1e6:9.1f}" for v in res[7:]) + " us", flush=True)
+        del x, wg, y, w1, w2, logits
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "moe.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "tokens", "hidden", "experts", "top_k", "local_experts", "ffn",
+                     "router_fwd_bwd_s", "permute_fwd_s", "permute_fwd_bwd_s", "unpermute_fwd_s",
+                     "unpermute_fwd_bwd_s", "layer_fwd_bwd_graph_s", "layer_fwd_bwd_eager_s"])
+        for r in rows:
+            wr.writerow([*r[:7], *(f"{v:.4g}" for v in r[7:])])
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
@@ -765,3 +856,7 @@ if __name__ == "__main__":
         attnseq_part()
     if "grouped_dsv3" in parts:
         grouped_part(GROUPED_DSV3, "grouped_dsv3.csv")
+
+
+    if "moe" in parts:
+        moe_part()

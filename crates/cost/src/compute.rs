@@ -21,13 +21,11 @@
 //! and split the reduction (stream-K) so that every SM stays busy — 144 tiles of 128×256, two
 //! waves in the form above (u = 0.55), ran at the rate of 132 tiles, one wave; 512 × 4096 ×
 //! 4096 (u = 0.48) at the rate of 8192³ — so Hopper prices u = 1 (`wave_quantization: false`).
-//! [`GemmPricer::time_grouped`], one expert's GEMM in a grouped MLP, keeps the tile waves on
-//! every architecture. On Hopper that is not a kernel fact: the probe's 16 experts × 512 rows ×
-//! 3072 × 4096 ran at 677 TF/s as 16 cuBLAS calls and 729 as one grouped kernel
-//! (`results/h100/grouped.csv`), like a large GEMM. It stands for per-expert costs that the
-//! published MoE runs show and the kernels do not (without it the ModelZoo Qwen3-235B tp 4 /
-//! ep 8 row, 512 tokens per expert, is predicted 26% fast at the best refit);
-//! docs/calibration.md ("Compute") says how that was measured.
+//! Experts' GEMMs are priced as any GEMM, one per local expert at its own shape: the probe
+//! found no wave loss for them either — 16 experts × 512 rows × 3072 × 4096 ran at 677 TF/s as
+//! 16 cuBLAS calls and 729 as one grouped kernel (`results/h100/grouped.csv`), like a large
+//! GEMM. What a MoE layer costs beyond its GEMMs (router, token permutation, per-expert
+//! launches) is itemised by the evaluator (autoplan-evaluate's MoE work table).
 //! `r` is the FP8 rate: FP8 GEMMs reach a smaller share of their peak than BF16 GEMMs of theirs
 //! (measured on the H100: 0.86–0.91 of the 2× the peaks promise, `results/h100/ratio.csv`).
 //! `latency` is a kernel's launch, prologue and epilogue plus the framework's gap per GEMM
@@ -151,8 +149,8 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
 };
 
 /// Blackwell's prior: Hopper's calibrated set (see [`ARCH_TABLE`]), not fitted on Blackwell.
-/// `sms` stays Hopper's 132 (only expert GEMMs' tile waves read it; no Blackwell SM count is
-/// in the reference notes); `hbm_bytes_half` is scaled per GPU with its HBM bandwidth, as
+/// `sms` stays Hopper's 132 (only the tile-wave form reads it, which Blackwell's prior does not
+/// use; no Blackwell SM count is in the reference notes); `hbm_bytes_half` is scaled per GPU with its HBM bandwidth, as
 /// H200's is.
 pub const BLACKWELL_PRIOR: ArchEfficiency = ArchEfficiency {
     arch: GpuArch::B200,
@@ -411,22 +409,11 @@ impl GemmPricer {
     /// Seconds of one GEMM (see [`gemm_time`]).
     #[inline]
     pub fn time(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
-        self.time_waves(flops, m, n, k, self.e.wave_quantization)
-    }
-
-    /// [`GemmPricer::time`] of one expert's GEMM in a grouped MLP.
-    #[inline]
-    pub fn time_grouped(&self, flops: f64, m: f64, n: f64, k: f64) -> f64 {
-        self.time_waves(flops, m, n, k, true)
-    }
-
-    #[inline]
-    fn time_waves(&self, flops: f64, m: f64, n: f64, k: f64, waves: bool) -> f64 {
         if flops <= 0.0 {
             return 0.0;
         }
         let e = &self.e;
-        let t_math = if self.peak_eff > 0.0 && !waves {
+        let t_math = if self.peak_eff > 0.0 && !e.wave_quantization {
             flops / self.peak_eff + e.gemm_latency
         } else if self.peak_eff > 0.0 {
             let (tm, tn) = (e.tile_m.max(1) as f64, e.tile_n.max(1) as f64);
@@ -723,13 +710,6 @@ mod tests {
                     let bytes = (m * k + k * n + m * n) * 2.0;
                     let full = t_math.max(memory_bound_time(&g, bytes));
                     assert_eq!(p.time(f, m, n, k), full, "{m}×{n}×{k}");
-                    // An expert's GEMM keeps the tile waves: Hopper's own form with them on.
-                    let waves = ArchEfficiency {
-                        wave_quantization: true,
-                        ..*e
-                    };
-                    let q = GemmPricer::new(&g, &waves, Precision::Bf16);
-                    assert_eq!(p.time_grouped(f, m, n, k), q.time(f, m, n, k));
                 }
             }
         }

@@ -41,7 +41,7 @@ pub use balance::{
     balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
-pub use core::{Evaluator, Partial};
+pub use core::{Evaluator, MoeWorkRow, Partial};
 pub use flops::{AttentionFlops, ModelFlops};
 
 use serde::Serialize;
@@ -188,6 +188,9 @@ pub struct Report {
     pub attention_flops: AttentionFlops,
     /// Per-layer communication table (busiest stage for per-layer collectives).
     pub comm: Vec<CommRow>,
+    /// A MoE model's per-layer work beside GEMMs and collectives (router, token permutation,
+    /// per-expert launches) on the bottleneck stage; empty for a dense model.
+    pub moe: Vec<MoeWorkRow>,
     pub stages: Vec<StageSummary>,
     /// Index of the stage that bounds the step.
     pub bottleneck_stage: u32,

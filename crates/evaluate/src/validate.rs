@@ -442,6 +442,14 @@ fn case_model(
             None => skip(id, why),
         })?,
     };
+    // The Megatron-Bridge DeepSeek-V3 rows say whether the run had its MTP module ("w/o MTP",
+    // "w/ MTP"); the bundled model has DeepSeek-V3's one.
+    if r.notes
+        .as_deref()
+        .is_some_and(|n| n.to_ascii_lowercase().contains("w/o mtp"))
+    {
+        model.mtp_modules = 0;
+    }
     match r.seq_len {
         Some(s) => model.training.seq_len = s,
         None => return Err(skip(id, "sequence length not given")),

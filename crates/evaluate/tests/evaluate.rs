@@ -772,7 +772,7 @@ fn memory_peak_bytes_matches_evaluate() {
 fn finer_experts_of_the_same_flops_never_compute_faster() {
     // Mixtral-8x7B's MoE split into 2×, 4×, 8× more experts of 1/2, 1/4, 1/8 the width with
     // 2×, 4×, 8× the top-k: the same parameters and FLOPs per token, in more, smaller GEMMs
-    // (one per local expert, fewer tokens each: fewer full tile waves and more launches).
+    // (one per local expert, fewer tokens each: more launches, and a router over more experts).
     let base = autoplan_graph::resolve_model("mixtral-8x7b").expect("bundled");
     let cluster = autoplan_cost::calibration::dgx_h100(8);
     let plan: Plan = "tp=1,pp=4,dp=16,ep=8,mbs=1,zero=1,recompute=selective"

@@ -106,8 +106,8 @@ fn a_row_without_recompute_is_skipped_only_when_its_plan_cannot_fit_without_one(
 fn the_two_published_qwen3_235b_plans_rank_as_measured() {
     // Megatron-MoE-ModelZoo's Qwen3-235B-A22B on 256 H100: cross-node EP 32 with DeepEP ran at
     // 1663 tokens/s/GPU, intra-node TP 4 × EP 8 × PP 8 at 1130. The model must order them the
-    // same way (per-expert GEMMs of 512 tokens in one tile wave, DeepEP's node-deduplicated
-    // network traffic), and both rows stay scored, not set aside.
+    // same way (16 local experts' GEMMs of 512 tokens, each launched, DeepEP's
+    // node-deduplicated network traffic), and both rows stay scored, not set aside.
     let v = run();
     let get = |id: &str| {
         v.rows

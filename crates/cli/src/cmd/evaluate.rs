@@ -352,6 +352,41 @@ fn comm_table(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
     if r.comm.is_empty() {
         writeln!(out, "  (none: a single GPU)")?;
     }
+    moe_table(out, r)
+}
+
+/// A MoE model's per-layer work beside its GEMMs and collectives (in the compute time).
+fn moe_table(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
+    if r.moe.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "MoE work per step (per-layer rows, the bottleneck stage's layers; part of compute):"
+    )?;
+    writeln!(
+        out,
+        "  {:<13} {:<48} {:<9} {:>11} {:>8} {:>11} {:>11}",
+        "layer", "work", "pass", "bytes", "calls", "time/call", "time"
+    )?;
+    for row in &r.moe {
+        writeln!(
+            out,
+            "  {:<13} {:<48} {:<9} {:>11} {:>8.0} {:>11} {:>11}",
+            row.layer.name(),
+            row.what,
+            serde_name(&row.pass),
+            if row.bytes > 0.0 {
+                bytes_short(row.bytes)
+            } else {
+                "-".to_string()
+            },
+            row.calls_per_step,
+            duration(row.time_per_call),
+            duration(row.time)
+        )?;
+    }
     Ok(())
 }
 

@@ -98,21 +98,16 @@ impl Evaluator {
             }
             // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
             // `TEGroupedMLP`) issues one cuBLAS GEMM per local expert, so each is priced at its
-            // own shape (`rows` tokens of one expert), not their sum, with the tile waves of
-            // `time_grouped` (a stand-in on Hopper, see autoplan-cost's compute module); their
-            // concurrency over TE's side streams is not credited.
+            // own shape (`rows` tokens of one expert) with its own latency (the per-expert
+            // launches, listed in the MoE work table: `moe.rs`); their concurrency over TE's
+            // side streams is not credited.
             let e = &self.eff;
             // FP8 training keeps the LM head in 16 bits: Megatron-Core's `output_layer` is a
             // plain `ColumnParallelLinear`, outside Transformer Engine's `fp8_autocast`.
             let low = self.precision.is_low_precision();
             let head16 = kind == LayerKind::LmHead && low;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
-            let mut tg = count
-                * if g.expert {
-                    pricer.time_grouped(2.0 * rows * n * k, rows, n, k)
-                } else {
-                    pricer.time(2.0 * rows * n * k, rows, n, k)
-                };
+            let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
             if low && !head16 {
                 // FP8 (FP4) GEMMs quantize their 16-bit input (read 2 B, write 1 B (0.5 B) per
                 // element; Transformer Engine's cast), a memory-bound pass per GEMM, whatever
@@ -265,8 +260,10 @@ impl Evaluator {
         };
         // Elementwise kernels write what is stored for backward and read it back once.
         let mem_f = memory_bound_time_with(&self.gpu, &self.eff, 2.0 * c.act * x.m_tok * split);
-        let fwd = gemm + core_f + score_f + mem_f;
-        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f;
+        // A MoE layer's router and token permutation copies (`moe.rs`; zero elsewhere).
+        let moe = self.moe_work(c, x);
+        let fwd = gemm + core_f + score_f + mem_f + moe.fwd();
+        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + moe.bwd();
         ComputeCost {
             fwd,
             bwd,

@@ -162,7 +162,7 @@ impl Evaluator {
 
     /// The per-class layer counts of stage `bottleneck` (the table's multiplicities) and the
     /// share of its blocks recompute covers.
-    fn table_counts(&self, plan: &Plan, bottleneck: u32) -> ([f64; NCLASS], f64) {
+    pub(super) fn table_counts(&self, plan: &Plan, bottleneck: u32) -> ([f64; NCLASS], f64) {
         let layout = self.layout(plan).unwrap_or(StageLayout {
             pp: 1,
             vpp: 1,

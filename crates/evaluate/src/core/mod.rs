@@ -7,6 +7,7 @@
 //! - [`compute`]: each class's GEMMs, attention core and elementwise kernels;
 //! - [`recompute`]: what recompute runs again;
 //! - [`costs`]: one micro-batch of each class, compute and communication parts;
+//! - [`moe`]: a MoE layer's router, token permutation copies and per-expert launches;
 //! - [`tp`], [`cp`], [`ep`], [`dp`]: the collectives of each kind of parallelism;
 //! - [`pipeline`]: the stages, the busiest one, the pipeline hops;
 //! - [`optimizer`]: the optimizer step;
@@ -32,6 +33,7 @@ mod emit;
 mod ep;
 mod floor;
 mod memo;
+mod moe;
 mod optimizer;
 mod pipeline;
 mod recompute;
@@ -44,6 +46,7 @@ use crate::flops::ModelFlops;
 use crate::{AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSummary};
 use classes::Class;
 use ep::BALANCED_R;
+pub use moe::MoeWorkRow;
 
 /// A partial plan for branch-and-bound: the degrees fixed so far. The current bound
 /// ([`Evaluator::lower_bound`]) holds for every completion and does not tighten with them yet.
@@ -262,6 +265,7 @@ impl Evaluator {
                 time_per_microbatch_s: st.t,
             });
         }
+        let moe = self.moe_table(plan, &x, f64::from(o.micro), o.bottleneck);
         let memory = self.memory(plan);
         let groups = vec![
             ("tp", x.g_tp.into()),
@@ -280,12 +284,29 @@ impl Evaluator {
             flops: self.flops,
             attention_flops: self.opts.flops,
             comm: rows,
+            moe,
             stages,
             bottleneck_stage: o.bottleneck,
             memory,
             hbm_bytes: self.gpu.hbm_bytes,
             groups,
         })
+    }
+
+    /// The MoE work table of stage `bottleneck` (`micro` micro-batches): the MoE layers' and
+    /// a MoE MTP module's router, permutation copies and per-expert launches.
+    fn moe_table(&self, plan: &Plan, x: &ctx::Ctx, micro: f64, bottleneck: u32) -> Vec<MoeWorkRow> {
+        let mut out = Vec::new();
+        if self.experts == 0.0 {
+            return out;
+        }
+        let (counts, _) = self.table_counts(plan, bottleneck);
+        for id in [classes::ClassId::Moe, classes::ClassId::Mtp] {
+            let c = &self.classes[id as usize];
+            let w = self.moe_work(c, x);
+            self.moe_rows(c.kind, &w, counts[id as usize] * micro, &mut out);
+        }
+        out
     }
 
     /// An admissible lower bound on the step time of every completion of `partial` on all of the
