@@ -42,6 +42,7 @@ fn cluster(
             nics_per_node: gpn,
             oversubscription: oversub,
             link_delay: lat_us.1 * 1e-6,
+            in_network_reduction: false,
         },
         efficiency: Efficiency {
             bwurate: 0.9,
@@ -49,6 +50,7 @@ fn cluster(
             sync_lat: lat_us.3 * 1e-6,
             cpufetch: 5e-6,
         },
+        library: autoplan_cluster::CollectiveLibrary::Any,
     }
 }
 

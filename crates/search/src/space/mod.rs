@@ -286,7 +286,8 @@ fn algo_key(a: &AlgoMode) -> (u8, String) {
         AlgoMode::Cheapest => (0, String::new()),
         AlgoMode::NcclLike => (1, String::new()),
         AlgoMode::NcclTuner => (2, String::new()),
-        AlgoMode::Fixed(x) => (3, x.to_string()),
+        AlgoMode::Any => (3, String::new()),
+        AlgoMode::Fixed(x) => (4, x.to_string()),
     }
 }
 
