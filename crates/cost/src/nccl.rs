@@ -334,8 +334,14 @@ mod tests {
         let (algo, proto) = per_function_env(&lines);
         assert_eq!(algo, None); // all-reduce uses two algorithms
         assert_eq!(proto, None);
-        let (algo, _) = per_function_env(&lines[2..]);
-        assert_eq!(algo.as_deref(), Some("allgather:ring"));
+        let last: Vec<TunerLine> = lines
+            .iter()
+            .filter(|l| l.algorithm != Algorithm::Ring || l.collective != Collective::AllReduce)
+            .copied()
+            .collect();
+        let (algo, proto) = per_function_env(&last);
+        assert_eq!(algo.as_deref(), Some("allgather:ring;allreduce:nvlstree"));
+        assert_eq!(proto.as_deref(), Some("allgather:ll128;allreduce:simple"));
     }
 
     #[test]

@@ -392,3 +392,86 @@ impl CostModel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use autoplan_cluster::{GroupPlacement, IntraFabric};
+
+    use super::*;
+    use crate::{calibration, AlgoMode};
+
+    fn g(r: u32, nodes: u32) -> GroupPlacement {
+        GroupPlacement {
+            size: r * nodes,
+            ranks_per_node: r,
+            nodes,
+        }
+    }
+
+    fn algos(m: &CostModel, op: Collective, grp: GroupPlacement, s: f64) -> Vec<Algorithm> {
+        m.alternatives(op, grp, s).iter().map(|c| c.algorithm).collect()
+    }
+
+    #[test]
+    fn menus_follow_the_hardware() {
+        use Algorithm::*;
+        let h100 = CostModel::new(&calibration::dgx_h100(4));
+        let ar = Collective::AllReduce;
+        // One node: ring and NVLS; several: the tree and NVLSTree join, NVLS needs CollNet.
+        assert_eq!(algos(&h100, ar, g(8, 1), 1e8), [Ring, InSwitch]);
+        assert_eq!(
+            algos(&h100, ar, g(8, 4), 1e8),
+            [Ring, DoubleBinaryTree, NvlsTree]
+        );
+        // PAT only at one rank per node.
+        let ag = Collective::AllGather;
+        assert_eq!(algos(&h100, ag, g(1, 4), 1e8), [Ring, Pat]);
+        assert_eq!(algos(&h100, ag, g(2, 4), 1e8), [Ring]);
+        // No NVLink SHARP on A100: no NVLS.
+        let a100 = CostModel::new(&calibration::dgx_a100(4));
+        assert_eq!(algos(&a100, ar, g(8, 4), 1e8), [Ring, DoubleBinaryTree]);
+        // In-network reduction declared: CollNet, and NVLS across nodes.
+        let mut c = calibration::dgx_h100(4);
+        c.network.in_network_reduction = true;
+        let sharp = CostModel::new(&c);
+        assert_eq!(
+            algos(&sharp, ar, g(8, 4), 1e8),
+            [Ring, DoubleBinaryTree, InSwitch, NvlsTree, CollNetDirect, CollNetChain]
+        );
+        // At 4 nodes SHARP halves the network volume of a large all-reduce: CollNet or NVLS
+        // beats ring and tree.
+        let best = sharp.collective(ar, g(8, 4), 1e10, AlgoMode::Cheapest);
+        assert!(
+            matches!(best.algorithm, InSwitch | CollNetDirect | NvlsTree),
+            "{best:?}"
+        );
+    }
+
+    #[test]
+    fn protocols_follow_size_and_fabric() {
+        let m = CostModel::new(&calibration::dgx_a100(1));
+        let ar = Collective::AllReduce;
+        let small = m.collective(ar, g(8, 1), 8.0, AlgoMode::Cheapest);
+        let mid = m.collective(ar, g(8, 1), 16.0 * 1024.0 * 1024.0, AlgoMode::Cheapest);
+        let large = m.collective(ar, g(8, 1), 8e9, AlgoMode::Cheapest);
+        assert_eq!(small.protocol, Protocol::LowLatency);
+        assert_eq!(mid.protocol, Protocol::Ll128);
+        assert_eq!(large.protocol, Protocol::Simple);
+        // LL128 needs NVLink: not on a PCIe node.
+        let mut c = calibration::dgx_a100(1);
+        c.node.fabric = IntraFabric::Pcie;
+        let pcie = CostModel::new(&c);
+        for s in [8.0, 1e5, 1e7, 1e9] {
+            let p = pcie.collective(ar, g(8, 1), s, AlgoMode::Cheapest).protocol;
+            assert_ne!(p, Protocol::Ll128, "{s}");
+        }
+    }
+
+    #[test]
+    fn ll128_sits_between_ll_and_simple() {
+        // NCCL's ring hwLat rows (collectives.md §2.4): LL128's share of Simple's sync.
+        assert!((LL128_SYNC_INTRA - 1.3 / 2.8).abs() < 1e-12);
+        assert!((0.0..1.0).contains(&LL128_SYNC_INTER));
+        assert!(RING_LL_FACTOR < RING_LL128_FACTOR && RING_LL128_FACTOR < 1.0);
+    }
+}
