@@ -323,7 +323,9 @@ pub struct Network {
 
 /// The collective library whose algorithms the cost model may pick (docs/cost-model.md
 /// "Collective library").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum CollectiveLibrary {
     /// What NCCL runs (collectives.md §2.2, frameworks.md §4.1): Ring, Tree, NVLS, NVLSTree,

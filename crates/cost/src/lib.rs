@@ -37,8 +37,9 @@ pub mod nccl;
 
 pub use autoplan_cluster::CollectiveLibrary;
 pub use model::{
-    algorithms_of, library_algorithms, nccl_algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY,
-    IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY, LL_BANDWIDTH_FRACTION, MAX_ALGORITHMS,
+    algorithms_of, library_algorithms, nccl_algorithms_of, Alternatives, CostModel, Terms,
+    IN_SWITCH_EFFICIENCY, IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY, LL_BANDWIDTH_FRACTION,
+    MAX_ALGORITHMS,
 };
 
 use serde::{Deserialize, Serialize};

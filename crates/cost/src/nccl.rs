@@ -227,7 +227,10 @@ pub fn per_function_env(lines: &[TunerLine]) -> (Option<String>, Option<String>)
 /// trimmed); unlike the plugin, an unknown collective, algorithm or protocol is an error
 /// rather than a silent default.
 pub fn parse_tuner_line(line: &str) -> Result<TunerLine, String> {
-    let f: Vec<&str> = line.split(',').map(|t| t.trim_matches([' ', '\t'])).collect();
+    let f: Vec<&str> = line
+        .split(',')
+        .map(|t| t.trim_matches([' ', '\t']))
+        .collect();
     if !(8..=10).contains(&f.len()) {
         return Err(format!("{} fields, expected 8 to 10: {line:?}", f.len()));
     }
@@ -252,7 +255,9 @@ pub fn parse_tuner_line(line: &str) -> Result<TunerLine, String> {
     let num = |i: usize, what: &str| -> Result<i64, String> {
         match f.get(i) {
             None => Ok(-1),
-            Some(t) => t.parse().map_err(|_| format!("{what} {t:?} is not an integer")),
+            Some(t) => t
+                .parse()
+                .map_err(|_| format!("{what} {t:?} is not an integer")),
         }
     };
     let bytes = |i: usize, what: &str| -> Result<u64, String> {
@@ -315,11 +320,31 @@ mod tests {
     #[test]
     fn lines_round_trip_and_cover_each_call() {
         let calls = [
-            call(Collective::AllReduce, 4096.0, Algorithm::Ring, Protocol::LowLatency),
-            call(Collective::AllReduce, 8192.0, Algorithm::Ring, Protocol::LowLatency),
-            call(Collective::AllReduce, 64e6, Algorithm::NvlsTree, Protocol::Simple),
+            call(
+                Collective::AllReduce,
+                4096.0,
+                Algorithm::Ring,
+                Protocol::LowLatency,
+            ),
+            call(
+                Collective::AllReduce,
+                8192.0,
+                Algorithm::Ring,
+                Protocol::LowLatency,
+            ),
+            call(
+                Collective::AllReduce,
+                64e6,
+                Algorithm::NvlsTree,
+                Protocol::Simple,
+            ),
             call(Collective::AllGather, 1e6, Algorithm::Ring, Protocol::Ll128),
-            call(Collective::AllToAll, 1e6, Algorithm::Direct, Protocol::Simple),
+            call(
+                Collective::AllToAll,
+                1e6,
+                Algorithm::Direct,
+                Protocol::Simple,
+            ),
         ];
         let (lines, other) = tuner_lines(&calls);
         assert_eq!(other.len(), 1);
@@ -329,7 +354,11 @@ mod tests {
         assert_eq!(back, lines);
         for c in &calls[..4] {
             let l = lookup(&back, c.collective, c.bytes as u64, c.nodes, c.ranks).unwrap();
-            assert_eq!((l.algorithm, l.protocol), (c.algorithm, c.protocol), "{c:?}");
+            assert_eq!(
+                (l.algorithm, l.protocol),
+                (c.algorithm, c.protocol),
+                "{c:?}"
+            );
         }
         let (algo, proto) = per_function_env(&lines);
         assert_eq!(algo, None); // all-reduce uses two algorithms
@@ -353,6 +382,9 @@ mod tests {
             .unwrap_err()
             .contains("algorithm"));
         let l = parse_tuner_line("allgather, 0, 4294967295, pat, simple, 4, 8, 8").unwrap();
-        assert_eq!((l.algorithm, l.pipe_ops, l.reg_buff), (Algorithm::Pat, -1, -1));
+        assert_eq!(
+            (l.algorithm, l.pipe_ops, l.reg_buff),
+            (Algorithm::Pat, -1, -1)
+        );
     }
 }

@@ -81,9 +81,12 @@ fn library_any_can_pick_what_nccl_lacks() {
     let s = 16.0 * 1024.0 * 1024.0;
     let m = CostModel::new(&c);
     let nccl = m.collective(Collective::AllReduce, g, s, AlgoMode::Cheapest);
-    let any = m
-        .with_library(CollectiveLibrary::Any)
-        .collective(Collective::AllReduce, g, s, AlgoMode::Cheapest);
+    let any = m.with_library(CollectiveLibrary::Any).collective(
+        Collective::AllReduce,
+        g,
+        s,
+        AlgoMode::Cheapest,
+    );
     assert_eq!(nccl.algorithm, Algorithm::Ring);
     assert_eq!(any.algorithm, Algorithm::HalvingDoubling);
     assert!(nccl.time > any.time);
@@ -108,8 +111,14 @@ fn tuner_config_round_trips_every_booked_collective() {
                 assert!(other.contains(b));
                 continue;
             }
-            let l = nccl::lookup(&back, b.collective, b.bytes.round() as u64, b.nodes, b.ranks)
-                .unwrap_or_else(|| panic!("{m}: no line for {b:?}"));
+            let l = nccl::lookup(
+                &back,
+                b.collective,
+                b.bytes.round() as u64,
+                b.nodes,
+                b.ranks,
+            )
+            .unwrap_or_else(|| panic!("{m}: no line for {b:?}"));
             assert_eq!(
                 (l.algorithm, l.protocol),
                 (b.algorithm, b.protocol),

@@ -9,8 +9,7 @@ use anyhow::{bail, Context};
 use autoplan_cluster::{Cluster, GroupPlacement};
 use autoplan_cost::validation::{predict, MeasuredRow, Metric};
 use autoplan_cost::{
-    calibration, nccl_algorithms_of, AlgoMode, Algorithm, Collective, CollectiveLibrary,
-    CostModel,
+    calibration, nccl_algorithms_of, AlgoMode, Algorithm, Collective, CollectiveLibrary, CostModel,
 };
 
 use super::Format;

@@ -310,7 +310,9 @@ impl CostModel {
         smean: f64,
     ) -> Option<CollectiveCost> {
         if s.n <= 1 {
-            return if algorithms_of(op).contains(&a) || library_algorithms(op, self.library).contains(&a) {
+            return if algorithms_of(op).contains(&a)
+                || library_algorithms(op, self.library).contains(&a)
+            {
                 Some(CollectiveCost {
                     algorithm: a,
                     protocol: Protocol::LowLatency,

@@ -409,7 +409,10 @@ mod tests {
     }
 
     fn algos(m: &CostModel, op: Collective, grp: GroupPlacement, s: f64) -> Vec<Algorithm> {
-        m.alternatives(op, grp, s).iter().map(|c| c.algorithm).collect()
+        m.alternatives(op, grp, s)
+            .iter()
+            .map(|c| c.algorithm)
+            .collect()
     }
 
     #[test]
@@ -436,7 +439,14 @@ mod tests {
         let sharp = CostModel::new(&c);
         assert_eq!(
             algos(&sharp, ar, g(8, 4), 1e8),
-            [Ring, DoubleBinaryTree, InSwitch, NvlsTree, CollNetDirect, CollNetChain]
+            [
+                Ring,
+                DoubleBinaryTree,
+                InSwitch,
+                NvlsTree,
+                CollNetDirect,
+                CollNetChain
+            ]
         );
         // At 4 nodes SHARP halves the network volume of a large all-reduce: CollNet or NVLS
         // beats ring and tree.

@@ -209,7 +209,13 @@ impl<'a, S: Sink> Emitter<'a, S> {
                     calls: c.calls * mult,
                     ..c
                 };
-                c.row(layer, cost.algorithm, cost.protocol, cost.time, exposed * mult)
+                c.row(
+                    layer,
+                    cost.algorithm,
+                    cost.protocol,
+                    cost.time,
+                    exposed * mult,
+                )
             };
             if self.mult > 0.0 {
                 self.sink.push(row(c.pass, self.mult));

@@ -220,13 +220,7 @@ impl Evaluator {
                 pp_bytes,
             )
             .calls(calls / 2.0);
-            sink.push(c.row(
-                None,
-                Algorithm::PointToPoint,
-                protocol,
-                pp_t,
-                micro * pp_t,
-            ));
+            sink.push(c.row(None, Algorithm::PointToPoint, protocol, pp_t, micro * pp_t));
         }
     }
 }
