@@ -476,12 +476,4 @@ mod tests {
             assert_ne!(p, Protocol::Ll128, "{s}");
         }
     }
-
-    #[test]
-    fn ll128_sits_between_ll_and_simple() {
-        // NCCL's ring hwLat rows (collectives.md §2.4): LL128's share of Simple's sync.
-        assert!((LL128_SYNC_INTRA - 1.3 / 2.8).abs() < 1e-12);
-        assert!((0.0..1.0).contains(&LL128_SYNC_INTER));
-        assert!(RING_LL_FACTOR < RING_LL128_FACTOR && RING_LL128_FACTOR < 1.0);
-    }
 }
