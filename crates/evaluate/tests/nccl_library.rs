@@ -129,3 +129,23 @@ fn tuner_config_round_trips_every_booked_collective() {
         assert!(tuned > 0, "{m}: no tunable collective");
     }
 }
+
+#[test]
+fn a_plan_with_algo_any_keeps_the_seeds_menu() {
+    // TP=8 on one A100 node: the seeds' halving-doubling all-gather / reduce-scatter wins under
+    // `algo=any`, NCCL's ring (LL128 or Simple) by default; `any` is never slower.
+    let (m, c, p) = CASES[0];
+    let nccl = report(m, c, p, CollectiveLibrary::Nccl);
+    let any = report(m, c, &format!("{p},algo=any"), CollectiveLibrary::Nccl);
+    let lacks = |r: &Report| {
+        r.comm
+            .iter()
+            .any(|row| !nccl_algorithms_of(row.collective).contains(&row.algorithm))
+    };
+    assert!(!lacks(&nccl));
+    assert!(lacks(&any));
+    assert!(any.metrics.step_time_s < nccl.metrics.step_time_s);
+    // The cluster's library `any` gives the same prices as `algo=any`.
+    let lib_any = report(m, c, p, CollectiveLibrary::Any);
+    assert_eq!(lib_any.metrics.step_time_s, any.metrics.step_time_s);
+}
