@@ -33,7 +33,10 @@ fn json_lists_every_algorithm_and_marks_the_cheapest() {
     ];
     // Under NCCL (the default library), across nodes without NVLink SHARP: ring and tree.
     let nccl = json_rows(&args);
-    let names: Vec<&str> = nccl.iter().map(|r| r["algorithm"].as_str().unwrap()).collect();
+    let names: Vec<&str> = nccl
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["ring", "double-binary-tree"], "{nccl:?}");
     let mut any_args = args.to_vec();
     any_args.extend(["--library", "any"]);

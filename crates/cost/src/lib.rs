@@ -115,6 +115,7 @@ pub enum AlgoMode {
 #[serde(rename_all = "kebab-case")]
 pub enum Protocol {
     /// Low latency: flags inline with data, no per-step synchronisation, half the bandwidth.
+    #[serde(rename = "ll")]
     LowLatency,
     /// NCCL LL128: 128-byte lines with an 8-byte flag, near-Simple bandwidth, little
     /// per-step synchronisation (library `nccl` on NVLink nodes only).

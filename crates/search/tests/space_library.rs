@@ -5,9 +5,15 @@ use autoplan_plan::AlgoMode;
 use autoplan_search::Space;
 
 fn quick_with(line: &str) -> Result<Space, String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../search_spaces/quick.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../search_spaces/quick.toml"
+    );
     let text = std::fs::read_to_string(path).expect("bundled quick space");
-    let text = text.replace("algo = [\"cheapest\"]", &format!("algo = [\"cheapest\"]\n{line}"));
+    let text = text.replace(
+        "algo = [\"cheapest\"]",
+        &format!("algo = [\"cheapest\"]\n{line}"),
+    );
     Space::from_source(&Source::new("quick.toml", text)).map_err(|e| e.to_string())
 }
 

@@ -194,6 +194,21 @@ fn nccl_config(
         })
         .collect();
     let (lines, other) = nccl::tuner_lines(&calls);
+    // A collective NCCL tunes, booked with an algorithm NCCL lacks (`algo=any`, library
+    // `any`): NCCL cannot run what the plan assumed, so there is nothing faithful to export.
+    if let Some(b) = other
+        .iter()
+        .find(|b| nccl::tuner_collective(b.collective).is_some())
+    {
+        anyhow::bail!(
+            "--emit nccl: plan {plan_str:?} assumes {} for the {} on {} ranks, which NCCL does \
+             not have (the seeds' menu: algo=any or library any); price it under the NCCL \
+             library (algo=cheapest on a cluster with library nccl) to export it",
+            b.algorithm,
+            b.collective,
+            b.ranks
+        );
+    }
     let c = ev.cluster();
     writeln!(
         out,
