@@ -21,7 +21,7 @@ fn chosen_time(rows: &[serde_json::Value]) -> f64 {
 
 #[test]
 fn json_lists_every_algorithm_and_marks_the_cheapest() {
-    let rows = json_rows(&[
+    let args = [
         "--cluster",
         "a100x64",
         "--op",
@@ -30,8 +30,18 @@ fn json_lists_every_algorithm_and_marks_the_cheapest() {
         "64",
         "--bytes",
         "1GiB",
-    ]);
-    // Across nodes, no in-switch reduction on A100: six all-reduce algorithms.
+    ];
+    // Under NCCL (the default library), across nodes without NVLink SHARP: ring and tree.
+    let nccl = json_rows(&args);
+    let names: Vec<&str> = nccl
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ring", "double-binary-tree"], "{nccl:?}");
+    let mut any_args = args.to_vec();
+    any_args.extend(["--library", "any"]);
+    let rows = json_rows(&any_args);
+    // The seeds' full menu, no in-switch reduction on A100: six all-reduce algorithms.
     assert_eq!(rows.len(), 6, "{rows:?}");
     for r in &rows {
         for key in [

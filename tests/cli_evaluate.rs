@@ -314,3 +314,70 @@ fn an_uncalibrated_gpu_is_said_to_be_one() {
         assert_eq!(v["calibrated"], calibrated, "{cluster}");
     }
 }
+
+/// `--emit nccl` (issue 18 item 3): a tuner config NCCL's example plugin reads, whose lines
+/// name the algorithm and protocol the report booked for each tuned collective; a plan priced
+/// with an algorithm NCCL lacks is refused with the reason.
+#[test]
+fn evaluate_emits_an_nccl_tuner_config_matching_the_report() {
+    use autoplan_cost::nccl;
+    let base = [
+        "evaluate",
+        "--model",
+        "gpt3-175b",
+        "--cluster",
+        "selene-a100",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--plan",
+    ];
+    let run = |plan: &str, extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.push(plan);
+        args.extend_from_slice(extra);
+        autoplan(&args)
+    };
+    let (code, out, err) = run(PLAN, &["--emit", "nccl"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("NCCL_ALGO=\""), "{out}");
+    let lines = nccl::parse_tuner_config(&out).expect("the emitted config parses");
+    assert!(!lines.is_empty());
+    let (code, json, err) = run(PLAN, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut checked = 0;
+    for row in v["report"]["comm"].as_array().unwrap() {
+        let op: autoplan_cost::Collective = row["collective"].as_str().unwrap().parse().unwrap();
+        if nccl::tuner_collective(op).is_none() || row["group"]["size"].as_u64() == Some(1) {
+            continue;
+        }
+        let (nodes, ranks) = (
+            row["group"]["nodes"].as_u64().unwrap() as u32,
+            row["group"]["size"].as_u64().unwrap() as u32,
+        );
+        let bytes = row["bytes"].as_f64().unwrap().round() as u64;
+        let l = nccl::lookup(&lines, op, bytes, nodes, ranks)
+            .unwrap_or_else(|| panic!("no line for {row}"));
+        assert_eq!(
+            nccl::tuner_algorithm(l.algorithm),
+            Some(match row["algorithm"].as_str().unwrap() {
+                "double-binary-tree" => "tree",
+                "in-switch" => "nvls",
+                other => other,
+            }),
+            "{row}"
+        );
+        assert_eq!(
+            l.protocol.name(),
+            row["protocol"].as_str().unwrap(),
+            "{row}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0);
+    let (code, _, err) = run(&format!("{PLAN},algo=any"), &["--emit", "nccl"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("NCCL does not have"), "{err}");
+}

@@ -3,6 +3,8 @@
 //!
 //! ```toml
 //! name = "a100x64"
+//! library = "nccl"            # optional: nccl (default) | any (the seeds' full menu of
+//!                             # collective algorithms, docs/cost-model.md)
 //!
 //! [gpu]
 //! name = "A100-SXM4-80GB"
@@ -31,6 +33,7 @@
 //! nic_gbit = 200              # optional: NIC line rate, Gb/s; checked against inter_bw
 //! oversubscription = 1.0      # ≥ 1 (1 = full bisection)
 //! link_delay_us = 2.7         # seed 000 link_delay, µs
+//! in_network_reduction = false # optional: InfiniBand SHARP (NCCL CollNet); default false
 //!
 //! [efficiency]                # seed 000 §5
 //! bwurate = 0.96              # [0.01, 1]
@@ -39,7 +42,8 @@
 //! cpufetch_us = 5.0
 //! ```
 //!
-//! Every field is required except `nic_gbit` and `nvlink_domain`, and exactly one of `nodes` /
+//! Every field is required except `library`, `nic_gbit`, `nvlink_domain` and
+//! `in_network_reduction`, and exactly one of `nodes` /
 //! `gpus`.
 //!
 //! `[node]` describes the host (`gpus_per_node` GPUs, and `nics_per_node` NICs in
@@ -72,6 +76,8 @@ pub struct RawClusterFile {
     pub node: RawNode,
     pub network: RawNetwork,
     pub efficiency: RawEfficiency,
+    #[serde(default)]
+    pub library: Option<crate::CollectiveLibrary>,
 }
 
 /// `[gpu]`.
@@ -121,6 +127,8 @@ pub struct RawNetwork {
     pub nic_gbit: Option<f64>,
     pub oversubscription: f64,
     pub link_delay_us: f64,
+    #[serde(default)]
+    pub in_network_reduction: Option<bool>,
 }
 
 /// `[efficiency]`.
@@ -209,6 +217,7 @@ impl RawClusterFile {
             node,
             network,
             efficiency,
+            library,
         } = self;
 
         if name.trim().is_empty() {
@@ -225,6 +234,7 @@ impl RawClusterFile {
             node,
             network,
             efficiency,
+            library: library.unwrap_or_default(),
         })
     }
 }
@@ -420,6 +430,7 @@ impl RawNetwork {
                 nics_per_node: network.nics_per_node,
                 oversubscription: over,
                 link_delay: delay / US_PER_S,
+                in_network_reduction: network.in_network_reduction.unwrap_or(false),
             },
         ))
     }

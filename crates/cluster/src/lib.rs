@@ -316,6 +316,47 @@ pub struct Network {
     pub oversubscription: f64,
     /// Seed 000 `link_delay`: fixed per-message latency across the network, seconds.
     pub link_delay: f64,
+    /// The network reduces in-switch (InfiniBand SHARP), which NCCL's CollNet algorithms use
+    /// (frameworks.md §4.1 "CollNet"); `false` unless the cluster file declares it.
+    pub in_network_reduction: bool,
+}
+
+/// The collective library whose algorithms the cost model may pick (docs/cost-model.md
+/// "Collective library").
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CollectiveLibrary {
+    /// What NCCL runs (collectives.md §2.2, frameworks.md §4.1): Ring, Tree, NVLS, NVLSTree,
+    /// CollNet Direct/Chain, PAT, and point-to-point for all-to-all, scatter, gather, send/recv.
+    #[default]
+    Nccl,
+    /// The seeds' full menu (direct, halving-doubling, Bruck, the single binary tree, ...).
+    Any,
+}
+
+impl CollectiveLibrary {
+    /// "nccl" or "any".
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveLibrary::Nccl => "nccl",
+            CollectiveLibrary::Any => "any",
+        }
+    }
+}
+
+impl std::str::FromStr for CollectiveLibrary {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "nccl" => Ok(CollectiveLibrary::Nccl),
+            "any" => Ok(CollectiveLibrary::Any),
+            other => Err(format!(
+                "unknown collective library {other:?}; expected nccl or any"
+            )),
+        }
+    }
 }
 
 /// Software efficiency parameters of seed 000 §5.
@@ -340,6 +381,8 @@ pub struct Cluster {
     pub node: Node,
     pub network: Network,
     pub efficiency: Efficiency,
+    /// The collective library the cluster runs (default NCCL).
+    pub library: CollectiveLibrary,
 }
 
 impl Cluster {

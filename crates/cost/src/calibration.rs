@@ -156,6 +156,7 @@ fn network(nic: &FabricPreset) -> Network {
         nics_per_node: 8,
         oversubscription: 1.0,
         link_delay: nic.hop_latency,
+        in_network_reduction: false,
     }
 }
 
@@ -168,6 +169,7 @@ pub fn dgx_a100(nodes: u32) -> Cluster {
         node: node(&NVLINK3_A100, false),
         network: network(&IB_HDR),
         efficiency: default_efficiency(),
+        library: autoplan_cluster::CollectiveLibrary::Nccl,
     }
 }
 
@@ -180,6 +182,7 @@ pub fn dgx_h100(nodes: u32) -> Cluster {
         node: node(&NVLINK4_H100, true),
         network: network(&IB_NDR),
         efficiency: default_efficiency(),
+        library: autoplan_cluster::CollectiveLibrary::Nccl,
     }
 }
 
@@ -192,5 +195,6 @@ pub fn hgx_h800(nodes: u32) -> Cluster {
         node: node(&NVLINK_H800, true),
         network: network(&IB_NDR),
         efficiency: default_efficiency(),
+        library: autoplan_cluster::CollectiveLibrary::Nccl,
     }
 }

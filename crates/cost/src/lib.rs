@@ -33,9 +33,13 @@ pub mod fit;
 mod model;
 pub mod validation;
 
+pub mod nccl;
+
+pub use autoplan_cluster::CollectiveLibrary;
 pub use model::{
-    algorithms_of, Alternatives, CostModel, Terms, IN_SWITCH_EFFICIENCY,
-    IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY, LL_BANDWIDTH_FRACTION, MAX_ALGORITHMS,
+    algorithms_of, library_algorithms, nccl_algorithms_of, Alternatives, CostModel, Terms,
+    IN_SWITCH_EFFICIENCY, IN_SWITCH_EFFICIENCY_BLACKWELL, IN_SWITCH_LATENCY, LL_BANDWIDTH_FRACTION,
+    MAX_ALGORITHMS,
 };
 
 use serde::{Deserialize, Serialize};
@@ -74,6 +78,17 @@ pub enum Algorithm {
     InSwitch,
     /// Point-to-point (send/recv).
     PointToPoint,
+    /// NCCL NVLSTree: NVLink SHARP inside the node, a double binary tree across nodes
+    /// (collectives.md §2.2).
+    NvlsTree,
+    /// NCCL CollNetDirect: in-network (SHARP) reduction, every local rank talks to the
+    /// network directly (collectives.md §2.2).
+    CollNetDirect,
+    /// NCCL CollNetChain: in-network (SHARP) reduction behind a chain through the node.
+    CollNetChain,
+    /// NCCL PAT ("Parallel Aggregated Trees"): all-gather / reduce-scatter at one rank per
+    /// node (collectives.md §2.2, frameworks.md §4.1).
+    Pat,
 }
 
 /// How the algorithm of each collective instance is chosen.
@@ -87,18 +102,25 @@ pub enum AlgoMode {
     /// This algorithm where valid, otherwise the cheapest valid one.
     Fixed(Algorithm),
     /// NCCL's own tuner (collectives.md §2.5): the cheapest among the algorithms NCCL
-    /// implements for this collective (ring, double binary tree across nodes, NVLS; pairwise
-    /// point-to-point for all-to-all, scatter and gather).
+    /// implements for this collective, priced by NCCL's tuning model, whatever the cluster's
+    /// library.
     NcclTuner,
+    /// The cheapest of the seeds' full menu (library `any`), whatever the cluster's library.
+    Any,
 }
 
-/// Wire protocol of an algorithm instance (NCCL's LL vs Simple, collectives.md §2.5.5): the
-/// cheaper one is taken for every instance.
+/// Wire protocol of an algorithm instance (NCCL's LL, LL128 and Simple, collectives.md
+/// §2.5.5): the cheapest the algorithm and library allow is taken for every instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Protocol {
     /// Low latency: flags inline with data, no per-step synchronisation, half the bandwidth.
+    #[serde(rename = "ll")]
     LowLatency,
+    /// NCCL LL128: 128-byte lines with an 8-byte flag, near-Simple bandwidth, little
+    /// per-step synchronisation (library `nccl` on NVLink nodes only).
+    #[serde(rename = "ll128")]
+    Ll128,
     /// Bulk copies: full bandwidth, `sync_lat` per step.
     Simple,
 }
@@ -239,7 +261,7 @@ impl std::str::FromStr for Collective {
 
 impl Algorithm {
     /// Every algorithm, in declaration order.
-    pub const ALL: [Algorithm; 9] = [
+    pub const ALL: [Algorithm; 13] = [
         Algorithm::Ring,
         Algorithm::Direct,
         Algorithm::Tree,
@@ -249,6 +271,10 @@ impl Algorithm {
         Algorithm::Hierarchical,
         Algorithm::InSwitch,
         Algorithm::PointToPoint,
+        Algorithm::NvlsTree,
+        Algorithm::CollNetDirect,
+        Algorithm::CollNetChain,
+        Algorithm::Pat,
     ];
 
     /// Kebab-case name (as serialized).
@@ -263,6 +289,10 @@ impl Algorithm {
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::InSwitch => "in-switch",
             Algorithm::PointToPoint => "point-to-point",
+            Algorithm::NvlsTree => "nvls-tree",
+            Algorithm::CollNetDirect => "collnet-direct",
+            Algorithm::CollNetChain => "collnet-chain",
+            Algorithm::Pat => "pat",
         }
     }
 }
@@ -290,13 +320,18 @@ impl std::str::FromStr for Algorithm {
             "hierarchical" | "2d" | "twolevel" | "2dh" => Algorithm::Hierarchical,
             "inswitch" | "nvls" => Algorithm::InSwitch,
             "pointtopoint" | "p2p" | "sendrecv" => Algorithm::PointToPoint,
+            "nvlstree" => Algorithm::NvlsTree,
+            "collnetdirect" => Algorithm::CollNetDirect,
+            "collnetchain" => Algorithm::CollNetChain,
+            "pat" => Algorithm::Pat,
             _ => {
                 return Err(UnknownName {
                     kind: "algorithm",
                     value: s.to_string(),
                     expected: "ring, direct (pairwise), tree, double-binary-tree (dbt), \
                                halving-doubling (hd), bruck, hierarchical, in-switch (nvls), \
-                               point-to-point (p2p)",
+                               point-to-point (p2p), nvls-tree, collnet-direct, collnet-chain, \
+                               pat",
                 })
             }
         })
@@ -304,10 +339,14 @@ impl std::str::FromStr for Algorithm {
 }
 
 impl Protocol {
-    /// Short name: "ll" or "simple".
+    /// Every protocol, in declaration order.
+    pub const ALL: [Protocol; 3] = [Protocol::LowLatency, Protocol::Ll128, Protocol::Simple];
+
+    /// Short name: "ll", "ll128" or "simple" (NCCL's names, lower case).
     pub fn name(self) -> &'static str {
         match self {
             Protocol::LowLatency => "ll",
+            Protocol::Ll128 => "ll128",
             Protocol::Simple => "simple",
         }
     }

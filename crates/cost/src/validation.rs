@@ -119,7 +119,7 @@ fn collective_of(cell: &str) -> Option<Collective> {
 
 /// How the row's algorithm cell maps to a mode: "nccl-default…" → NCCL's tuner; "ring …"
 /// forced → ring; DeepEP's kernels (pairwise intra-node, NVLink-forwarded RDMA across nodes)
-/// → the cheapest of the model's all-to-all algorithms.
+/// are not NCCL's → the cheapest of the seeds' full menu (library `any`).
 fn mode_of(cell: &str) -> Option<AlgoMode> {
     let c = cell.to_ascii_lowercase();
     if c.starts_with("nccl-default") {
@@ -127,7 +127,7 @@ fn mode_of(cell: &str) -> Option<AlgoMode> {
     } else if c.starts_with("ring") {
         Some(AlgoMode::Fixed(Algorithm::Ring))
     } else if c.starts_with("deepep") {
-        Some(AlgoMode::Cheapest)
+        Some(AlgoMode::Any)
     } else {
         None
     }

@@ -38,6 +38,7 @@ fn seed_cluster(nodes: u32) -> Cluster {
             nics_per_node: 8,
             oversubscription: 1.0,
             link_delay: 2e-6,
+            in_network_reduction: false,
         },
         efficiency: Efficiency {
             bwurate: 0.9,
@@ -45,6 +46,7 @@ fn seed_cluster(nodes: u32) -> Cluster {
             sync_lat: 2e-6,
             cpufetch: 10e-6,
         },
+        library: autoplan_cluster::CollectiveLibrary::Any,
     }
 }
 

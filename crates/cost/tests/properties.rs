@@ -3,7 +3,10 @@
 use autoplan_cluster::{
     Cluster, Efficiency, Gpu, GpuArch, GroupPlacement, IntraFabric, NetTopology, Network, Node,
 };
-use autoplan_cost::{algorithms_of, AlgoMode, Algorithm, Collective, CostModel};
+use autoplan_cost::{
+    algorithms_of, library_algorithms, nccl_algorithms_of, AlgoMode, Algorithm, Collective,
+    CollectiveLibrary, CostModel,
+};
 use proptest::prelude::*;
 
 #[allow(clippy::too_many_arguments)]
@@ -42,6 +45,7 @@ fn cluster(
             nics_per_node: gpn,
             oversubscription: oversub,
             link_delay: lat_us.1 * 1e-6,
+            in_network_reduction: false,
         },
         efficiency: Efficiency {
             bwurate: 0.9,
@@ -49,6 +53,7 @@ fn cluster(
             sync_lat: lat_us.3 * 1e-6,
             cpufetch: 5e-6,
         },
+        library: autoplan_cluster::CollectiveLibrary::Any,
     }
 }
 
@@ -209,11 +214,13 @@ proptest! {
     #[test]
     fn never_below_bandwidth_lower_bound(c in any_cluster(), op in op(), g in group(),
                                          s in 0.0..1e10f64) {
-        let m = CostModel::new(&c);
         let lb = lower_bound(&c, op, g, s);
-        for alt in &m.alternatives(op, g, s) {
-            prop_assert!(alt.time >= lb * (1.0 - 1e-9),
-                "{op:?} {:?} {g:?}: {} < bound {lb}", alt.algorithm, alt.time);
+        for lib in [CollectiveLibrary::Any, CollectiveLibrary::Nccl] {
+            let m = CostModel::new(&c).with_library(lib);
+            for alt in &m.alternatives(op, g, s) {
+                prop_assert!(alt.time >= lb * (1.0 - 1e-9),
+                    "{lib:?} {op:?} {:?} {g:?}: {} < bound {lb}", alt.algorithm, alt.time);
+            }
         }
     }
 
@@ -263,25 +270,54 @@ proptest! {
         prop_assert!(t(Collective::AllReduce, Algorithm::Tree) < t(Collective::AllReduce, Algorithm::Ring));
     }
 
-    /// The modes agree with the list of alternatives: Cheapest is its minimum (the unrolled
-    /// fast path and the generic one compute the same numbers), Fixed(a) is a's entry, and
-    /// NcclTuner / NcclLike pick one of the listed entries.
+    /// The modes agree with the list of alternatives, under either library: Cheapest is the
+    /// minimum of the library's list (the unrolled fast path and the generic one compute the
+    /// same numbers), Fixed(a) is a's entry, NcclTuner picks one of NCCL's entries, NcclLike
+    /// and Any one of the seeds' full menu, whatever the library.
     #[test]
     fn modes_agree_with_alternatives(c in any_cluster(), op in op(), g in group(), s in 0.0..1e10f64) {
-        let m = CostModel::new(&c);
-        let alts = m.alternatives(op, g, s);
-        let best = m.collective(op, g, s, AlgoMode::Cheapest);
-        if g.size > 1 {
-            prop_assert_eq!(Some(best), alts.cheapest());
-            for alt in &alts {
-                prop_assert_eq!(m.collective(op, g, s, AlgoMode::Fixed(alt.algorithm)), *alt);
+        let base = CostModel::new(&c);
+        let nccl = base.with_library(CollectiveLibrary::Nccl).alternatives(op, g, s);
+        let seeds = base.with_library(CollectiveLibrary::Any).alternatives(op, g, s);
+        for lib in [CollectiveLibrary::Any, CollectiveLibrary::Nccl] {
+            let m = base.with_library(lib);
+            let alts = m.alternatives(op, g, s);
+            let best = m.collective(op, g, s, AlgoMode::Cheapest);
+            if g.size > 1 {
+                prop_assert_eq!(Some(best), alts.cheapest());
+                for alt in &alts {
+                    prop_assert_eq!(m.collective(op, g, s, AlgoMode::Fixed(alt.algorithm)), *alt);
+                    prop_assert!(library_algorithms(op, lib).contains(&alt.algorithm));
+                }
+                let t = m.collective(op, g, s, AlgoMode::NcclTuner);
+                prop_assert_eq!(nccl.get(t.algorithm), Some(t));
+                for mode in [AlgoMode::NcclLike, AlgoMode::Any] {
+                    let c = m.collective(op, g, s, mode);
+                    prop_assert_eq!(seeds.get(c.algorithm), Some(c));
+                }
+            } else {
+                prop_assert_eq!(best.time, 0.0);
             }
-            for mode in [AlgoMode::NcclTuner, AlgoMode::NcclLike] {
-                let c = m.collective(op, g, s, mode);
-                prop_assert_eq!(alts.get(c.algorithm), Some(c));
+        }
+    }
+
+    /// Under NCCL no collective is priced with an algorithm NCCL lacks, and NCCL's ring is the
+    /// seeds' ring with one more protocol (LL128) to choose from: never slower.
+    #[test]
+    fn nccl_is_a_restriction(c in any_cluster(), op in op(), g in group(), s in 0.0..1e10f64) {
+        prop_assume!(g.size > 1);
+        let m = CostModel::new(&c).with_library(CollectiveLibrary::Nccl);
+        let n = m.collective(op, g, s, AlgoMode::Cheapest);
+        prop_assert!(nccl_algorithms_of(op).contains(&n.algorithm));
+        let seeds = m.with_library(CollectiveLibrary::Any);
+        if nccl_algorithms_of(op).contains(&Algorithm::Ring) {
+            let nr = m.time_of(op, Algorithm::Ring, g, s).unwrap();
+            let sr = seeds.time_of(op, Algorithm::Ring, g, s).unwrap();
+            prop_assert!(nr.time <= sr.time * (1.0 + 1e-12), "{op:?} {g:?}: {nr:?} > {sr:?}");
+            if nr.protocol != autoplan_cost::Protocol::Ll128 {
+                prop_assert_eq!(nr.protocol, sr.protocol);
+                prop_assert!((nr.time - sr.time).abs() <= 1e-12 * sr.time, "{nr:?} vs {sr:?}");
             }
-        } else {
-            prop_assert_eq!(best.time, 0.0);
         }
     }
 

@@ -101,3 +101,27 @@ fn bundled_clusters_reproduce_the_rows() {
     }
     assert!(expressed >= 18);
 }
+
+/// The bounds above hold with collectives as NCCL runs them: the reference machines use the
+/// default library, and every row measured with NCCL (not DeepEP's kernels) is predicted with
+/// an algorithm NCCL has.
+#[test]
+fn nccl_rows_are_predicted_with_nccl_algorithms() {
+    use autoplan_cost::{nccl_algorithms_of, AlgoMode, CollectiveLibrary};
+    let mut nccl_rows = 0;
+    for row in &rows() {
+        let Ok(p) = predict(row) else { continue };
+        let machine = autoplan_cost::validation::hardware_cluster(&row.hardware, 1).unwrap();
+        assert_eq!(machine.library, CollectiveLibrary::Nccl);
+        if p.mode != AlgoMode::Any {
+            nccl_rows += 1;
+            assert!(
+                nccl_algorithms_of(p.collective).contains(&p.algorithm),
+                "{}: {} is not an NCCL algorithm",
+                p.id,
+                p.algorithm
+            );
+        }
+    }
+    assert!(nccl_rows >= 15, "only {nccl_rows} NCCL rows");
+}

@@ -2,7 +2,7 @@
 //! row of the per-layer table, and the sink that collects rows (a no-op on the search's path).
 
 use autoplan_cluster::GroupPlacement;
-use autoplan_cost::{Algorithm, Collective};
+use autoplan_cost::{Algorithm, Collective, Protocol};
 use autoplan_graph::LayerKind;
 use serde::Serialize;
 
@@ -102,6 +102,8 @@ pub struct CommRow {
     pub pass: Pass,
     pub collective: Collective,
     pub algorithm: Algorithm,
+    /// The protocol the price assumed (NCCL's LL, LL128 or Simple).
+    pub protocol: Protocol,
     /// Group size and where its members sit.
     pub group: Group,
     /// Bytes per call, nccl-tests size convention (see `CostModel::collective`).

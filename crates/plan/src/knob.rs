@@ -292,8 +292,9 @@ pub enum Knob {
 }
 
 /// What `algo=` accepts.
-const ALGO_EXPECTED: &str = "cheapest, nccl-like, nccl-tuner or an algorithm (ring, direct, \
-tree, double-binary-tree, halving-doubling, bruck, hierarchical, in-switch, point-to-point)";
+const ALGO_EXPECTED: &str = "cheapest, any, nccl-like, nccl-tuner or an algorithm (ring, \
+direct, tree, double-binary-tree, halving-doubling, bruck, hierarchical, in-switch, \
+point-to-point, nvls-tree, collnet-direct, collnet-chain, pat)";
 
 /// What `placement=` accepts.
 const PLACEMENT_EXPECTED: &str = "contiguous, balanced or balanced:N (N ≥ 0 replicas)";
@@ -333,6 +334,7 @@ pub fn algo_name(a: AlgoMode) -> String {
         AlgoMode::Cheapest => "cheapest".into(),
         AlgoMode::NcclLike => "nccl-like".into(),
         AlgoMode::NcclTuner => "nccl-tuner".into(),
+        AlgoMode::Any => "any".into(),
         AlgoMode::Fixed(alg) => alg.name().into(),
     }
 }
@@ -350,6 +352,7 @@ fn parse_algo(key: &'static str, v: &str) -> Result<AlgoMode, ParseError> {
         "cheapest" => AlgoMode::Cheapest,
         "nccl-like" => AlgoMode::NcclLike,
         "nccl-tuner" | "nccl" => AlgoMode::NcclTuner,
+        "any" => AlgoMode::Any,
         other => AlgoMode::Fixed(
             other
                 .parse::<Algorithm>()

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use autoplan_cluster::{Cluster, GroupPlacement};
 use autoplan_cost::validation::{predict, MeasuredRow, Metric};
-use autoplan_cost::{calibration, AlgoMode, Algorithm, Collective, CostModel};
+use autoplan_cost::{
+    calibration, nccl_algorithms_of, AlgoMode, Algorithm, Collective, CollectiveLibrary, CostModel,
+};
 
 use super::Format;
 use crate::fmt::bytes_2dp;
@@ -41,6 +43,11 @@ pub struct Args {
     /// How the algorithm is chosen.
     #[arg(long, value_enum, default_value_t = Mode::Cheapest)]
     pub mode: Mode,
+    /// Whose algorithms `cheapest` picks from and the table lists: nccl (Ring, Tree, NVLS,
+    /// NVLSTree, CollNet, PAT with LL/LL128/Simple) or any (the seeds' full menu). Default:
+    /// the cluster's `library` (nccl unless the cluster file says otherwise).
+    #[arg(long, value_parser = parse_library)]
+    pub library: Option<CollectiveLibrary>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Compare the model with a measured-collectives CSV (`collectives_measured.csv` format).
@@ -68,6 +75,12 @@ pub enum Mode {
     NcclLike,
     /// NCCL's own tuner: the cheapest among the algorithms NCCL implements.
     NcclTuner,
+    /// The cheapest of the seeds' full menu, whatever the library.
+    Any,
+}
+
+fn parse_library(s: &str) -> Result<CollectiveLibrary, String> {
+    s.parse()
 }
 
 fn parse_collective(s: &str) -> Result<Collective, String> {
@@ -139,11 +152,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Mode::Cheapest) => AlgoMode::Cheapest,
         (None, Mode::NcclLike) => AlgoMode::NcclLike,
         (None, Mode::NcclTuner) => AlgoMode::NcclTuner,
+        (None, Mode::Any) => AlgoMode::Any,
     };
-    let model = CostModel::new(&cluster);
+    let mut model = CostModel::new(&cluster);
+    if let Some(l) = args.library {
+        model = model.with_library(l);
+    }
     let chosen = model.collective(op, group, bytes, mode);
     let factor = op.busbw_factor(ranks);
+    // The table lists the menu the chosen algorithm came from.
+    let listed = match mode {
+        AlgoMode::Any | AlgoMode::NcclLike => CollectiveLibrary::Any,
+        AlgoMode::NcclTuner => CollectiveLibrary::Nccl,
+        AlgoMode::Fixed(a) if !nccl_algorithms_of(op).contains(&a) => CollectiveLibrary::Any,
+        _ => model.library(),
+    };
     let rows: Vec<Row> = model
+        .with_library(listed)
         .alternatives(op, group, bytes)
         .iter()
         .map(|c| {
@@ -190,7 +215,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Table => {
             writeln!(
                 out,
-                "{op} of {} on {} ranks ({} per node, {} node{}) of {}; mode {}",
+                "{op} of {} on {} ranks ({} per node, {} node{}) of {}; mode {}, library {}",
                 bytes_2dp(bytes),
                 group.size,
                 group.ranks_per_node,
@@ -198,6 +223,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if group.nodes == 1 { "" } else { "s" },
                 cluster.name,
                 mode_name(mode),
+                listed.name(),
             )?;
             writeln!(
                 out,
@@ -240,6 +266,7 @@ fn mode_name(m: AlgoMode) -> String {
         AlgoMode::Cheapest => "cheapest".into(),
         AlgoMode::NcclLike => "nccl-like (seed 000 rule)".into(),
         AlgoMode::NcclTuner => "nccl-tuner".into(),
+        AlgoMode::Any => "any (the seeds' full menu)".into(),
         AlgoMode::Fixed(a) => format!("fixed {a}"),
     }
 }

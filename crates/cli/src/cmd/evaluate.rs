@@ -36,7 +36,9 @@ pub struct Args {
     pub no_dp_overlap: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print the plan as launch arguments of a framework instead of the report.
+    /// Print the plan as launch arguments of a framework (megatron), or the algorithm and
+    /// protocol it assumed for every collective as an NCCL tuner config (nccl), instead of the
+    /// report.
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
 }
@@ -51,6 +53,10 @@ pub enum Attn {
 pub enum Emit {
     /// Megatron-LM `pretrain_gpt.py` flags.
     Megatron,
+    /// NCCL's example tuner plugin CSV (`NCCL_TUNER_CONFIG_FILE`), with NCCL ≥ 2.24's
+    /// per-function `NCCL_ALGO` / `NCCL_PROTO` in its comments where one choice per function
+    /// is enough (docs/cli.md "evaluate --emit nccl").
+    Nccl,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -105,6 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("{n}");
     }
     match ev.report(&plan) {
+        Ok(r) if args.emit == Some(Emit::Nccl) => {
+            nccl_config(&mut out, &args.plan, &ev, &r)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(r) => {
             super::ensure_finite_report(&format!("plan {:?}", args.plan), &r)?;
             match args.format {
@@ -158,6 +168,105 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+}
+
+/// `--emit nccl`: the tuner config of the collectives the report booked (every distinct
+/// collective, size range and group shape; frameworks.md §4.3), the per-function env values
+/// where they suffice (§4.2), and the point-to-point calls NCCL's tuner does not see.
+fn nccl_config(
+    out: &mut impl Write,
+    plan_str: &str,
+    ev: &Evaluator,
+    r: &Report,
+) -> anyhow::Result<()> {
+    use autoplan_cost::nccl;
+    let calls: Vec<nccl::Booked> = r
+        .comm
+        .iter()
+        .filter(|row| row.calls_per_step > 0.0 && row.bytes > 0.0 && row.group.size > 1)
+        .map(|row| nccl::Booked {
+            collective: row.collective,
+            bytes: row.bytes,
+            nodes: row.group.nodes,
+            ranks: row.group.size,
+            algorithm: row.algorithm,
+            protocol: row.protocol,
+        })
+        .collect();
+    let (lines, other) = nccl::tuner_lines(&calls);
+    // A collective NCCL tunes, booked with an algorithm NCCL lacks (`algo=any`, library
+    // `any`): NCCL cannot run what the plan assumed, so there is nothing faithful to export.
+    if let Some(b) = other
+        .iter()
+        .find(|b| nccl::tuner_collective(b.collective).is_some())
+    {
+        anyhow::bail!(
+            "--emit nccl: plan {plan_str:?} assumes {} for the {} on {} ranks, which NCCL does \
+             not have (the seeds' menu: algo=any or library any); price it under the NCCL \
+             library (algo=cheapest on a cluster with library nccl) to export it",
+            b.algorithm,
+            b.collective,
+            b.ranks
+        );
+    }
+    let c = ev.cluster();
+    writeln!(
+        out,
+        "# NCCL tuner config (example plugin, NCCL >= 2.27.5): {} on {}, plan {plan_str}",
+        ev.model().name,
+        c.name
+    )?;
+    writeln!(
+        out,
+        "# load: NCCL_TUNER_PLUGIN=example NCCL_TUNER_CONFIG_FILE=<this file>; nNodes counts \
+         NVLink domains ({} GPUs each)",
+        c.domain_gpus()
+    )?;
+    writeln!(
+        out,
+        "# channels -1 = NCCL's count only with a plugin returning 0 channels (ROCm/rccl PR \
+         #1985); the stock example sets 1 (plugin.c L360-361): patch it or fill the column"
+    )?;
+    let (algo, proto) = nccl::per_function_env(&lines);
+    match (&algo, &proto) {
+        (Some(a), Some(p)) => writeln!(
+            out,
+            "# one choice per function (NCCL >= 2.24): NCCL_ALGO=\"{a}\" NCCL_PROTO=\"{p}\""
+        )?,
+        (Some(a), None) => writeln!(
+            out,
+            "# one algorithm per function (NCCL >= 2.24): NCCL_ALGO=\"{a}\"; protocols vary \
+             by size: use this file"
+        )?,
+        _ if lines.is_empty() => {}
+        _ => writeln!(
+            out,
+            "# algorithms vary by size within a function: NCCL_ALGO cannot express it, use \
+             this file"
+        )?,
+    }
+    let mut seen: Vec<(autoplan_cost::Collective, u32, u32)> = Vec::new();
+    for b in &other {
+        let key = (b.collective, b.nodes, b.ranks);
+        if !seen.contains(&key) {
+            seen.push(key);
+            writeln!(
+                out,
+                "# not tuned (NCCL runs it as point-to-point send/recv): {} on {} ranks over {} \
+                 node(s), {}",
+                b.collective, b.ranks, b.nodes, b.algorithm
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,\
+         numPipeOps,regBuff"
+    )?;
+    for l in &lines {
+        writeln!(out, "{l}")?;
+    }
+    Ok(())
 }
 
 /// The report as JSON (also `autoplan search --explain N --format json`).

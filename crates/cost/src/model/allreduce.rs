@@ -14,7 +14,7 @@ impl CostModel {
             Algorithm::HalvingDoubling => self.allreduce_halving_doubling(s, sz),
             Algorithm::Hierarchical => self.allreduce_hierarchical(s, sz)?,
             Algorithm::InSwitch => self.allreduce_in_switch(s, sz)?,
-            Algorithm::Bruck | Algorithm::PointToPoint => return None,
+            _ => return None,
         };
         Some(t)
     }

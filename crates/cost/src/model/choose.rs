@@ -1,9 +1,11 @@
 //! Picking the algorithm: the cheapest allowed one (unrolled per collective, the hot path),
 //! every valid one, the seed's rule, and the algorithms NCCL itself implements.
 
-use autoplan_cluster::{GroupPlacement, IntraFabric, NetTopology};
+use autoplan_cluster::{CollectiveLibrary, GroupPlacement, IntraFabric, NetTopology};
 
-use super::{algorithms_of, Alternatives, CostModel, Shape, Terms, MAX_ALGORITHMS};
+use super::{
+    algorithms_of, library_algorithms, Alternatives, CostModel, Shape, Terms, MAX_ALGORITHMS,
+};
 use crate::{AlgoMode, Algorithm, Collective, CollectiveCost, Protocol};
 
 impl CostModel {
@@ -21,7 +23,7 @@ impl CostModel {
             len: 0,
         };
         if s.n <= 1 {
-            for &a in algorithms_of(op) {
+            for &a in library_algorithms(op, self.library) {
                 out.items[out.len] = CollectiveCost {
                     algorithm: a,
                     protocol: Protocol::LowLatency,
@@ -31,18 +33,15 @@ impl CostModel {
             }
             return out;
         }
-        self.visit(
-            op,
-            s,
-            smax,
-            smean,
-            |_| true,
-            |mut c| {
-                c.time += extra;
-                out.items[out.len] = c;
-                out.len += 1;
-            },
-        );
+        let push = |mut c: CollectiveCost| {
+            c.time += extra;
+            out.items[out.len] = c;
+            out.len += 1;
+        };
+        match self.library {
+            CollectiveLibrary::Nccl => self.nccl_visit(op, s, smax, smean, |_| true, push),
+            CollectiveLibrary::Any => self.visit(op, s, smax, smean, |_| true, push),
+        }
         out
     }
 
@@ -57,24 +56,35 @@ impl CostModel {
     ) -> CollectiveCost {
         let s = Shape::of(group);
         if s.n <= 1 {
+            let first = match mode {
+                AlgoMode::Cheapest => library_algorithms(op, self.library)[0],
+                AlgoMode::NcclTuner => library_algorithms(op, CollectiveLibrary::Nccl)[0],
+                _ => algorithms_of(op)[0],
+            };
             return CollectiveCost {
-                algorithm: algorithms_of(op)[0],
+                algorithm: first,
                 protocol: Protocol::LowLatency,
                 time: 0.0,
             };
         }
+        // docs/cost-model.md "Collective library": `cheapest` picks within the cluster's
+        // library; `nccl-tuner` within NCCL's whatever the library; `any` and the seed rule
+        // over the seeds' full menu; a fixed algorithm is priced by the library that has it.
         match mode {
-            AlgoMode::Cheapest => self.cheapest(op, s, smax, smean, |_| true),
-            AlgoMode::Fixed(a) => self.only(op, a, s, smax, smean),
-            AlgoMode::NcclLike => self.only(op, self.seed_rule(op, s), s, smax, smean),
-            AlgoMode::NcclTuner => {
-                let c = self.cheapest(op, s, smax, smean, |a| nccl_implements(op, a, s));
-                if c.time.is_finite() {
-                    c
+            AlgoMode::Cheapest => match self.library {
+                CollectiveLibrary::Nccl => self.nccl_cheapest(op, s, smax, smean, |_| true),
+                CollectiveLibrary::Any => self.cheapest(op, s, smax, smean, |_| true),
+            },
+            AlgoMode::Any => self.cheapest(op, s, smax, smean, |_| true),
+            AlgoMode::Fixed(a) => {
+                if self.nccl_has(op, a) {
+                    self.nccl_only(op, a, s, smax, smean)
                 } else {
-                    self.cheapest(op, s, smax, smean, |_| true)
+                    self.only(op, a, s, smax, smean)
                 }
             }
+            AlgoMode::NcclLike => self.only(op, self.seed_rule(op, s), s, smax, smean),
+            AlgoMode::NcclTuner => self.nccl_cheapest(op, s, smax, smean, |_| true),
         }
     }
 
@@ -300,7 +310,9 @@ impl CostModel {
         smean: f64,
     ) -> Option<CollectiveCost> {
         if s.n <= 1 {
-            return if algorithms_of(op).contains(&a) {
+            return if algorithms_of(op).contains(&a)
+                || library_algorithms(op, self.library).contains(&a)
+            {
                 Some(CollectiveCost {
                     algorithm: a,
                     protocol: Protocol::LowLatency,
@@ -310,8 +322,12 @@ impl CostModel {
                 None
             };
         }
-        let t = self.terms_of(op, a, s, smax, smean)?;
-        let (time, protocol) = self.finish(t);
+        let (time, protocol) = if self.nccl_has(op, a) {
+            let (t, p) = self.nccl_terms(op, a, s, smax.max(0.0), smean.max(0.0))?;
+            self.finish_nccl(t, p)
+        } else {
+            self.finish(self.terms_of(op, a, s, smax, smean)?)
+        };
         Some(CollectiveCost {
             algorithm: a,
             protocol,
@@ -337,23 +353,5 @@ impl CostModel {
             Collective::SendRecv => self.sendrecv(a, s, bytes),
             Collective::Barrier => self.barrier(a, s),
         }
-    }
-}
-
-/// The algorithms NCCL itself implements for a collective (collectives.md §2.2): Ring and Tree
-/// (double binary tree, inter-node only; intra-node NCCL's tree is a chain) and NVLS for
-/// all-reduce; Ring and NVLS for all-gather/reduce-scatter; Ring for broadcast/reduce;
-/// point-to-point (pairwise) for all-to-all, scatter, gather and send/recv.
-fn nccl_implements(op: Collective, a: Algorithm, s: Shape) -> bool {
-    use Algorithm::*;
-    match op {
-        Collective::AllReduce => {
-            matches!(a, Ring | InSwitch) || (a == DoubleBinaryTree && s.multi())
-        }
-        Collective::AllGather | Collective::ReduceScatter => matches!(a, Ring | InSwitch),
-        Collective::AllToAll | Collective::Scatter | Collective::Gather => a == Direct,
-        Collective::Broadcast | Collective::Reduce => a == Ring,
-        Collective::SendRecv => a == PointToPoint,
-        Collective::Barrier => true,
     }
 }

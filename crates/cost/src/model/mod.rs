@@ -11,11 +11,14 @@ mod allreduce;
 mod alltoall;
 mod bandwidth;
 mod choose;
+mod nccl;
 mod p2p;
 mod protocol;
 mod rooted;
 
-use autoplan_cluster::{Cluster, GroupPlacement, IntraFabric, NetTopology};
+use autoplan_cluster::{Cluster, CollectiveLibrary, GroupPlacement, IntraFabric, NetTopology};
+
+pub use nccl::{library_algorithms, nccl_algorithms_of};
 
 use crate::{AlgoMode, Algorithm, Collective, CollectiveCost};
 
@@ -31,7 +34,8 @@ pub const IN_SWITCH_EFFICIENCY_BLACKWELL: f64 = 0.74;
 /// Fixed set-up latency of an in-switch (NVLS) collective, seconds: NCCL
 /// `hwLat[NVLINK][NVLS][Simple]` = 25 µs (tuning.cc v2.30, collectives.md §2.4).
 pub const IN_SWITCH_LATENCY: f64 = 25e-6;
-/// Most algorithms any collective has (all-reduce: 7).
+/// Most algorithms any collective has in one library (all-reduce: 7 under `any`, 6 under
+/// `nccl`).
 pub const MAX_ALGORITHMS: usize = 7;
 
 /// Precomputed per-cluster constants (bandwidths × `bwurate`, latencies). Build once per
@@ -57,6 +61,12 @@ pub struct CostModel {
     /// its Blackwell value).
     spb_in_switch: f64,
     in_switch: bool,
+    /// The network reduces in-switch (SHARP): NCCL's CollNet algorithms.
+    in_network: bool,
+    /// NCCL enables LL128 (NVLink inside the node, frameworks.md §4.1).
+    ll128: bool,
+    /// Whose algorithms `AlgoMode::Cheapest` picks from.
+    library: CollectiveLibrary,
     start_lat: f64,
     sync_lat: f64,
     hop_intra: f64,
@@ -245,6 +255,9 @@ impl CostModel {
                         IN_SWITCH_EFFICIENCY
                     }),
             in_switch: cluster.node.in_switch_reduction,
+            in_network: cluster.network.in_network_reduction,
+            ll128: cluster.node.fabric != IntraFabric::Pcie,
+            library: cluster.library,
             start_lat: cluster.efficiency.start_lat,
             sync_lat: cluster.efficiency.sync_lat,
             hop_intra: cluster.node.intra_latency,
@@ -253,6 +266,17 @@ impl CostModel {
             hop_inter: cluster.network.link_delay.max(cluster.node.intra_latency),
             cpufetch: cluster.efficiency.cpufetch,
         }
+    }
+
+    /// The same model with `library`'s algorithms for [`AlgoMode::Cheapest`].
+    pub fn with_library(mut self, library: CollectiveLibrary) -> CostModel {
+        self.library = library;
+        self
+    }
+
+    /// The collective library whose algorithms [`AlgoMode::Cheapest`] picks from.
+    pub fn library(&self) -> CollectiveLibrary {
+        self.library
     }
 
     /// Effective intra-node bandwidth per rank (`intra_bw × bwurate`), bytes/s.
@@ -283,7 +307,8 @@ impl CostModel {
         self.choose(op, group, bytes, bytes, mode)
     }
 
-    /// Every valid algorithm with its time, in [`algorithms_of`] order.
+    /// Every valid algorithm of the model's library with its time, in
+    /// [`library_algorithms`] order.
     pub fn alternatives(&self, op: Collective, group: GroupPlacement, bytes: f64) -> Alternatives {
         self.alternatives_unequal(op, group, bytes, bytes, 0.0)
     }
@@ -329,7 +354,9 @@ impl CostModel {
         )
     }
 
-    /// Time of `algorithm` for this instance, or `None` where it is not valid.
+    /// Time of `algorithm` for this instance, or `None` where it is not valid: NCCL's form
+    /// and protocols where the library is NCCL and NCCL has the algorithm, the seeds' form
+    /// otherwise.
     #[inline]
     pub fn time_of(
         &self,
@@ -354,7 +381,18 @@ impl CostModel {
         if s.n <= 1 {
             return None;
         }
+        if self.nccl_has(op, algorithm) {
+            return self
+                .nccl_terms(op, algorithm, s, bytes, bytes)
+                .map(|(t, _)| t);
+        }
         self.terms_of(op, algorithm, s, bytes, bytes)
+    }
+
+    /// The library is NCCL and NCCL has `a` for `op`.
+    #[inline]
+    fn nccl_has(&self, op: Collective, a: Algorithm) -> bool {
+        self.library == CollectiveLibrary::Nccl && nccl_algorithms_of(op).contains(&a)
     }
 }
 

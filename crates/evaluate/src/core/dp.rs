@@ -275,7 +275,13 @@ impl Evaluator {
         if S::ENABLED {
             let what = "tied embedding gradient all-reduce (first ↔ last stage)";
             let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, x.hop_pp, bytes);
-            sink.push(row.row(Some(LayerKind::Embedding), c.algorithm, c.time, c.time));
+            sink.push(row.row(
+                Some(LayerKind::Embedding),
+                c.algorithm,
+                c.protocol,
+                c.time,
+                c.time,
+            ));
         }
     }
 }
@@ -314,5 +320,5 @@ fn split(g: GroupPlacement, n: u32) -> (GroupPlacement, GroupPlacement) {
 /// seconds per step.
 #[inline]
 fn push<S: Sink>(sink: &mut S, c: Comm, cost: CollectiveCost, exposed: f64) {
-    sink.push(c.row(None, cost.algorithm, cost.time, exposed));
+    sink.push(c.row(None, cost.algorithm, cost.protocol, cost.time, exposed));
 }

@@ -3,7 +3,7 @@
 //! to the class's per-kind sums, and listed in the report's table when the sink wants rows.
 
 use autoplan_cluster::GroupPlacement;
-use autoplan_cost::{Algorithm, Collective, CollectiveCost};
+use autoplan_cost::{Algorithm, Collective, CollectiveCost, Protocol};
 use autoplan_graph::LayerKind;
 
 use super::ctx::Ctx;
@@ -88,6 +88,7 @@ impl Comm {
         &self,
         layer: Option<LayerKind>,
         algorithm: Algorithm,
+        protocol: Protocol,
         time_per_call: f64,
         exposed: f64,
     ) -> CommRow {
@@ -98,6 +99,7 @@ impl Comm {
             pass: self.pass,
             collective: self.op,
             algorithm,
+            protocol,
             group: self.group.into(),
             bytes: self.bytes,
             calls_per_step: self.calls,
@@ -207,7 +209,13 @@ impl<'a, S: Sink> Emitter<'a, S> {
                     calls: c.calls * mult,
                     ..c
                 };
-                c.row(layer, cost.algorithm, cost.time, exposed * mult)
+                c.row(
+                    layer,
+                    cost.algorithm,
+                    cost.protocol,
+                    cost.time,
+                    exposed * mult,
+                )
             };
             if self.mult > 0.0 {
                 self.sink.push(row(c.pass, self.mult));

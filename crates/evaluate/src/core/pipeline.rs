@@ -204,6 +204,12 @@ impl Evaluator {
             ("pipeline activation send/recv", Pass::Forward),
             ("pipeline gradient send/recv", Pass::Backward),
         ];
+        if !S::ENABLED {
+            return;
+        }
+        let protocol = self
+            .coll(Collective::SendRecv, x.hop_pp, pp_bytes, x.algo)
+            .protocol;
         for (what, pass) in names {
             let c = Comm::new(
                 CommKind::Pp,
@@ -214,7 +220,7 @@ impl Evaluator {
                 pp_bytes,
             )
             .calls(calls / 2.0);
-            sink.push(c.row(None, Algorithm::PointToPoint, pp_t, micro * pp_t));
+            sink.push(c.row(None, Algorithm::PointToPoint, protocol, pp_t, micro * pp_t));
         }
     }
 }

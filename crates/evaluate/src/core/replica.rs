@@ -133,8 +133,8 @@ impl Evaluator {
             let what = "EP replica gradient all-reduce (busiest GPU)";
             let total = bytes * held as f64;
             let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, widest, total);
-            let algo = self.coll(AllReduce, widest, bytes, x.algo).algorithm;
-            sink.push(row.row(None, algo, t, exposed));
+            let c = self.coll(AllReduce, widest, bytes, x.algo);
+            sink.push(row.row(None, c.algorithm, c.protocol, t, exposed));
         }
         exposed
     }

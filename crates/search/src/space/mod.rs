@@ -106,6 +106,10 @@ pub struct RawKnobs {
     pub moe_tp_scheme: Vec<String>,
     pub dispatcher: Vec<String>,
     pub algo: Vec<String>,
+    /// The space's collective library: `nccl` or `any` turns `algo = "cheapest"` into
+    /// `nccl-tuner` or `any` (docs/cost-model.md "Collective library"). Absent: the cluster's.
+    #[serde(default)]
+    pub library: Option<String>,
     pub rank_order: Vec<String>,
     pub tp_overlap: Vec<bool>,
     pub ep_overlap: Vec<bool>,
@@ -286,7 +290,8 @@ fn algo_key(a: &AlgoMode) -> (u8, String) {
         AlgoMode::Cheapest => (0, String::new()),
         AlgoMode::NcclLike => (1, String::new()),
         AlgoMode::NcclTuner => (2, String::new()),
-        AlgoMode::Fixed(x) => (3, x.to_string()),
+        AlgoMode::Any => (3, String::new()),
+        AlgoMode::Fixed(x) => (4, x.to_string()),
     }
 }
 
@@ -343,9 +348,24 @@ impl Space {
             MOE_TP_SCHEMES,
         )?;
         let disp = table(src, "knobs", "dispatcher", &k.dispatcher, DISPATCHERS)?;
+        let library = match &k.library {
+            None => None,
+            Some(l) => Some(
+                l.parse::<autoplan_cluster::CollectiveLibrary>()
+                    .map_err(|e| src.invalid(&["knobs", "library"], l, e))?,
+            ),
+        };
         let algo: Vec<AlgoMode> = values(src, "knobs", "algo", &k.algo, Knob::Algo)?
             .into_iter()
-            .map(|p| p.algo)
+            .map(|p| match (p.algo, library) {
+                (AlgoMode::Cheapest, Some(autoplan_cluster::CollectiveLibrary::Nccl)) => {
+                    AlgoMode::NcclTuner
+                }
+                (AlgoMode::Cheapest, Some(autoplan_cluster::CollectiveLibrary::Any)) => {
+                    AlgoMode::Any
+                }
+                (a, _) => a,
+            })
             .collect();
         let order: Vec<RankOrder> = values(src, "knobs", "rank_order", &k.rank_order, Knob::Order)?
             .into_iter()

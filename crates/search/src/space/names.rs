@@ -41,6 +41,7 @@ impl fmt::Display for AlgoName {
             AlgoMode::Cheapest => f.write_str("cheapest"),
             AlgoMode::NcclLike => f.write_str("nccl-like"),
             AlgoMode::NcclTuner => f.write_str("nccl-tuner"),
+            AlgoMode::Any => f.write_str("any"),
             AlgoMode::Fixed(a) => write!(f, "{a}"),
         }
     }
