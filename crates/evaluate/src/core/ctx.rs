@@ -1,6 +1,9 @@
 //! The per-plan context every part reads: the degrees, the token counts of one micro-batch and
 //! where each communication group sits on the cluster.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use autoplan_cluster::GroupPlacement;
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost};
 use autoplan_plan::{Dim, Plan};
@@ -162,6 +165,69 @@ impl Evaluator {
         if g.size <= 1 || bytes <= 0.0 {
             return CollectiveCost::ZERO;
         }
-        self.cost.collective(op, g, bytes, algo)
+        let key = CollKey {
+            evaluator: self.cache_id,
+            op,
+            group: g,
+            bytes: bytes.to_bits(),
+            algo,
+        };
+        let slot = key.slot();
+        COLL_CACHE.with(|cache| {
+            let cell = &cache[slot];
+            match cell.get() {
+                Some((k, c)) if k == key => c,
+                _ => {
+                    let c = self.cost.collective(op, g, bytes, algo);
+                    cell.set(Some((key, c)));
+                    c
+                }
+            }
+        })
     }
+}
+
+/// Evaluators made so far: each takes the next number as its cache key.
+static CACHE_IDS: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh key for a new evaluator's entries in the collective cache.
+pub(super) fn next_cache_id() -> u64 {
+    CACHE_IDS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A collective as priced: the evaluator (its cluster and cost model), the primitive, the group,
+/// the exact bytes and the algorithm mode — everything `CostModel::collective` reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CollKey {
+    evaluator: u64,
+    op: Collective,
+    group: GroupPlacement,
+    bytes: u64,
+    algo: AlgoMode,
+}
+
+impl CollKey {
+    /// The direct-mapped slot of the key (a multiplicative hash of its fields).
+    #[inline]
+    fn slot(&self) -> usize {
+        let mut h = self.evaluator ^ self.bytes.rotate_left(17);
+        h ^= (u64::from(self.group.size) << 40)
+            ^ (u64::from(self.group.ranks_per_node) << 20)
+            ^ u64::from(self.group.nodes);
+        h ^= (self.op as u64) << 56;
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - COLL_CACHE_BITS)) as usize
+    }
+}
+
+/// log2 of the cache's slots.
+const COLL_CACHE_BITS: u32 = 8;
+
+thread_local! {
+    /// Collectives priced on this thread, across evaluations: the plans of one search repeat
+    /// the same collectives on the same groups (every leaf-knob variant of a degree choice,
+    /// every plan's floor), and `CostModel::collective` compares every algorithm each time.
+    /// Exact keys, so a hit returns what pricing again would, bit for bit.
+    static COLL_CACHE: [Cell<Option<(CollKey, CollectiveCost)>>; 1 << COLL_CACHE_BITS] =
+        const { [const { Cell::new(None) }; 1 << COLL_CACHE_BITS] };
 }

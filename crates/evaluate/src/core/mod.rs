@@ -60,6 +60,9 @@ pub struct Partial {
 /// Scores plans of one model on one cluster. See the crate docs.
 #[derive(Debug, Clone)]
 pub struct Evaluator {
+    /// This evaluator's key in the per-thread collective cache (`ctx::coll`): unique per
+    /// `Evaluator::new`, shared by clones (which price alike: an evaluator never changes).
+    cache_id: u64,
     model: ModelSpec,
     cluster: Cluster,
     gpu: Gpu,
@@ -143,6 +146,7 @@ impl Evaluator {
         // Full waves (u = 1): no GEMM beats it.
         let eff_max = eff.gemm_eff_max;
         Evaluator {
+            cache_id: ctx::next_cache_id(),
             model: model.clone(),
             cluster: cluster.clone(),
             cost: CostModel::new(cluster),
