@@ -348,17 +348,27 @@ fn why_nothing(scorer: &Scorer, space: &Space, o: &Outcome<Metrics>) -> String {
     match o.no_fit {
         Some(nf) => format!(
             "no plan of the space fits in memory: the smallest needs at least {:.2} GiB per GPU, \
-             {:.2} GiB over the {:.2} GiB of HBM (try more GPUs, --space with ZeRO-3 / full \
+             {:.2} GiB over the {:.2} GiB of HBM{} (try more GPUs, --space with ZeRO-3 / full \
              recompute / smaller micro-batches, or a shorter --seq-len)",
             nf.min_memory_bytes / GIB,
             (nf.min_memory_bytes - nf.hbm_bytes) / GIB,
-            nf.hbm_bytes / GIB
+            nf.hbm_bytes / GIB,
+            if scorer.min_headroom_bytes > 0.0 {
+                format!(
+                    " less the {:.2} GiB --min-headroom",
+                    scorer.min_headroom_bytes / GIB
+                )
+            } else {
+                String::new()
+            }
         ),
         None => format!(
-            "no valid plan in the space for {} on {} GPUs ({} plans, {} invalid): check --fix \
-             and the space's degrees against the heads, layers, experts and global batch",
+            "no valid plan in the space for {} on {} GPUs that {} runs ({} plans, {} invalid): \
+             check --fix and the space's degrees against the heads, layers, experts and global \
+             batch, or --framework any",
             scorer.exact.model().name,
             scorer.exact.cluster().gpus(),
+            scorer.framework,
             o.stats.space_plans,
             o.stats.invalid
         ),
