@@ -319,18 +319,19 @@ impl Framework {
             source,
             precision: None,
         };
-        check_schedule(&c, plan, model, &ctx, &refuse)?;
-        check_data_parallel(&c, plan, &ctx, &refuse)?;
-        check_tensor(&c, plan, model, &ctx, &refuse)?;
-        check_recompute(&c, plan, &refuse)?;
-        check_experts(&c, plan, &ctx, &refuse)?;
-        check_order(&c, plan, &ctx, &refuse)?;
+        // The precision first: it refuses every plan of the model.
         if !c.precisions.is_empty() && !c.precisions.contains(&model.training.precision) {
             return Err(Refusal {
                 precision: Some(model.training.precision),
                 ..refuse(Knob::Tp, c.precision_reason(), c.precision_source())
             });
         }
+        check_schedule(&c, plan, model, &ctx, &refuse)?;
+        check_data_parallel(&c, plan, &ctx, &refuse)?;
+        check_tensor(&c, plan, model, &ctx, &refuse)?;
+        check_recompute(&c, plan, &refuse)?;
+        check_experts(&c, plan, &ctx, &refuse)?;
+        check_order(&c, plan, &ctx, &refuse)?;
         Ok(())
     }
 }

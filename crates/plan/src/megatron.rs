@@ -108,26 +108,21 @@ impl Plan {
         }
     }
 
-    /// The kv-head restriction and the pipeline stage layout (uneven and virtual stages).
+    /// The pipeline stage layout (uneven and virtual stages).
     fn megatron_stages(
         &self,
         model: &ModelSpec,
         a: &mut Vec<String>,
         flags: &mut Vec<String>,
     ) -> Result<(), Unsupported> {
-        // Uneven stages (Megatron-Core `--decoder-first/last-pipeline-num-layers`); Megatron
-        // needs the middle stages even, which our remainder rule does not always give.
+        // Uneven stages (Megatron-Core `--decoder-first/last-pipeline-num-layers`) need the
+        // middle stages even, and `--num-layers-per-virtual-pipeline-stage` / virtual stages
+        // need every stage's blocks a multiple of vpp; any other layout is spelt out with
+        // `--pipeline-model-parallel-layout` (0.13+; frameworks.md §1.2).
         if let Some(layout) = self.stage_blocks(model) {
-            if layout.pp > 2 && layout.middle_extra > 0 {
-                return Err(unsupported(
-                    "pp",
-                    self.pp,
-                    "the blocks do not split evenly over the middle pipeline stages",
-                ));
-            }
+            let vpp = self.vpp.max(1);
             let even =
                 layout.first == layout.last && (layout.pp <= 2 || layout.middle == layout.first);
-            let vpp = self.vpp.max(1);
             // Megatron's `--account-for-embedding/loss-in-pipeline-split` treat the embedding
             // and the loss as one block each: with `(blocks + 2)` divisible by `pp·vpp`, the
             // first and last stages get one block fewer than the middle ones.
@@ -137,18 +132,23 @@ impl Plan {
                 && (model.layers + 2).is_multiple_of(layout.pp * vpp)
                 && layout.first + 1 == per_stage
                 && layout.last + 1 == per_stage
-                && layout.middle == per_stage;
+                && layout.middle == per_stage
+                && layout.middle_extra == 0;
+            let ragged = (layout.pp > 2 && layout.middle_extra > 0)
+                || (self.schedule == Schedule::Interleaved
+                    && !account_for
+                    && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0));
+            if ragged {
+                kv_push(
+                    a,
+                    "--pipeline-model-parallel-layout",
+                    layout_string(&layout, vpp, model.mtp_modules),
+                );
+                return Ok(());
+            }
             if account_for {
                 flags.push("--account-for-embedding-in-pipeline-split".into());
                 flags.push("--account-for-loss-in-pipeline-split".into());
-            } else if self.schedule == Schedule::Interleaved
-                && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0)
-            {
-                return Err(unsupported(
-                    "vpp",
-                    vpp,
-                    "Megatron-LM needs every stage's blocks to be a multiple of vpp",
-                ));
             }
             if !even && !account_for {
                 kv_push(
@@ -327,6 +327,32 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// Megatron-Core's `--pipeline-model-parallel-layout` of `layout` with `vpp` virtual stages
+/// per rank: each rank's blocks split as evenly as its chunks allow (the first chunks take the
+/// remainder), stages listed `vpp0:pp0, vpp0:pp1, …, vpp1:pp0, …` and separated by `|`, `E`
+/// (embedding) opening the first and the `mtp` MTP layers and `L` (loss) closing the last
+/// (`pipeline_parallel_layer_layout.py @ core_v0.19.0:L84-140,L283-321`; frameworks.md §1.2).
+fn layout_string(layout: &crate::StageLayout, vpp: u32, mtp: u32) -> String {
+    let mut stages = Vec::new();
+    for chunk in 0..vpp {
+        for rank in 0..layout.pp {
+            let b = layout.blocks(rank);
+            let n = b / vpp + u32::from(chunk < b % vpp);
+            let mut st = String::new();
+            if chunk == 0 && rank == 0 {
+                st.push('E');
+            }
+            st.push_str(&"t".repeat(n as usize));
+            if chunk + 1 == vpp && rank + 1 == layout.pp {
+                st.push_str(&"m".repeat(mtp as usize));
+                st.push('L');
+            }
+            stages.push(st);
+        }
+    }
+    stages.join("|")
 }
 
 fn kv_push(a: &mut Vec<String>, k: &str, v: String) {

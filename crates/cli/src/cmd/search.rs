@@ -352,10 +352,10 @@ fn why_nothing(scorer: &Scorer, space: &Space, o: &Outcome<Metrics>) -> String {
              recompute / smaller micro-batches, or a shorter --seq-len)",
             nf.min_memory_bytes / GIB,
             (nf.min_memory_bytes - nf.hbm_bytes) / GIB,
-            nf.hbm_bytes / GIB,
+            scorer.exact.cluster().gpu.hbm_bytes / GIB,
             if scorer.min_headroom_bytes > 0.0 {
                 format!(
-                    " less the {:.2} GiB --min-headroom",
+                    " less {:.2} GiB of --min-headroom",
                     scorer.min_headroom_bytes / GIB
                 )
             } else {
