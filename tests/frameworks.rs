@@ -90,7 +90,9 @@ fn megatron_core_ranks_only_what_it_runs_and_every_plan_exports() {
 
 #[test]
 fn older_megatron_core_torchtitan_and_deepspeed_rank_only_what_they_run() {
-    let v14: Framework = "megatron-core@0.14".parse().expect("a version in the table");
+    let v14: Framework = "megatron-core@0.14"
+        .parse()
+        .expect("a version in the table");
     assert!(all_runnable(v14) > 0);
     assert!(all_runnable(Framework::TorchTitan) > 0);
     assert!(all_runnable(Framework::DeepSpeed) > 0);
@@ -117,7 +119,10 @@ fn the_export_refuses_what_the_table_refuses_with_its_reason() {
             }
         }
     }
-    assert!(refused > 0, "the theoretical space must hold plans Megatron refuses");
+    assert!(
+        refused > 0,
+        "the theoretical space must hold plans Megatron refuses"
+    );
 }
 
 #[test]
@@ -128,7 +133,9 @@ fn refusals_name_the_version_the_rule_and_its_source() {
         .parse()
         .expect("plan");
     let v15: Framework = "megatron-core@0.15".parse().expect("version");
-    let r = v15.check(&plan, &model).expect_err("EP overlap on a 1F1B pipeline");
+    let r = v15
+        .check(&plan, &model)
+        .expect_err("EP overlap on a 1F1B pipeline");
     assert_eq!(
         r.message(),
         "Megatron-Core 0.15 cannot overlap EP with pp > 1 without virtual pipeline stages"
@@ -143,18 +150,32 @@ fn refusals_name_the_version_the_rule_and_its_source() {
     assert_eq!(v14.check(&moe, &model), Ok(()));
     // TP overlap without sequence parallelism.
     let gpt = resolve_model("gpt3-175b").expect("bundled model");
-    let tpo: Plan = "tp=8,sp=off,pp=8,dp=16,mbs=1,tp_overlap=on".parse().expect("plan");
-    let r = Framework::default().check(&tpo, &gpt).expect_err("tp overlap without sp");
-    assert!(r.to_string().contains("args.py @ core_v0.19.0:L1401-1402"), "{r}");
+    let tpo: Plan = "tp=8,sp=off,pp=8,dp=16,mbs=1,tp_overlap=on"
+        .parse()
+        .expect("plan");
+    let r = Framework::default()
+        .check(&tpo, &gpt)
+        .expect_err("tp overlap without sp");
+    assert!(
+        r.to_string().contains("args.py @ core_v0.19.0:L1401-1402"),
+        "{r}"
+    );
     // The interleaved schedule with a micro-batch count that is not a multiple of pp:
     // DeepSeek-V3's 15360 sequences on dp=1024 are 15 micro-batches.
     let il: Plan = "tp=1,pp=2,dp=1024,ep=64,mbs=1,schedule=interleaved,vpp=4,zero=1"
         .parse()
         .expect("plan");
-    let r = Framework::default().check(&il, &model).expect_err("15 % 2 ≠ 0");
-    assert!(r.source.contains("schedules.py @ core_v0.19.0:L1133-1152"), "{r}");
+    let r = Framework::default()
+        .check(&il, &model)
+        .expect_err("15 % 2 ≠ 0");
+    assert!(
+        r.source.contains("schedules.py @ core_v0.19.0:L1133-1152"),
+        "{r}"
+    );
     assert_eq!(Framework::Any.check(&il, &model), Ok(()));
     // Versions outside the table are an error naming the range.
-    let e = "megatron-core@0.12".parse::<Framework>().expect_err("not in the table");
+    let e = "megatron-core@0.12"
+        .parse::<Framework>()
+        .expect_err("not in the table");
     assert!(e.contains("0.14..0.19"), "{e}");
 }

@@ -8,6 +8,10 @@
 //! section and the framework file and tag are named at each rule). `Framework::Any` is the
 //! theoretical space (every knob autoplan can price), with no rule.
 
+// `Refusal` carries the refused plan (`Copy`, 136 bytes) so that refusing allocates nothing:
+// the search refuses millions of plans; a boxed error would allocate for each.
+#![allow(clippy::result_large_err)]
+
 use autoplan_graph::{Attention, ModelSpec, Precision};
 
 use crate::knob::{Context, Knob};
@@ -69,7 +73,11 @@ impl std::str::FromStr for Framework {
             "torchtitan" => Framework::TorchTitan,
             "deepspeed" | "megatron-deepspeed" => Framework::DeepSpeed,
             "any" | "none" => Framework::Any,
-            _ => return Err(format!("unknown framework `{s}`; expected {FRAMEWORK_EXPECTED}")),
+            _ => {
+                return Err(format!(
+                    "unknown framework `{s}`; expected {FRAMEWORK_EXPECTED}"
+                ))
+            }
         };
         match version {
             None => Ok(fw),
@@ -293,7 +301,11 @@ impl Framework {
                 expert_parallel: true,
                 moe_tp_one_or_tp: false,
                 moe_tp_schemes: &[MoeTpScheme::ScatterGather, MoeTpScheme::GroupAllToAll],
-                dispatchers: &[Dispatcher::AllToAll, Dispatcher::AllGather, Dispatcher::DeepEp],
+                dispatchers: &[
+                    Dispatcher::AllToAll,
+                    Dispatcher::AllGather,
+                    Dispatcher::DeepEp,
+                ],
                 transitions: &[TpSpTransition::AllReduceSlice, TpSpTransition::AllToAll],
                 balanced_placement: true,
                 kv_head_replication: true,
@@ -369,7 +381,11 @@ fn check_schedule(
         return Ok(());
     }
     if !c.schedules.contains(&plan.schedule) {
-        return Err(refuse(Knob::Schedule, "run this pipeline schedule", c.schedule_source()));
+        return Err(refuse(
+            Knob::Schedule,
+            "run this pipeline schedule",
+            c.schedule_source(),
+        ));
     }
     let micro = plan.microbatches(model);
     if plan.schedule == Schedule::Interleaved
@@ -667,7 +683,10 @@ fn check_ep_overlap(c: &Capabilities, plan: &Plan, refuse: &Refuse) -> Result<()
     };
     let why = if !r.supported {
         Some("overlap the EP all-to-all with computation")
-    } else if r.only_schedule.is_some_and(|s| plan.pp <= 1 || plan.schedule != s) {
+    } else if r
+        .only_schedule
+        .is_some_and(|s| plan.pp <= 1 || plan.schedule != s)
+    {
         Some("overlap EP outside the DualPipeV schedule")
     } else if r.needs_ep && plan.ep <= 1 {
         Some("overlap EP communication with ep = 1")
@@ -821,7 +840,11 @@ fn megatron(fw: Framework, minor: u8) -> Capabilities {
         moe_tp_one_or_tp: false,
         moe_tp_schemes: &[MoeTpScheme::GroupAllToAll],
         // `--moe-token-dispatcher-type {allgather,alltoall,flex}` (+ DeepEP backend).
-        dispatchers: &[Dispatcher::AllToAll, Dispatcher::AllGather, Dispatcher::DeepEp],
+        dispatchers: &[
+            Dispatcher::AllToAll,
+            Dispatcher::AllGather,
+            Dispatcher::DeepEp,
+        ],
         transitions: &[TpSpTransition::AllReduceSlice],
         balanced_placement: false,
         kv_head_replication: minor >= 19,

@@ -80,14 +80,17 @@ pub fn search_case_for<B: Observer + ?Sized>(
     observer: &B,
 ) -> Result<CaseOutcome, String> {
     // A precision the framework has no recipe for refuses every plan: say so up front.
-    if let Err(r) = target.framework.check(&autoplan_plan::Plan::default(), model) {
+    if let Err(r) = target
+        .framework
+        .check(&autoplan_plan::Plan::default(), model)
+    {
         if r.precision.is_some() {
             return Err(format!("{r}; try another --precision or --framework"));
         }
     }
     let space = crate::framework::restrict(space, target.framework)?;
-    let scorer = Scorer::new(model, cluster, eval)
-        .with_target(target.framework, target.min_headroom_bytes);
+    let scorer =
+        Scorer::new(model, cluster, eval).with_target(target.framework, target.min_headroom_bytes);
     let outcome = search(&scorer, &space, opts, observer);
     Ok(CaseOutcome { scorer, outcome })
 }

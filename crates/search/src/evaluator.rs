@@ -25,7 +25,8 @@
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
-    Dispatcher, Framework, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+    Dispatcher, Framework, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition,
+    Zero,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};

@@ -177,7 +177,13 @@ mod tests {
         ];
         let rows = fold(&plans, 0.01, false);
         assert_eq!(rows.len(), 3, "{rows:?}");
-        assert_eq!(rows[0], Row { head: 0, variants: vec![1, 3] });
+        assert_eq!(
+            rows[0],
+            Row {
+                head: 0,
+                variants: vec![1, 3]
+            }
+        );
         assert_eq!(rows[1].head, 2);
         assert_eq!(rows[2].head, 4, "beyond 1% of the row: its own row");
         assert_eq!(difference(&a, &cp), "cp=2,dp=4");

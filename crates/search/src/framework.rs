@@ -28,7 +28,10 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     };
     keep(&mut s.schedule, |x| c.schedules.contains(x));
     if s.schedule.is_empty() {
-        return Err(empty("schedules", names(&space.schedule, |x| SCHEDULES.name(*x).to_string())));
+        return Err(empty(
+            "schedules",
+            names(&space.schedule, |x| SCHEDULES.name(*x).to_string()),
+        ));
     }
     keep(&mut s.cp_comm, |x| cp_ok(&c, *x));
     if s.cp_comm.is_empty() {
@@ -36,12 +39,20 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
         s.cp_comm = space.cp_comm.clone();
         s.cp.retain(|&x| x == 1);
         if s.cp.is_empty() {
-            return Err(empty("CP exchanges", names(&space.cp_comm, |x| cp_comm_name(*x))));
+            return Err(empty(
+                "CP exchanges",
+                names(&space.cp_comm, |x| cp_comm_name(*x)),
+            ));
         }
     }
     keep(&mut s.tp_sp_transition, |x| c.transitions.contains(x));
     if s.tp_sp_transition.is_empty() {
-        return Err(empty("TP→SP transitions", names(&space.tp_sp_transition, |x| TRANSITIONS.name(*x).to_string())));
+        return Err(empty(
+            "TP→SP transitions",
+            names(&space.tp_sp_transition, |x| {
+                TRANSITIONS.name(*x).to_string()
+            }),
+        ));
     }
     keep(&mut s.moe_tp_scheme, |x| c.moe_tp_schemes.contains(x));
     if s.moe_tp_scheme.is_empty() {
@@ -52,7 +63,10 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     }
     keep(&mut s.dispatcher, |x| c.dispatchers.contains(x));
     if s.dispatcher.is_empty() {
-        return Err(empty("dispatchers", names(&space.dispatcher, |x| DISPATCHERS.name(*x).to_string())));
+        return Err(empty(
+            "dispatchers",
+            names(&space.dispatcher, |x| DISPATCHERS.name(*x).to_string()),
+        ));
     }
     if !c.balanced_placement {
         keep(&mut s.placement, |p| *p == PlacementPolicy::Contiguous);
@@ -66,7 +80,7 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
             // The order of a plan is judged by its class (dims of size 1 dropped): an order
             // the framework does not name can still equal one it runs for some plans.
             s.order = space.order.clone();
-            if !s.order.iter().any(|o| o.0 .contains(&Dim::Tp)) {
+            if !s.order.iter().any(|o| o.0.contains(&Dim::Tp)) {
                 return Err(empty("rank orders", names(&space.order, |o| o.to_string())));
             }
         }
@@ -77,7 +91,10 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     }
     keep(&mut s.recompute, |r| recompute_ok(&c, *r));
     if s.recompute.is_empty() {
-        return Err(empty("recompute modes", names(&space.recompute, |r| format!("{:?}:{:?}", r.0, r.1))));
+        return Err(empty(
+            "recompute modes",
+            names(&space.recompute, |r| format!("{:?}:{:?}", r.0, r.1)),
+        ));
     }
     if !c.expert_parallel {
         s.ep.retain(|&x| x == 1);

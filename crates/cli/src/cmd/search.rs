@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use autoplan_evaluate::{EvalOptions, Metrics};
-use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::fold::{difference, fold, DEFAULT_FOLD_TOLERANCE};
+use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::{
-    resolve_space, search_case_for, CaseOutcome, Observer, Outcome, Ranked, Scorer,
-    SearchOptions, Stats, MAX_TOP_K,
+    resolve_space, search_case_for, CaseOutcome, Observer, Outcome, Ranked, Scorer, SearchOptions,
+    Stats, MAX_TOP_K,
 };
 
 use super::Format;
