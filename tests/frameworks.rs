@@ -179,3 +179,88 @@ fn refusals_name_the_version_the_rule_and_its_source() {
         .expect_err("not in the table");
     assert!(e.contains("0.14..0.19"), "{e}");
 }
+
+#[test]
+fn min_headroom_keeps_risky_plans_out_of_the_ranking() {
+    // Under `any` with no headroom, DeepSeek-V3's best plan leaves under 2 GiB of 80 free; with
+    // the default 2 GiB no ranked plan does.
+    let model = resolve_model("deepseek-v3").expect("bundled model");
+    let cluster = resolve_cluster("h800x2048").expect("bundled cluster");
+    let space = resolve_space("default").expect("bundled space");
+    let hbm = cluster.gpu.hbm_bytes;
+    let free = |headroom: f64| {
+        let target = Target {
+            framework: Framework::Any,
+            min_headroom_bytes: headroom,
+        };
+        let opts = SearchOptions {
+            top_k: 10,
+            exhaustive: false,
+        };
+        search_case_for(
+            &model,
+            &cluster,
+            EvalOptions::default(),
+            target,
+            &space,
+            &opts,
+            &(),
+        )
+        .expect("any framework")
+        .outcome
+        .plans
+        .iter()
+        .map(|r| hbm - r.metrics.memory_peak_bytes)
+        .collect::<Vec<f64>>()
+    };
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    let none = free(0.0);
+    assert!(
+        none[0] < 2.0 * GIB,
+        "the theoretical best leaves {} GiB",
+        none[0] / GIB
+    );
+    let two = free(autoplan::search::DEFAULT_MIN_HEADROOM_BYTES);
+    assert_eq!(two.len(), 10);
+    assert!(two.iter().all(|&f| f >= 2.0 * GIB), "{two:?}");
+}
+
+#[test]
+fn evaluate_refuses_with_the_rule_and_any_evaluates() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--model",
+            "deepseek-v3",
+            "--cluster",
+            "h800x2048",
+            "--plan",
+            "tp=1,pp=16,dp=128,ep=64,mbs=1,recompute=full,zero=1,ep_overlap=on",
+        ];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_autoplan"))
+            .args(&args)
+            .output()
+            .expect("run autoplan");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&["--framework", "megatron-core@0.15"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains(
+            "Megatron-Core 0.15 cannot overlap EP with pp > 1 without virtual pipeline stages"
+        ) && err.contains("transformer_config.py"),
+        "{err}"
+    );
+    let (code, err) = run(&["--framework", "megatron-core@0.15", "--emit", "megatron"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("Megatron-Core 0.15 cannot overlap EP"),
+        "{err}"
+    );
+    let (code, err) = run(&["--framework", "any"]);
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -154,6 +154,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Format::Json => {
                     let mut v = json(&r);
                     v["calibrated"] = note.is_none().into();
+                    v["min_headroom_gib"] = (target.min_headroom_bytes / GIB).into();
+                    v["below_min_headroom"] = (free < target.min_headroom_bytes).into();
                     serde_json::to_writer_pretty(&mut out, &v)?;
                     writeln!(out)?;
                 }
