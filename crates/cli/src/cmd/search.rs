@@ -298,6 +298,10 @@ fn write(
                 e["calibrated"] = super::calibration_note(scorer.exact.cluster())
                     .is_none()
                     .into();
+                // As `evaluate --format json`: the headroom against --min-headroom.
+                let free = report.hbm_bytes - report.metrics.memory_peak_bytes;
+                e["min_headroom_gib"] = (scorer.min_headroom_bytes / GIB).into();
+                e["below_min_headroom"] = (free < scorer.min_headroom_bytes).into();
                 v["explain"] = e;
             }
             serde_json::to_writer_pretty(&mut *out, &v)?;
