@@ -8,7 +8,7 @@ use autoplan::cluster::resolve_cluster;
 use autoplan::evaluate::EvalOptions;
 use autoplan::graph::resolve_model;
 use autoplan::plan::{Knob, Plan};
-use autoplan::search::{resolve_space, search, Scorer, SearchOptions};
+use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 
 /// (model, cluster, space, top) of every golden, from its header
 /// `# autoplan search --model M --cluster C --space S --top K`, and the file's plan strings.
@@ -54,17 +54,22 @@ fn printed_plans_parse_reprint_fix_and_evaluate_alike() {
         let case = format!("{model} on {cluster}, space {space}");
         let m = resolve_model(&model).expect("bundled model");
         let c = resolve_cluster(&cluster).expect("bundled cluster");
-        let scorer = Scorer::new(&m, &c, EvalOptions::default());
         let sp = resolve_space(&space).expect("bundled space");
-        let out = search(
-            &scorer,
+        // As the goldens are made: `autoplan search`'s default framework and headroom.
+        let found = search_case_for(
+            &m,
+            &c,
+            EvalOptions::default(),
+            Target::default(),
             &sp,
             &SearchOptions {
                 top_k: top,
                 exhaustive: false,
             },
             &(),
-        );
+        )
+        .expect("the default framework runs plans of the space");
+        let (scorer, out) = (found.scorer, found.outcome);
         assert!(!out.plans.is_empty(), "{case}: no plan");
         let printed: Vec<String> = out.plans.iter().map(|r| r.plan.to_string()).collect();
         assert_eq!(printed, golden, "{case}: the golden is stale");

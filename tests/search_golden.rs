@@ -5,24 +5,31 @@
 use autoplan::cluster::resolve_cluster;
 use autoplan::evaluate::EvalOptions;
 use autoplan::graph::resolve_model;
-use autoplan::search::{resolve_space, search, Scorer, SearchOptions};
+use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 
 fn golden(model: &str, cluster: &str, space: &str) {
     let m = resolve_model(model).expect("bundled model");
     let c = resolve_cluster(cluster).expect("bundled cluster");
-    let s = Scorer::new(&m, &c, EvalOptions::default());
     let sp = resolve_space(space).expect("bundled space");
-    let out = search(
-        &s,
+    // `autoplan search`'s defaults: Megatron-Core, 2 GiB of headroom (unfolded here: the
+    // golden pins the raw ranking).
+    let out = search_case_for(
+        &m,
+        &c,
+        EvalOptions::default(),
+        Target::default(),
         &sp,
         &SearchOptions {
             top_k: 5,
             exhaustive: false,
         },
         &(),
+    )
+    .expect("Megatron-Core runs plans of the space")
+    .outcome;
+    let mut text = format!(
+        "# autoplan search --model {model} --cluster {cluster} --space {space} --top 5 --fold 0\n"
     );
-    let mut text =
-        format!("# autoplan search --model {model} --cluster {cluster} --space {space} --top 5\n");
     for (i, r) in out.plans.iter().enumerate() {
         text.push_str(&format!(
             "{} {:.4} s  mfu {:.2}%  mem {:.2} GiB  {}\n",

@@ -28,12 +28,14 @@
 //! ```
 
 mod check;
+pub mod framework;
 pub mod knob;
 mod megatron;
 pub mod parse;
 pub mod zero;
 
 pub use check::{Invalid, StageLayout};
+pub use framework::{Framework, Refusal};
 pub use knob::Knob;
 pub use megatron::Unsupported;
 pub use parse::ParseError;

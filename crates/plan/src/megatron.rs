@@ -1,14 +1,15 @@
-//! Export a plan as Megatron-LM (Megatron-Core ≥ 0.12 `pretrain_gpt.py`) command-line flags.
+//! Export a plan as Megatron-LM (Megatron-Core 0.14–0.19 `pretrain_gpt.py`) command-line flags.
 //!
 //! Only the flags the plan decides are emitted (parallel degrees, schedule, batch, recompute,
 //! optimizer sharding, dispatcher, overlaps); the model's own flags (`--num-layers`,
-//! `--hidden-size`, ...) stay in the user's launch script. A knob Megatron-LM cannot express
-//! is an error naming it, never a silently dropped flag.
+//! `--hidden-size`, ...) stay in the user's launch script. What Megatron-Core cannot run is
+//! the capability table's (`framework.rs`): a plan it refuses is refused here with its reason;
+//! a knob the flags cannot express is an error naming it, never a silently dropped flag.
 
-use autoplan_graph::{Attention, ModelSpec};
+use autoplan_graph::ModelSpec;
 
 use crate::knob::{Context, Knob, CP_COMMS, DISPATCHERS};
-use crate::{CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpSpTransition};
+use crate::{CpComm, Dim, Dispatcher, Framework, Plan, Recompute, Refusal, Schedule};
 
 /// A plan knob that Megatron-LM has no flag for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -16,14 +17,25 @@ use crate::{CpComm, Dim, Dispatcher, MoeTpScheme, Plan, Recompute, Schedule, TpS
 pub struct Unsupported {
     pub knob: &'static str,
     pub value: String,
-    pub reason: &'static str,
+    pub reason: String,
 }
 
 fn unsupported(knob: &'static str, value: impl ToString, reason: &'static str) -> Unsupported {
     Unsupported {
         knob,
         value: value.to_string(),
-        reason,
+        reason: reason.to_string(),
+    }
+}
+
+impl From<Refusal> for Unsupported {
+    /// The capability table's refusal, with its reason and source.
+    fn from(r: Refusal) -> Unsupported {
+        Unsupported {
+            knob: r.knob.key(),
+            value: r.knob.value(&r.plan),
+            reason: r.to_string(),
+        }
     }
 }
 
@@ -32,6 +44,24 @@ impl Plan {
     /// stage layout). Call after [`Plan::check`]: the flags of an invalid plan are not
     /// meaningful. Errors name the first knob Megatron-LM cannot express.
     pub fn megatron_args(&self, model: &ModelSpec) -> Result<Vec<String>, Unsupported> {
+        self.megatron_args_for(model, Framework::default())
+    }
+
+    /// [`Plan::megatron_args`] for a given Megatron-Core version (`framework` must be
+    /// Megatron-Core): the capability table's check first, with its reason.
+    pub fn megatron_args_for(
+        &self,
+        model: &ModelSpec,
+        framework: Framework,
+    ) -> Result<Vec<String>, Unsupported> {
+        if !matches!(framework, Framework::MegatronCore { .. }) {
+            return Err(Unsupported {
+                knob: "framework",
+                value: framework.spec(),
+                reason: "the Megatron export needs --framework megatron-core".to_string(),
+            });
+        }
+        framework.check(self, model)?;
         let mut a: Vec<String> = Vec::new();
         let mut flags: Vec<String> = Vec::new();
         let ctx = Context::new(self, model.moe.is_some());
@@ -40,7 +70,7 @@ impl Plan {
         self.megatron_schedule_recompute(&mut a)?;
         self.megatron_zero(&mut a, &mut flags)?;
         self.megatron_comm(&ctx, model, &mut a, &mut flags)?;
-        self.megatron_order(&mut flags)?;
+        self.megatron_order(&ctx, &mut flags)?;
         a.extend(flags);
         Ok(a)
     }
@@ -78,36 +108,21 @@ impl Plan {
         }
     }
 
-    /// The kv-head restriction and the pipeline stage layout (uneven and virtual stages).
+    /// The pipeline stage layout (uneven and virtual stages).
     fn megatron_stages(
         &self,
         model: &ModelSpec,
         a: &mut Vec<String>,
         flags: &mut Vec<String>,
     ) -> Result<(), Unsupported> {
-        if let Attention::Gqa { kv_heads, .. } = model.attention {
-            if self.tp > kv_heads {
-                return Err(unsupported(
-                    "tp",
-                    self.tp,
-                    "Megatron-LM requires tp to divide the key/value heads (no kv-head \
-                     replication)",
-                ));
-            }
-        }
-        // Uneven stages (Megatron-Core `--decoder-first/last-pipeline-num-layers`); Megatron
-        // needs the middle stages even, which our remainder rule does not always give.
+        // Uneven stages (Megatron-Core `--decoder-first/last-pipeline-num-layers`) need the
+        // middle stages even, and `--num-layers-per-virtual-pipeline-stage` / virtual stages
+        // need every stage's blocks a multiple of vpp; any other layout is spelt out with
+        // `--pipeline-model-parallel-layout` (0.13+; frameworks.md §1.2).
         if let Some(layout) = self.stage_blocks(model) {
-            if layout.pp > 2 && layout.middle_extra > 0 {
-                return Err(unsupported(
-                    "pp",
-                    self.pp,
-                    "the blocks do not split evenly over the middle pipeline stages",
-                ));
-            }
+            let vpp = self.vpp.max(1);
             let even =
                 layout.first == layout.last && (layout.pp <= 2 || layout.middle == layout.first);
-            let vpp = self.vpp.max(1);
             // Megatron's `--account-for-embedding/loss-in-pipeline-split` treat the embedding
             // and the loss as one block each: with `(blocks + 2)` divisible by `pp·vpp`, the
             // first and last stages get one block fewer than the middle ones.
@@ -121,28 +136,33 @@ impl Plan {
                         && (model.layers + 2).is_multiple_of(layout.pp * vpp)
                         && layout.first + 1 == per_stage
                         && layout.last + 1 == per_stage
-                        && layout.middle == per_stage =>
+                        && layout.middle == per_stage
+                        && layout.middle_extra == 0 =>
                 {
                     crate::PipelineSplit::EmbeddingLoss
                 }
                 s => s,
             };
             let account_for = split != crate::PipelineSplit::Blocks;
+            // Layouts the first/last and virtual-stage flags cannot express go out as an
+            // explicit `--pipeline-model-parallel-layout`.
+            let ragged = (layout.pp > 2 && layout.middle_extra > 0)
+                || (self.schedule == Schedule::Interleaved
+                    && !account_for
+                    && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0));
+            if ragged {
+                kv_push(
+                    a,
+                    "--pipeline-model-parallel-layout",
+                    layout_string(&layout, vpp, model.mtp_modules),
+                );
+                return Ok(());
+            }
             if split.embedding() > 0 {
                 flags.push("--account-for-embedding-in-pipeline-split".into());
             }
             if split.loss() > 0 {
                 flags.push("--account-for-loss-in-pipeline-split".into());
-            }
-            if !account_for
-                && self.schedule == Schedule::Interleaved
-                && (0..layout.pp).any(|s| layout.blocks(s) % vpp != 0)
-            {
-                return Err(unsupported(
-                    "vpp",
-                    vpp,
-                    "Megatron-LM needs every stage's blocks to be a multiple of vpp",
-                ));
             }
             if !even && !account_for {
                 kv_push(
@@ -177,16 +197,7 @@ impl Plan {
 
     /// The pipeline schedule and the recompute flags.
     fn megatron_schedule_recompute(&self, a: &mut Vec<String>) -> Result<(), Unsupported> {
-        match self.schedule {
-            Schedule::OneF1B | Schedule::Interleaved => {}
-            Schedule::ZeroBubble | Schedule::DualPipe => {
-                return Err(unsupported(
-                    "schedule",
-                    self.schedule.name(),
-                    "Megatron-LM implements 1F1B and interleaved 1F1B only",
-                ))
-            }
-        }
+        // The schedule (1F1B or interleaved) is the capability table's: no flag beyond vpp.
         match self.recompute {
             Recompute::None => {}
             Recompute::Selective => {
@@ -212,13 +223,6 @@ impl Plan {
                 }
             }
         }
-        if self.recompute == Recompute::Selective && self.recompute_layers.is_some() {
-            return Err(unsupported(
-                "recompute_layers",
-                self.recompute_layers.unwrap_or(0),
-                "Megatron's selective recompute applies to every block",
-            ));
-        }
         Ok(())
     }
 
@@ -231,14 +235,9 @@ impl Plan {
         // ZeRO: 1 = distributed optimizer; 2/3 = Megatron-FSDP sharding strategies; stage 3
         // without resharding = Torch-FSDP2 with `--torch-fsdp2-no-reshard-after-forward`;
         // stage-1 HSDP = `--num-distributed-optimizer-instances` (frameworks.md §1.1, §1.4).
+        // Which modes Megatron runs (HSDP only at stage 1, Torch-FSDP2 with pp = ep = 1) is
+        // the capability table's.
         let z = self.zero;
-        if z.group > 0 && z.stage != 1 {
-            return Err(unsupported(
-                "zero",
-                z,
-                "Megatron shards inside groups only for the distributed optimizer (zero=1:G)",
-            ));
-        }
         match z.stage {
             0 => {}
             1 => {
@@ -253,13 +252,6 @@ impl Plan {
                 }
             }
             3 if z.keeps_gathered() => {
-                if self.pp > 1 || self.ep > 1 {
-                    return Err(unsupported(
-                        "zero",
-                        z,
-                        "Megatron's Torch-FSDP2 path (the no-reshard mode) needs pp = 1 and ep = 1",
-                    ));
-                }
                 flags.push("--use-torch-fsdp2".into());
                 flags.push("--torch-fsdp2-no-reshard-after-forward".into());
             }
@@ -314,13 +306,6 @@ impl Plan {
             a.push(a2a.to_string());
             a.push((self.cp / a2a.max(1)).to_string());
         }
-        if self.tp_sp_transition == TpSpTransition::AllToAll && Knob::Transition.matters(ctx) {
-            return Err(unsupported(
-                "transition",
-                self.tp_sp_transition.name(),
-                "Megatron-LM's attention output projection is always row-parallel",
-            ));
-        }
         if model.moe.is_some() {
             // Megatron-Core takes the dispatcher flag for every MoE model, EP or not.
             if let (Some(flag), Some(v)) = (
@@ -332,14 +317,7 @@ impl Plan {
             if self.dispatcher == Dispatcher::DeepEp {
                 a.push("--moe-enable-deepep".into());
             }
-            if Knob::MoeTpScheme.matters(ctx) && self.moe_tp_scheme == MoeTpScheme::ScatterGather {
-                return Err(unsupported(
-                    "moe_tp_scheme",
-                    self.moe_tp_scheme.name(),
-                    "Megatron-LM uses the group-wise all-to-all + all-gather scheme",
-                ));
-            }
-            if self.ep_overlap {
+            if self.ep_overlap && Knob::EpOverlap.matters(ctx) {
                 flags.extend(Knob::EpOverlap.megatron_flag().map(String::from));
             }
         }
@@ -349,39 +327,46 @@ impl Plan {
         Ok(())
     }
 
-    /// The rank order and the expert placement.
-    fn megatron_order(&self, flags: &mut Vec<String>) -> Result<(), Unsupported> {
-        // Rank order: Megatron's default is tp-cp-ep-dp-pp; `--use-tp-pp-dp-mapping` gives
-        // tp-pp-dp (cp = 1). Dimensions of size 1 do not matter.
-        let size = |d: Dim| match d {
-            Dim::Tp => self.tp,
-            Dim::Cp => self.cp,
-            Dim::Dp => self.dp,
-            Dim::Pp => self.pp,
-        };
-        let effective =
-            |order: [Dim; 4]| -> Vec<Dim> { order.into_iter().filter(|&d| size(d) > 1).collect() };
-        let ours = effective(self.order.0);
-        if ours != effective([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]) {
-            if self.cp == 1 && ours == effective([Dim::Tp, Dim::Pp, Dim::Dp, Dim::Cp]) {
-                flags.push("--use-tp-pp-dp-mapping".into());
-            } else {
-                return Err(unsupported(
-                    "order",
-                    self.order,
-                    "Megatron-LM orders ranks tp-cp-dp-pp, or tp-pp-dp with cp = 1",
-                ));
-            }
-        }
-        if let crate::PlacementPolicy::Balanced { .. } = self.placement {
-            return Err(unsupported(
-                "placement",
-                "balanced",
-                "Megatron-LM places experts contiguously over the EP ranks",
-            ));
+    /// The rank order (which orders Megatron runs, and the placement, are the capability
+    /// table's): `--use-tp-pp-dp-mapping` gives tp-cp-ep-pp-dp (`initialize.py @
+    /// core_v0.19.0:L388`; frameworks.md §1.1). Dimensions of size 1 (dense and folded) do not
+    /// matter.
+    fn megatron_order(&self, ctx: &Context, flags: &mut Vec<String>) -> Result<(), Unsupported> {
+        let class = |o: [Dim; 4]| ctx.order_class(&crate::RankOrder(o));
+        let ours = ctx.order_class(&self.order);
+        if ours != class([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp])
+            && ours == class([Dim::Tp, Dim::Cp, Dim::Pp, Dim::Dp])
+        {
+            flags.push("--use-tp-pp-dp-mapping".into());
         }
         Ok(())
     }
+}
+
+/// Megatron-Core's `--pipeline-model-parallel-layout` of `layout` with `vpp` virtual stages
+/// per rank: each rank's blocks split as evenly as its chunks allow (the first chunks take the
+/// remainder), stages listed `vpp0:pp0, vpp0:pp1, …, vpp1:pp0, …` and separated by `|`, `E`
+/// (embedding) opening the first and the `mtp` MTP layers and `L` (loss) closing the last
+/// (`pipeline_parallel_layer_layout.py @ core_v0.19.0:L84-140,L283-321`; frameworks.md §1.2).
+fn layout_string(layout: &crate::StageLayout, vpp: u32, mtp: u32) -> String {
+    let mut stages = Vec::new();
+    for chunk in 0..vpp {
+        for rank in 0..layout.pp {
+            let b = layout.blocks(rank);
+            let n = b / vpp + u32::from(chunk < b % vpp);
+            let mut st = String::new();
+            if chunk == 0 && rank == 0 {
+                st.push('E');
+            }
+            st.push_str(&"t".repeat(n as usize));
+            if chunk + 1 == vpp && rank + 1 == layout.pp {
+                st.push_str(&"m".repeat(mtp as usize));
+                st.push('L');
+            }
+            stages.push(st);
+        }
+    }
+    stages.join("|")
 }
 
 fn kv_push(a: &mut Vec<String>, k: &str, v: String) {

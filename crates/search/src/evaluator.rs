@@ -25,7 +25,8 @@
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
-    Dispatcher, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+    Dispatcher, Framework, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition,
+    Zero,
 };
 
 use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
@@ -249,6 +250,12 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
 #[derive(Debug, Clone)]
 pub struct Scorer {
     pub exact: Evaluator,
+    /// The framework the plans must run in: a plan it refuses is rejected as invalid
+    /// (`Framework::check`). `Framework::Any` (the default of [`Scorer::new`]) refuses none.
+    pub framework: Framework,
+    /// Bytes each GPU keeps free beyond the plan's peak (`--min-headroom`): a plan with less
+    /// headroom is rejected as out of memory. 0 by default.
+    pub min_headroom_bytes: f64,
 }
 
 impl Scorer {
@@ -259,7 +266,21 @@ impl Scorer {
     ) -> Scorer {
         Scorer {
             exact: Evaluator::new(model, cluster, opts),
+            framework: Framework::Any,
+            min_headroom_bytes: 0.0,
         }
+    }
+
+    /// The scorer for plans that `framework` runs, with `min_headroom_bytes` kept free.
+    pub fn with_target(mut self, framework: Framework, min_headroom_bytes: f64) -> Scorer {
+        self.framework = framework;
+        self.min_headroom_bytes = min_headroom_bytes.max(0.0);
+        self
+    }
+
+    /// The memory a plan may use per GPU: the HBM less the required headroom.
+    pub fn memory_budget(&self) -> f64 {
+        self.exact.cluster().gpu.hbm_bytes - self.min_headroom_bytes
     }
 
     /// `Evaluator::step_floor` of `partial`: real communication, each kind at its least over
@@ -406,11 +427,25 @@ impl Objective for Scorer {
     type Metrics = Metrics;
 
     fn shape(&self) -> Shape {
-        self.exact.shape()
+        Shape {
+            hbm_bytes: self.memory_budget(),
+            ..self.exact.shape()
+        }
     }
 
     fn evaluate(&self, plan: &Plan) -> Result<Metrics, Reject> {
-        Objective::evaluate(&self.exact, plan)
+        if self.framework.check(plan, self.exact.model()).is_err() {
+            return Err(Reject::Invalid);
+        }
+        let m = Objective::evaluate(&self.exact, plan)?;
+        let budget = self.memory_budget();
+        if m.memory_peak_bytes > budget {
+            return Err(Reject::OutOfMemory {
+                peak_bytes: m.memory_peak_bytes,
+                hbm_bytes: budget,
+            });
+        }
+        Ok(m)
     }
 
     fn admits(&self, recompute: (Recompute, RecomputeModules)) -> bool {
@@ -428,7 +463,7 @@ impl Objective for Scorer {
             return b;
         }
         b.memory_bytes = memory_floor(&self.exact, partial);
-        if b.memory_bytes <= self.exact.cluster().gpu.hbm_bytes {
+        if b.memory_bytes <= self.memory_budget() {
             b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
         }
         b

@@ -24,13 +24,15 @@
 mod case;
 mod engine;
 mod evaluator;
+pub mod fold;
+pub mod framework;
 mod outcome;
 pub mod space;
 pub mod testing;
 
 use autoplan_plan::{Plan, Recompute, RecomputeModules};
 
-pub use case::{search_case, CaseOutcome};
+pub use case::{search_case, search_case_for, CaseOutcome, Target, DEFAULT_MIN_HEADROOM_BYTES};
 pub use engine::search;
 pub use evaluator::Scorer;
 pub use outcome::{NoFit, Observer, Outcome, Ranked, SearchOptions, Stats, MAX_TOP_K};

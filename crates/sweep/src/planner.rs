@@ -8,7 +8,7 @@ use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_evaluate::{CommKind, EvalOptions, Evaluator};
 use autoplan_graph::{resolve_model, ModelSpec};
 use autoplan_input::InputError;
-use autoplan_search::{resolve_space, search_case, CaseOutcome, SearchOptions, Space};
+use autoplan_search::{resolve_space, search_case_for, CaseOutcome, SearchOptions, Space, Target};
 
 use crate::{Case, Infeasible, Metrics, Planner, RankedPlan, SpecField, SweepSpec};
 
@@ -22,6 +22,9 @@ pub struct SearchPlanner {
     clusters: BTreeMap<String, Cluster>,
     spaces: BTreeMap<String, Space>,
     opts: EvalOptions,
+    /// The framework and headroom every case's plans must meet (`Target::default()`, or
+    /// `sweep --framework/--min-headroom`).
+    target: Target,
 }
 
 impl SearchPlanner {
@@ -54,7 +57,14 @@ impl SearchPlanner {
             clusters,
             spaces,
             opts: EvalOptions::default(),
+            target: Target::default(),
         })
+    }
+
+    /// The planner for plans that `target`'s framework runs, with its headroom.
+    pub fn with_target(mut self, target: Target) -> SearchPlanner {
+        self.target = target;
+        self
     }
 
     /// GPUs of a cluster of the spec used as it is (for [`SweepSpec::cases`]).
@@ -100,19 +110,22 @@ impl Planner for SearchPlanner {
         };
         // The same path as `autoplan search`: the `Scorer` with its communication floor.
         let CaseOutcome { scorer, outcome } =
-            search_case(&model, &cluster, self.opts, space, &opts, &());
+            search_case_for(&model, &cluster, self.opts, self.target, space, &opts, &())
+                .map_err(infeasible)?;
         let ev = &scorer.exact;
         if outcome.plans.is_empty() {
             const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
             return Err(infeasible(match outcome.no_fit {
                 Some(n) => format!(
-                    "out of memory: every plan needs at least {:.2} GiB of {:.2} GiB HBM",
+                    "out of memory: every plan needs at least {:.2} GiB of {:.2} GiB HBM \
+                     (the HBM less {:.2} GiB of headroom)",
                     n.min_memory_bytes / GIB,
-                    n.hbm_bytes / GIB
+                    n.hbm_bytes / GIB,
+                    self.target.min_headroom_bytes / GIB
                 ),
                 None => format!(
-                    "no valid plan in the space ({} plans, {} invalid)",
-                    outcome.stats.space_plans, outcome.stats.invalid
+                    "no valid plan in the space for {} ({} plans, {} invalid)",
+                    self.target.framework, outcome.stats.space_plans, outcome.stats.invalid
                 ),
             }));
         }

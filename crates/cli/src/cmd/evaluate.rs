@@ -27,6 +27,8 @@ pub struct Args {
     pub plan: String,
     #[command(flatten)]
     pub workload: super::Workload,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
     /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
     /// Megatron).
     #[arg(long, value_enum, default_value_t = Attn::Flash)]
@@ -73,13 +75,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
         .with_context(|| format!("--plan {:?}", args.plan))?;
     let mut out = std::io::stdout().lock();
+    let target = args.target.target()?;
 
     if let Some(Emit::Megatron) = args.emit {
         // Only a valid plan is exported: no flag for a knob the model has no use for.
         plan.check(&model, cluster.gpus())
             .with_context(|| format!("--plan {:?}: not exported", args.plan))?;
+        // The Megatron-Core version of --framework (the default version under another one);
+        // what its capability row refuses is refused with the same reason.
+        let version = match target.framework {
+            f @ autoplan_plan::Framework::MegatronCore { .. } => f,
+            _ => autoplan_plan::Framework::default(),
+        };
         let flags = plan
-            .megatron_args(&model)
+            .megatron_args_for(&model, version)
             .with_context(|| "the plan has no Megatron-LM equivalent")?;
         // One `--flag value` per line, continued shell-style.
         let mut lines: Vec<String> = Vec::new();
@@ -110,6 +119,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(n), false) = (&note, args.format == Format::Json) {
         eprintln!("{n}");
     }
+    // A valid plan the framework cannot run: refused with the rule and its source (exit 3,
+    // infeasible). Invalid plans keep their own error below.
+    if let (Ok(()), Err(refusal)) = (
+        plan.check(&model, cluster.gpus()),
+        target.framework.check(&plan, &model),
+    ) {
+        let hint = "evaluate it anyway with --framework any";
+        if args.format == Format::Json {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &serde_json::json!({
+                    "valid": true,
+                    "runnable": false,
+                    "framework": target.framework.spec(),
+                    "reason": refusal.message(),
+                    "setting": refusal.setting(),
+                    "source": refusal.source,
+                }),
+            )?;
+            writeln!(out)?;
+        } else {
+            eprintln!("error: {refusal}; {hint}");
+        }
+        return Err(crate::exit::Infeasible::reported().into());
+    }
     match ev.report(&plan) {
         Ok(r) if args.emit == Some(Emit::Nccl) => {
             nccl_config(&mut out, &args.plan, &ev, &r)?;
@@ -117,10 +151,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Ok(r) => {
             super::ensure_finite_report(&format!("plan {:?}", args.plan), &r)?;
+            let free = r.hbm_bytes - r.metrics.memory_peak_bytes;
+            if free < target.min_headroom_bytes && args.format != Format::Json {
+                eprintln!(
+                    "warning: {:.2} GiB of HBM left free per GPU, less than --min-headroom \
+                     {:.2} GiB: `search` would not rank this plan",
+                    free / GIB,
+                    target.min_headroom_bytes / GIB
+                );
+            }
             match args.format {
                 Format::Json => {
                     let mut v = json(&r);
                     v["calibrated"] = note.is_none().into();
+                    v["min_headroom_gib"] = (target.min_headroom_bytes / GIB).into();
+                    v["below_min_headroom"] = (free < target.min_headroom_bytes).into();
                     serde_json::to_writer_pretty(&mut out, &v)?;
                     writeln!(out)?;
                 }

@@ -10,6 +10,7 @@ pub mod show;
 pub mod show_cluster;
 pub mod show_model;
 pub mod sweep;
+pub mod target;
 pub mod validate;
 
 use crate::fmt::GIB;

@@ -7,10 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use autoplan_evaluate::{EvalOptions, Metrics};
+use autoplan_search::fold::{difference, fold, DEFAULT_FOLD_TOLERANCE};
 use autoplan_search::space::{recompute_name, schedule_name};
 use autoplan_search::{
-    resolve_space, search_case, CaseOutcome, Observer, Outcome, Scorer, SearchOptions, Stats,
-    MAX_TOP_K,
+    resolve_space, search_case_for, CaseOutcome, Observer, Outcome, Ranked, Scorer, SearchOptions,
+    Stats, MAX_TOP_K,
 };
 
 use super::Format;
@@ -40,6 +41,15 @@ pub struct Args {
     pub fix: Option<String>,
     #[command(flatten)]
     pub workload: super::Workload,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
+    /// Fold near-ties, in percent of the step time (default 1): a plan with the tp, pp, ep,
+    /// moe_tp, micro-batch size, recompute and sharding of a better row, within this much of its
+    /// step time, is listed under that row as a variant (differing in the cp/dp split, schedule,
+    /// rank order or communication knobs), so the rows are real alternatives. Exact ties rank
+    /// the plan nearest the framework's defaults first. 0: no folding.
+    #[arg(long, value_name = "PCT", default_value_t = 100.0 * DEFAULT_FOLD_TOLERANCE)]
+    pub fold: f64,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the output to this file instead of stdout.
@@ -93,8 +103,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("{n}");
     }
     check_recompute_entries(&space, &model)?;
+    let target = args.target.target()?;
+    let rows_wanted = args.top.max(args.explain.unwrap_or(1));
     let opts = SearchOptions {
-        top_k: args.top.max(args.explain.unwrap_or(1)),
+        // Folding hides variants: rank more plans than rows (FOLD_DEPTH per row).
+        top_k: if args.fold > 0.0 {
+            (rows_wanted * FOLD_DEPTH).min(MAX_TOP_K)
+        } else {
+            rows_wanted
+        },
         exhaustive: args.exhaustive,
     };
     let bar = progress_bar();
@@ -104,9 +121,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pool = pool.num_threads(n);
     }
     let pool = pool.build().context("cannot start the worker threads")?;
-    let CaseOutcome { scorer, outcome } =
-        pool.install(|| search_case(&model, &cluster, options, &space, &opts, &observer));
+    let CaseOutcome { scorer, outcome } = pool
+        .install(|| search_case_for(&model, &cluster, options, target, &space, &opts, &observer))
+        .map_err(anyhow::Error::msg)?;
     observer.0.finish_and_clear();
+    let (outcome, variants) = folded(outcome, args.fold / 100.0, rows_wanted, model.moe.is_some());
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
     for (i, r) in outcome.plans.iter().enumerate() {
         super::ensure_finite_metrics(&format!("plan {} ({})", i + 1, r.plan), &r.metrics, hbm)?;
@@ -129,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::stdout().lock()),
     };
     let out = &mut sink;
-    write(out, &args, &scorer, &space, &outcome, explained)?;
+    write(out, &args, &scorer, &space, &outcome, &variants, explained)?;
     out.flush()?;
     if outcome.plans.is_empty() {
         return Err(Infeasible::new(why_nothing(&scorer, &space, &outcome)).into());
@@ -140,8 +159,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Plans ranked per row wanted when folding (the variants a row may hide).
+const FOLD_DEPTH: usize = 4;
+
+/// The variants folded under each row (`autoplan_search::fold`).
+type Variants = Vec<Vec<Ranked<Metrics>>>;
+
+/// The outcome with one plan per row (the rows' heads, at most `rows`) and each row's variants.
+fn folded(
+    mut outcome: Outcome<Metrics>,
+    tolerance: f64,
+    rows: usize,
+    moe: bool,
+) -> (Outcome<Metrics>, Variants) {
+    let all = std::mem::take(&mut outcome.plans);
+    let mut variants = Vec::new();
+    for row in fold(&all, tolerance, moe).into_iter().take(rows) {
+        outcome.plans.push(all[row.head]);
+        variants.push(row.variants.iter().map(|&i| all[i]).collect());
+    }
+    (outcome, variants)
+}
+
 /// The flag bounds `clap` cannot express.
 fn check_args(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.fold.is_finite() && (0.0..=100.0).contains(&args.fold),
+        "--fold {}: expected a percentage in [0, 100]",
+        args.fold
+    );
     // Both rank plans: at most the search's bound (see `MAX_TOP_K` for why).
     anyhow::ensure!(
         (1..=MAX_TOP_K).contains(&args.top),
@@ -238,12 +284,13 @@ fn write(
     scorer: &Scorer,
     space: &Space,
     outcome: &Outcome<Metrics>,
+    variants: &Variants,
     explained: Option<Explained>,
 ) -> anyhow::Result<()> {
     let explain = args.explain.unwrap_or(1);
     match args.format {
         Format::Json => {
-            let mut v = json(args, scorer, outcome);
+            let mut v = json(args, scorer, outcome, variants);
             if let Some((n, plan, report)) = &explained {
                 let mut e = super::evaluate::json(report);
                 e["rank"] = (*n).into();
@@ -251,13 +298,17 @@ fn write(
                 e["calibrated"] = super::calibration_note(scorer.exact.cluster())
                     .is_none()
                     .into();
+                // As `evaluate --format json`: the headroom against --min-headroom.
+                let free = report.hbm_bytes - report.metrics.memory_peak_bytes;
+                e["min_headroom_gib"] = (scorer.min_headroom_bytes / GIB).into();
+                e["below_min_headroom"] = (free < scorer.min_headroom_bytes).into();
                 v["explain"] = e;
             }
             serde_json::to_writer_pretty(&mut *out, &v)?;
             writeln!(out)?;
         }
         Format::Csv => {
-            csv(out, scorer, outcome)?;
+            csv(out, scorer, outcome, variants)?;
             if let Some((n, _, report)) = &explained {
                 writeln!(out)?;
                 comm_csv(out, *n, report)?;
@@ -266,7 +317,7 @@ fn write(
         Format::Table => {
             header(out, args, scorer, &space.description, outcome)?;
             if !outcome.plans.is_empty() {
-                ranking(out, scorer, outcome)?;
+                ranking(out, args, scorer, outcome, variants)?;
             }
             if args.stats {
                 writeln!(out)?;
@@ -301,17 +352,27 @@ fn why_nothing(scorer: &Scorer, space: &Space, o: &Outcome<Metrics>) -> String {
     match o.no_fit {
         Some(nf) => format!(
             "no plan of the space fits in memory: the smallest needs at least {:.2} GiB per GPU, \
-             {:.2} GiB over the {:.2} GiB of HBM (try more GPUs, --space with ZeRO-3 / full \
+             {:.2} GiB over the {:.2} GiB of HBM{} (try more GPUs, --space with ZeRO-3 / full \
              recompute / smaller micro-batches, or a shorter --seq-len)",
             nf.min_memory_bytes / GIB,
             (nf.min_memory_bytes - nf.hbm_bytes) / GIB,
-            nf.hbm_bytes / GIB
+            scorer.exact.cluster().gpu.hbm_bytes / GIB,
+            if scorer.min_headroom_bytes > 0.0 {
+                format!(
+                    " less {:.2} GiB of --min-headroom",
+                    scorer.min_headroom_bytes / GIB
+                )
+            } else {
+                String::new()
+            }
         ),
         None => format!(
-            "no valid plan in the space for {} on {} GPUs ({} plans, {} invalid): check --fix \
-             and the space's degrees against the heads, layers, experts and global batch",
+            "no valid plan in the space for {} on {} GPUs that {} runs ({} plans, {} invalid): \
+             check --fix and the space's degrees against the heads, layers, experts and global \
+             batch, or --framework any",
             scorer.exact.model().name,
             scorer.exact.cluster().gpus(),
+            scorer.framework,
             o.stats.space_plans,
             o.stats.invalid
         ),
@@ -401,6 +462,14 @@ fn header(
     )?;
     writeln!(
         out,
+        "framework {} (--framework {}), at least {:.2} GiB of HBM kept free per GPU \
+         (--min-headroom)",
+        scorer.framework,
+        scorer.framework.spec(),
+        scorer.min_headroom_bytes / GIB
+    )?;
+    writeln!(
+        out,
         "space `{}`{}: {} plans, {} evaluated ({:.1}% pruned) in {:.2} s",
         args.space,
         if description.is_empty() {
@@ -441,7 +510,13 @@ fn knobs(p: &autoplan_plan::Plan) -> String {
         .join(",")
 }
 
-fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::Result<()> {
+fn ranking(
+    out: &mut impl Write,
+    args: &Args,
+    scorer: &Scorer,
+    o: &Outcome<Metrics>,
+    variants: &Variants,
+) -> anyhow::Result<()> {
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
     let moe = scorer.exact.model().moe.is_some();
     write!(
@@ -509,6 +584,26 @@ fn ranking(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyho
             m.dominant_comm.name(),
             knobs(p)
         )?;
+        if let Some(vs) = variants.get(i).filter(|v| !v.is_empty()) {
+            let listed: Vec<String> = vs
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{} ({:+.2}%)",
+                        difference(p, &v.plan),
+                        100.0 * (v.step_time_s / r.step_time_s - 1.0)
+                    )
+                })
+                .collect();
+            writeln!(
+                out,
+                "     ↳ {} variant{} within {}%: {}",
+                vs.len(),
+                if vs.len() == 1 { "" } else { "s" },
+                args.fold,
+                listed.join("; ")
+            )?;
+        }
     }
     Ok(())
 }
@@ -587,15 +682,48 @@ fn row_json(rank: usize, r: &autoplan_search::Ranked<Metrics>, hbm: f64) -> serd
     })
 }
 
-fn json(args: &Args, scorer: &Scorer, o: &Outcome<Metrics>) -> serde_json::Value {
+fn json(
+    args: &Args,
+    scorer: &Scorer,
+    o: &Outcome<Metrics>,
+    variants: &Variants,
+) -> serde_json::Value {
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
     let s = &o.stats;
+    let rows: Vec<serde_json::Value> = o
+        .plans
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut v = row_json(i + 1, r, hbm);
+            v["variants"] = variants
+                .get(i)
+                .map(|vs| {
+                    vs.iter()
+                        .map(|x| {
+                            serde_json::json!({
+                                "plan": x.plan.to_string(),
+                                "differs": difference(&r.plan, &x.plan),
+                                "step_time_s": x.step_time_s,
+                                "headroom_gib": (hbm - x.metrics.memory_peak_bytes) / GIB,
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+                .into();
+            v
+        })
+        .collect();
     serde_json::json!({
         "model": scorer.exact.model().name,
         "cluster": scorer.exact.cluster().name,
         "gpus": scorer.exact.cluster().gpus(),
         "space": args.space,
-        "plans": o.plans.iter().enumerate().map(|(i, r)| row_json(i + 1, r, hbm)).collect::<Vec<_>>(),
+        "framework": scorer.framework.spec(),
+        "min_headroom_gib": scorer.min_headroom_bytes / GIB,
+        "fold_percent": args.fold,
+        "plans": rows,
         "stats": {
             "space_plans": s.space_plans,
             "tasks": s.tasks,
@@ -620,7 +748,12 @@ fn json(args: &Args, scorer: &Scorer, o: &Outcome<Metrics>) -> serde_json::Value
     })
 }
 
-fn csv(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::Result<()> {
+fn csv(
+    out: &mut impl Write,
+    scorer: &Scorer,
+    o: &Outcome<Metrics>,
+    variants: &Variants,
+) -> anyhow::Result<()> {
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record([
@@ -639,6 +772,7 @@ fn csv(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::R
         "memory_peak_gib",
         "headroom_gib",
         "dominant_comm",
+        "variants",
     ])?;
     for (i, r) in o.plans.iter().enumerate() {
         let m = &r.metrics;
@@ -659,6 +793,12 @@ fn csv(out: &mut impl Write, scorer: &Scorer, o: &Outcome<Metrics>) -> anyhow::R
             format!("{}", m.memory_peak_bytes / GIB),
             format!("{}", (hbm - m.memory_peak_bytes) / GIB),
             m.dominant_comm.name().to_string(),
+            variants.get(i).map_or(String::new(), |vs| {
+                vs.iter()
+                    .map(|v| v.plan.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            }),
         ])?;
     }
     w.flush()?;

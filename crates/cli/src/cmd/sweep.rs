@@ -46,6 +46,8 @@ pub struct Args {
     /// with --resume.
     #[arg(long, value_name = "N")]
     pub max_cases: Option<usize>,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -226,7 +228,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     super::check_threads(args.threads, true)?;
     let spec = SweepSpec::read(&args.spec)?;
-    let planner = SearchPlanner::load(&spec)?;
+    let planner = SearchPlanner::load(&spec)?.with_target(args.target.target()?);
     let cases = spec.cases(|name| planner.cluster_gpus(name))?;
     let shard = args.shard.unwrap_or(Shard::ALL);
     let mine = shard.select(&cases);
