@@ -13,6 +13,14 @@ use serde::{Deserialize, Serialize};
 pub use crate::runs::{BestPlan, SkipKind};
 use crate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Metrics};
 
+mod domain;
+mod fit;
+mod wording;
+
+pub use domain::OUT_OF_DOMAIN;
+pub use fit::{fit, FitPoint};
+use wording::*;
+
 /// One row of `published_runs.csv` (the columns autoplan uses; blank cells are `None`).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct PublishedRun {
@@ -153,43 +161,6 @@ pub struct Skipped {
     /// The column whose cell is missing or unreadable, where one is.
     pub column: Option<String>,
 }
-
-/// Rows that are expressed and scored, but whose measurement is dominated by effects the
-/// analytical model does not contain; they are printed with their error and kept out of the
-/// MAPE bound rather than fitted (issue 4 forbids a constant per row or per model).
-pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
-    (
-        "bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8",
-        "fine-grained MoE (128 experts of 768, top-8, h 2048) in FP8 with one layer per virtual \
-     stage (vpp 24): the measured step is 2x the modelled step, which the GPU's BF16 work \
-     does not explain. Measured on an H100 (results/h100/block.csv), one block of this plan \
-     in BF16, unfused, takes 16.5 ms of GPU time forward and backward (its MoE part 8.8 ms, \
-     as modelled), 19 ms with the all-to-alls modelled, against 32.4 ms measured per block \
-     and micro-batch. Not the MoE regime as such: Qwen3-235B's ModelZoo rows (128 experts, \
-     top-8, bf16) are within 5%, and GPT-OSS-120B of the same Bridge release (bf16, 128 \
-     experts of 2880, top-4) is within 5% under full recompute (its recompute is not given, \
-     so it is not scored). What the model misses is FP8 at this granularity and the host: \
-     with Transformer Engine's current scaling (an amax and a cast kernel per input) the 16 \
-     experts' forward GEMMs took 1.30x their BF16 time on the H100 \
-     (results/h100/fp8cast.csv), where the model prices the layer's GEMMs 7% faster in FP8; \
-     and host-side costs (launches of 16 local experts' GEMMs and casts, the host sync for \
-     the dropless split sizes) at one layer per virtual stage",
-    ),
-    ("tt_8b_cp1_seq32k", TORCHTITAN_LONG_SEQ),
-    ("tt_8b_cp8_seq256k", TORCHTITAN_LONG_SEQ),
-];
-
-/// Why torchtitan's long-sequence rows are outside the domain: they are scored (on the bundled
-/// `grand-teton-h100`, the 96 GB / 500 W H100 they ran on, whose clocks under the power cap
-/// are not measured) and printed with their error, but the run is torchtitan's FSDP2 with
-/// `torch.compile`, Float8 linears and PyTorch's experimental context-parallel SDPA, and none
-/// of that framework's behaviour (what FSDP2 overlaps, the CP ring as PyTorch implements it,
-/// compile's fusions) is modelled: the model predicts both too fast (1.6x at 32K, 2.9x at
-/// 256K with cp 8), the gap the torchtitan rows of issue 17 ("frameworks differ") describe.
-/// A framework profile for torchtitan, or a profile of these runs, would settle it.
-const TORCHTITAN_LONG_SEQ: &str = "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
-     SDPA on 96 GB / 500 W H100s: the framework's overlap, its CP ring and the power-capped \
-     clocks are not modelled (issue 17: framework profiles)";
 
 /// Everything `autoplan validate` prints.
 #[derive(Debug, Clone, Serialize)]
@@ -508,61 +479,6 @@ fn case_model(
     Ok(model)
 }
 
-/// The training precision a row's `precision` cell names; `None` for a 16-bit run whose format
-/// the cell leaves open (blank, "mixed precision", "not stated"), which the era decides; `Err`
-/// for wording none of these rules reads.
-///
-/// - `nvfp4`/`fp4`: NVFP4; `mxfp8`: MXFP8 (Megatron `--fp8-recipe mxfp8`).
-/// - FP8 by its scaling recipe (frameworks.md §1.8): block (`1x128`, `128x128`, `block`,
-///   `fine-grained`: DeepSeek-V3's), current (`current`, `fp8-cs`, `tensorwise`, and
-///   torchtitan's `Float8` linears, whose default recipe is tensorwise dynamic scaling,
-///   frameworks.md §2.5), delayed (`delayed`, or no recipe named: Megatron's default; `FP8_HYBRID`
-///   names the E4M3/E5M2 format, not a recipe). A cell that only implies FP8 ("not stated (fp8
-///   implied)") takes the recipe its `notes` name, if any.
-/// - `fp16` (`mixed fp16`, `--fp16`): FP16; `bf16` (`amp_bf16`, `bf16 (PURE)`): BF16.
-fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>, ()> {
-    let c = cell.to_ascii_lowercase();
-    let fp8_recipe = |t: &str| {
-        if ["1x128", "128x128", "block", "fine-grained"]
-            .iter()
-            .any(|w| t.contains(w))
-        {
-            Some(Precision::Fp8Block)
-        } else if ["current", "fp8-cs", "tensorwise", "float8"]
-            .iter()
-            .any(|w| t.contains(w))
-        {
-            Some(Precision::Fp8Current)
-        } else if t.contains("delayed") {
-            Some(Precision::Fp8)
-        } else {
-            None
-        }
-    };
-    let implied = c.contains("implied") || c.contains("not stated");
-    Ok(Some(if c.contains("fp4") {
-        Precision::Nvfp4
-    } else if c.contains("mxfp8") || c.contains("fp8-mx") {
-        Precision::Mxfp8
-    } else if c.contains("fp8") || c.contains("float8") {
-        fp8_recipe(&c)
-            .or_else(|| {
-                implied
-                    .then(|| fp8_recipe(&notes.to_ascii_lowercase()))
-                    .flatten()
-            })
-            .unwrap_or(Precision::Fp8)
-    } else if c.contains("fp16") {
-        Precision::Fp16
-    } else if c.contains("bf16") {
-        Precision::Bf16
-    } else if c.trim().is_empty() || c.contains("mixed precision") || implied {
-        return Ok(None);
-    } else {
-        return Err(());
-    }))
-}
-
 /// The plan row `r` ran (era defaults where the row is blank).
 fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     let tp = r.tp.unwrap_or(1);
@@ -655,34 +571,6 @@ fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     plan
 }
 
-/// What row `r`'s pipeline split counts besides the blocks (Megatron-Core's
-/// `--account-for-embedding/loss-in-pipeline-split`, frameworks.md §1.2): the flags its notes
-/// name; otherwise the embedding and the loss where that is the only even split Megatron can
-/// build: the `blocks` do not divide into the `pp·vpp` model chunks and `blocks + 2` do
-/// (Qwen3-235B's 94 blocks on pp 32 × vpp 3, pp 8 × vpp 4, pp 4 × vpp 6: uneven first/last
-/// stages need counts divisible by vpp, which 94 does not leave).
-fn pipeline_split(r: &PublishedRun, blocks: u32, pp: u32, vpp: u32) -> PipelineSplit {
-    let notes = r
-        .notes
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase()
-        .replace('_', "-");
-    let named = |part: &str| notes.contains(&format!("account-for-{part}"));
-    let chunks = pp.max(1) * vpp.max(1);
-    match (named("embedding"), named("loss")) {
-        (true, true) => PipelineSplit::EmbeddingLoss,
-        (true, false) => PipelineSplit::Embedding,
-        (false, true) => PipelineSplit::Loss,
-        (false, false)
-            if pp > 1 && !blocks.is_multiple_of(chunks) && (blocks + 2).is_multiple_of(chunks) =>
-        {
-            PipelineSplit::EmbeddingLoss
-        }
-        _ => PipelineSplit::Blocks,
-    }
-}
-
 /// The software settings of row `r`'s era.
 fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
     EvalOptions {
@@ -702,25 +590,6 @@ fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
         flops: row_attention_flops(r),
         ..EvalOptions::default()
     }
-}
-
-/// The attention FLOP convention of row `r`'s TFLOP/s or MFU: the one the row declares
-/// ([`crate::AttentionFlops::of_row`]), else its source's as `published_runs_SOURCES.md`
-/// documents it: Megatron-LM 2020–22 (`meg20_`, `nar21_`, `kor22_`: the 72/96·B·s·l·h²
-/// formulas), the Megatron-Core 0.8 README table (`mcore08_`, Megatron's formula of 2024) and
-/// NeMo 24.07 (`nemo2407_`: 57.9 GFLOP per token for Llama3-8B at 8K) count the full `s×s`
-/// matrix; everything else the causal half, Megatron-LM's count since 2025.
-fn row_attention_flops(r: &PublishedRun) -> crate::AttentionFlops {
-    let full_sources = ["meg20", "nar21", "kor22", "mcore08", "nemo2407"];
-    crate::AttentionFlops::of_row(
-        r.tflops_convention.as_deref().unwrap_or(""),
-        r.notes.as_deref().unwrap_or(""),
-    )
-    .unwrap_or(if full_sources.iter().any(|p| r.id.starts_with(p)) {
-        crate::AttentionFlops::Full
-    } else {
-        crate::AttentionFlops::Causal
-    })
 }
 
 /// The measured figure of row `r` and its value.
@@ -792,49 +661,6 @@ fn plan_summary(p: &Plan) -> String {
         p.zero
     );
     s
-}
-
-/// The modules of a row's selective recompute: the parenthesised list of the ModelZoo's
-/// `selective (norm, act, shared_expert)` or of DeepSeek-V3's `selective (RMSNorm + MLA
-/// up-projection)` (items separated by `,` or `+`), in Megatron-Core's names (`norm`, `rmsnorm`
-/// → `layernorm`, `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` →
-/// `core_attn`, `mla up-projection` → `mla_up_proj`). A cell that says only `selective` takes
-/// the list from the row's notes where they give one (`selective recompute (moe_act,
-/// layernorm)`: the ModelZoo's GB200 rows). Megatron's default `core_attn` when neither names
-/// any.
-fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
-    let list = |t: &str| {
-        t.split_once('(')
-            .and_then(|(_, rest)| rest.split_once(')'))
-            .map(|(l, _)| l.to_string())
-    };
-    let notes = notes.to_ascii_lowercase();
-    let from_notes = || notes.find("recompute (").and_then(|i| list(&notes[i..]));
-    let Some(list) = list(rc).or_else(|| rc.starts_with("selective").then(from_notes).flatten())
-    else {
-        return RecomputeModules::DEFAULT;
-    };
-    let mut set = 0;
-    for item in list.split([',', '+']) {
-        // `MLA up-projection`, `mla_up_proj` and `mla up proj` alike.
-        let item = item.trim().replace(['-', '_'], " ");
-        let name = match item.as_str() {
-            "norm" | "layernorm" | "rmsnorm" => "layernorm",
-            "act" | "moe act" => "moe_act",
-            "shared expert" | "shared experts" => "shared_experts",
-            "attention core" | "core attn" => "core_attn",
-            "mla up projection" | "mla up proj" => "mla_up_proj",
-            other => other,
-        };
-        if let Some(&(_, bit)) = RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {
-            set |= bit;
-        }
-    }
-    if set == 0 {
-        RecomputeModules::DEFAULT
-    } else {
-        RecomputeModules(set)
-    }
 }
 
 /// The skip reason of a row that gives no recompute and whose plan does not fit without one:
@@ -986,85 +812,4 @@ fn best_plan_row(c: &Case, search: Option<BestPlanSearch>) -> Result<RowResult, 
     let plan = search(c).map_err(|why| skip(&c.id, format!("no best plan found: {why}")))?;
     score(&Case { plan, ..c.clone() })
         .map_err(|e| skip(&c.id, format!("the best plan found does not run: {e}")))
-}
-
-/// One point of the calibration grid of [`fit`] and how the rows score under it.
-#[derive(Debug, Clone, Serialize)]
-pub struct FitPoint {
-    pub gemm_eff_max: f64,
-    /// Seconds.
-    pub gemm_latency: f64,
-    pub hbm_eff_max: f64,
-    /// Rows of the architecture scored (the others of the file do not depend on its constants).
-    pub rows: usize,
-    pub mape: f64,
-    pub worst: String,
-    pub worst_error: f64,
-}
-
-/// The calibration procedure of docs/calibration.md ("Compute"): with every link and collective
-/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows
-/// [`recompute_not_given`] skips) for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
-/// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst
-/// error, then the grid order). A point under which a published plan does not run scores as
-/// infinitely wrong. Deterministic.
-pub fn fit(
-    cases: &[Case],
-    arch: autoplan_cluster::GpuArch,
-    eff_max: &[f64],
-    latency: &[f64],
-    hbm_eff: &[f64],
-) -> Vec<FitPoint> {
-    let base = *autoplan_cost::compute::arch_efficiency(arch);
-    let mine: Vec<&Case> = cases
-        .iter()
-        .filter(|c| {
-            c.cluster.gpu.arch == arch
-                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
-                && recompute_not_given(c).is_none()
-        })
-        .collect();
-    let mut out = Vec::new();
-    for &e in eff_max {
-        for &l in latency {
-            for &h in hbm_eff {
-                let eff = autoplan_cost::compute::ArchEfficiency {
-                    gemm_eff_max: e,
-                    gemm_latency: l,
-                    hbm_eff_max: h,
-                    ..base
-                };
-                let (mut sum, mut worst, mut worst_err) = (0.0, String::new(), 0.0f64);
-                for c in &mine {
-                    let mut case = (*c).clone();
-                    case.options.efficiency = Some(eff);
-                    let err = score(&case).map_or(f64::INFINITY, |r| r.error);
-                    sum += err.abs();
-                    if err.abs() > worst_err.abs() || worst.is_empty() {
-                        worst = c.id.clone();
-                        worst_err = err;
-                    }
-                }
-                out.push(FitPoint {
-                    gemm_eff_max: e,
-                    gemm_latency: l,
-                    hbm_eff_max: h,
-                    rows: mine.len(),
-                    mape: if mine.is_empty() {
-                        0.0
-                    } else {
-                        sum / mine.len() as f64
-                    },
-                    worst,
-                    worst_error: worst_err,
-                });
-            }
-        }
-    }
-    out.sort_by(|a, b| {
-        a.mape
-            .total_cmp(&b.mape)
-            .then(a.worst_error.abs().total_cmp(&b.worst_error.abs()))
-    });
-    out
 }

@@ -13,7 +13,7 @@
 //!
 //! Aliases: `ddp`/`none` (0), `distributed-optimizer`/`dist-opt` (1), `fsdp`/`full-shard` (3),
 //! `fsdp-noreshard`/`noreshard`/`shard-grad-op` (3-noreshard), `hsdp:G` (3:G).
-//! Sources: /work/shared/reference/frameworks.md §1.4 (Megatron distributed optimizer and
+//! Sources: frameworks.md (the reference notes) §1.4 (Megatron distributed optimizer and
 //! Megatron-FSDP strategies), §2.1 (torchtitan's HSDP mesh and `fsdp_reshard_after_forward`),
 //! §3.5 (DeepSpeed ZeRO-1/2 under gradient accumulation), §3.6 (FSDP/FSDP2).
 //!

@@ -1,7 +1,7 @@
 //! A MoE layer's work on one GPU beside its GEMMs and its dispatch collectives, as
 //! Megatron-Core runs a dropless MoE layer (`megatron/core/transformer/moe/`: `router.py`,
 //! `moe_utils.py`'s `permute`/`unpermute`, `token_dispatcher.py`; the flags in
-//! /work/shared/reference/frameworks.md §1.6):
+//! frameworks.md (the reference notes) §1.6):
 //!
 //! - **router**: the gate GEMM (`t × h · h × E`, priced with the class's GEMMs), then the score
 //!   function (softmax or sigmoid), top-k and the load-balancing statistic (aux loss, or the

@@ -1,0 +1,39 @@
+//! Rows scored but set aside from the MAPE, each with the mechanism the model lacks.
+
+/// Rows that are expressed and scored, but whose measurement is dominated by effects the
+/// analytical model does not contain; they are printed with their error and kept out of the
+/// MAPE bound rather than fitted (issue 4 forbids a constant per row or per model).
+pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
+    (
+        "bridge2511_h100_Qwen3_30B_a3B_16gpu_fp8",
+        "fine-grained MoE (128 experts of 768, top-8, h 2048) in FP8 with one layer per virtual \
+     stage (vpp 24): the measured step is 2x the modelled step, which the GPU's BF16 work \
+     does not explain. Measured on an H100 (results/h100/block.csv), one block of this plan \
+     in BF16, unfused, takes 16.5 ms of GPU time forward and backward (its MoE part 8.8 ms, \
+     as modelled), 19 ms with the all-to-alls modelled, against 32.4 ms measured per block \
+     and micro-batch. Not the MoE regime as such: Qwen3-235B's ModelZoo rows (128 experts, \
+     top-8, bf16) are within 5%, and GPT-OSS-120B of the same Bridge release (bf16, 128 \
+     experts of 2880, top-4) is within 5% under full recompute (its recompute is not given, \
+     so it is not scored). What the model misses is FP8 at this granularity and the host: \
+     with Transformer Engine's current scaling (an amax and a cast kernel per input) the 16 \
+     experts' forward GEMMs took 1.30x their BF16 time on the H100 \
+     (results/h100/fp8cast.csv), where the model prices the layer's GEMMs 7% faster in FP8; \
+     and host-side costs (launches of 16 local experts' GEMMs and casts, the host sync for \
+     the dropless split sizes) at one layer per virtual stage",
+    ),
+    ("tt_8b_cp1_seq32k", TORCHTITAN_LONG_SEQ),
+    ("tt_8b_cp8_seq256k", TORCHTITAN_LONG_SEQ),
+];
+
+/// Why torchtitan's long-sequence rows are outside the domain: they are scored (on the bundled
+/// `grand-teton-h100`, the 96 GB / 500 W H100 they ran on, whose clocks under the power cap
+/// are not measured) and printed with their error, but the run is torchtitan's FSDP2 with
+/// `torch.compile`, Float8 linears and PyTorch's experimental context-parallel SDPA, and none
+/// of that framework's behaviour (what FSDP2 overlaps, the CP ring as PyTorch implements it,
+/// compile's fusions) is modelled: the model predicts both too fast (1.6x at 32K, 2.9x at
+/// 256K with cp 8), the gap the torchtitan rows of issue 17 ("frameworks differ") describe.
+/// A framework profile for torchtitan, or a profile of these runs, would settle it.
+pub(crate) const TORCHTITAN_LONG_SEQ: &str =
+    "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
+     SDPA on 96 GB / 500 W H100s: the framework's overlap, its CP ring and the power-capped \
+     clocks are not modelled (issue 17: framework profiles)";

@@ -1,0 +1,84 @@
+//! `validate --fit`: the calibration grid scored over the published rows.
+
+use super::*;
+
+/// One point of the calibration grid of [`fit`] and how the rows score under it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FitPoint {
+    pub gemm_eff_max: f64,
+    /// Seconds.
+    pub gemm_latency: f64,
+    pub hbm_eff_max: f64,
+    /// Rows of the architecture scored (the others of the file do not depend on its constants).
+    pub rows: usize,
+    pub mape: f64,
+    pub worst: String,
+    pub worst_error: f64,
+}
+
+/// The calibration procedure of docs/calibration.md ("Compute"): with every link and collective
+/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows
+/// [`recompute_not_given`] skips) for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
+/// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst
+/// error, then the grid order). A point under which a published plan does not run scores as
+/// infinitely wrong. Deterministic.
+pub fn fit(
+    cases: &[Case],
+    arch: autoplan_cluster::GpuArch,
+    eff_max: &[f64],
+    latency: &[f64],
+    hbm_eff: &[f64],
+) -> Vec<FitPoint> {
+    let base = *autoplan_cost::compute::arch_efficiency(arch);
+    let mine: Vec<&Case> = cases
+        .iter()
+        .filter(|c| {
+            c.cluster.gpu.arch == arch
+                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
+                && recompute_not_given(c).is_none()
+        })
+        .collect();
+    let mut out = Vec::new();
+    for &e in eff_max {
+        for &l in latency {
+            for &h in hbm_eff {
+                let eff = autoplan_cost::compute::ArchEfficiency {
+                    gemm_eff_max: e,
+                    gemm_latency: l,
+                    hbm_eff_max: h,
+                    ..base
+                };
+                let (mut sum, mut worst, mut worst_err) = (0.0, String::new(), 0.0f64);
+                for c in &mine {
+                    let mut case = (*c).clone();
+                    case.options.efficiency = Some(eff);
+                    let err = score(&case).map_or(f64::INFINITY, |r| r.error);
+                    sum += err.abs();
+                    if err.abs() > worst_err.abs() || worst.is_empty() {
+                        worst = c.id.clone();
+                        worst_err = err;
+                    }
+                }
+                out.push(FitPoint {
+                    gemm_eff_max: e,
+                    gemm_latency: l,
+                    hbm_eff_max: h,
+                    rows: mine.len(),
+                    mape: if mine.is_empty() {
+                        0.0
+                    } else {
+                        sum / mine.len() as f64
+                    },
+                    worst,
+                    worst_error: worst_err,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        a.mape
+            .total_cmp(&b.mape)
+            .then(a.worst_error.abs().total_cmp(&b.worst_error.abs()))
+    });
+    out
+}

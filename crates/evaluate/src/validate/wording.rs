@@ -1,0 +1,149 @@
+//! Reading the wording of a row's cells: precision and FP8 recipe, recompute modules,
+//! Megatron's pipeline split, the FLOP convention a row declares.
+
+use super::*;
+
+/// The training precision a row's `precision` cell names; `None` for a 16-bit run whose format
+/// the cell leaves open (blank, "mixed precision", "not stated"), which the era decides; `Err`
+/// for wording none of these rules reads.
+///
+/// - `nvfp4`/`fp4`: NVFP4; `mxfp8`: MXFP8 (Megatron `--fp8-recipe mxfp8`).
+/// - FP8 by its scaling recipe (frameworks.md §1.8): block (`1x128`, `128x128`, `block`,
+///   `fine-grained`: DeepSeek-V3's), current (`current`, `fp8-cs`, `tensorwise`, and
+///   torchtitan's `Float8` linears, whose default recipe is tensorwise dynamic scaling,
+///   frameworks.md §2.5), delayed (`delayed`, or no recipe named: Megatron's default; `FP8_HYBRID`
+///   names the E4M3/E5M2 format, not a recipe). A cell that only implies FP8 ("not stated (fp8
+///   implied)") takes the recipe its `notes` name, if any.
+/// - `fp16` (`mixed fp16`, `--fp16`): FP16; `bf16` (`amp_bf16`, `bf16 (PURE)`): BF16.
+pub(crate) fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>, ()> {
+    let c = cell.to_ascii_lowercase();
+    let fp8_recipe = |t: &str| {
+        if ["1x128", "128x128", "block", "fine-grained"]
+            .iter()
+            .any(|w| t.contains(w))
+        {
+            Some(Precision::Fp8Block)
+        } else if ["current", "fp8-cs", "tensorwise", "float8"]
+            .iter()
+            .any(|w| t.contains(w))
+        {
+            Some(Precision::Fp8Current)
+        } else if t.contains("delayed") {
+            Some(Precision::Fp8)
+        } else {
+            None
+        }
+    };
+    let implied = c.contains("implied") || c.contains("not stated");
+    Ok(Some(if c.contains("fp4") {
+        Precision::Nvfp4
+    } else if c.contains("mxfp8") || c.contains("fp8-mx") {
+        Precision::Mxfp8
+    } else if c.contains("fp8") || c.contains("float8") {
+        fp8_recipe(&c)
+            .or_else(|| {
+                implied
+                    .then(|| fp8_recipe(&notes.to_ascii_lowercase()))
+                    .flatten()
+            })
+            .unwrap_or(Precision::Fp8)
+    } else if c.contains("fp16") {
+        Precision::Fp16
+    } else if c.contains("bf16") {
+        Precision::Bf16
+    } else if c.trim().is_empty() || c.contains("mixed precision") || implied {
+        return Ok(None);
+    } else {
+        return Err(());
+    }))
+}
+
+/// What row `r`'s pipeline split counts besides the blocks (Megatron-Core's
+/// `--account-for-embedding/loss-in-pipeline-split`, frameworks.md §1.2): the flags its notes
+/// name; otherwise the embedding and the loss where that is the only even split Megatron can
+/// build: the `blocks` do not divide into the `pp·vpp` model chunks and `blocks + 2` do
+/// (Qwen3-235B's 94 blocks on pp 32 × vpp 3, pp 8 × vpp 4, pp 4 × vpp 6: uneven first/last
+/// stages need counts divisible by vpp, which 94 does not leave).
+pub(crate) fn pipeline_split(r: &PublishedRun, blocks: u32, pp: u32, vpp: u32) -> PipelineSplit {
+    let notes = r
+        .notes
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let named = |part: &str| notes.contains(&format!("account-for-{part}"));
+    let chunks = pp.max(1) * vpp.max(1);
+    match (named("embedding"), named("loss")) {
+        (true, true) => PipelineSplit::EmbeddingLoss,
+        (true, false) => PipelineSplit::Embedding,
+        (false, true) => PipelineSplit::Loss,
+        (false, false)
+            if pp > 1 && !blocks.is_multiple_of(chunks) && (blocks + 2).is_multiple_of(chunks) =>
+        {
+            PipelineSplit::EmbeddingLoss
+        }
+        _ => PipelineSplit::Blocks,
+    }
+}
+
+/// The attention FLOP convention of row `r`'s TFLOP/s or MFU: the one the row declares
+/// ([`crate::AttentionFlops::of_row`]), else its source's as `published_runs_SOURCES.md`
+/// documents it: Megatron-LM 2020–22 (`meg20_`, `nar21_`, `kor22_`: the 72/96·B·s·l·h²
+/// formulas), the Megatron-Core 0.8 README table (`mcore08_`, Megatron's formula of 2024) and
+/// NeMo 24.07 (`nemo2407_`: 57.9 GFLOP per token for Llama3-8B at 8K) count the full `s×s`
+/// matrix; everything else the causal half, Megatron-LM's count since 2025.
+pub(crate) fn row_attention_flops(r: &PublishedRun) -> crate::AttentionFlops {
+    let full_sources = ["meg20", "nar21", "kor22", "mcore08", "nemo2407"];
+    crate::AttentionFlops::of_row(
+        r.tflops_convention.as_deref().unwrap_or(""),
+        r.notes.as_deref().unwrap_or(""),
+    )
+    .unwrap_or(if full_sources.iter().any(|p| r.id.starts_with(p)) {
+        crate::AttentionFlops::Full
+    } else {
+        crate::AttentionFlops::Causal
+    })
+}
+
+/// The modules of a row's selective recompute: the parenthesised list of the ModelZoo's
+/// `selective (norm, act, shared_expert)` or of DeepSeek-V3's `selective (RMSNorm + MLA
+/// up-projection)` (items separated by `,` or `+`), in Megatron-Core's names (`norm`, `rmsnorm`
+/// → `layernorm`, `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` →
+/// `core_attn`, `mla up-projection` → `mla_up_proj`). A cell that says only `selective` takes
+/// the list from the row's notes where they give one (`selective recompute (moe_act,
+/// layernorm)`: the ModelZoo's GB200 rows). Megatron's default `core_attn` when neither names
+/// any.
+pub(crate) fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
+    let list = |t: &str| {
+        t.split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(l, _)| l.to_string())
+    };
+    let notes = notes.to_ascii_lowercase();
+    let from_notes = || notes.find("recompute (").and_then(|i| list(&notes[i..]));
+    let Some(list) = list(rc).or_else(|| rc.starts_with("selective").then(from_notes).flatten())
+    else {
+        return RecomputeModules::DEFAULT;
+    };
+    let mut set = 0;
+    for item in list.split([',', '+']) {
+        // `MLA up-projection`, `mla_up_proj` and `mla up proj` alike.
+        let item = item.trim().replace(['-', '_'], " ");
+        let name = match item.as_str() {
+            "norm" | "layernorm" | "rmsnorm" => "layernorm",
+            "act" | "moe act" => "moe_act",
+            "shared expert" | "shared experts" => "shared_experts",
+            "attention core" | "core attn" => "core_attn",
+            "mla up projection" | "mla up proj" => "mla_up_proj",
+            other => other,
+        };
+        if let Some(&(_, bit)) = RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {
+            set |= bit;
+        }
+    }
+    if set == 0 {
+        RecomputeModules::DEFAULT
+    } else {
+        RecomputeModules(set)
+    }
+}
