@@ -7,7 +7,7 @@
 //!   the search's canonical order. So of the two `moe_tp` schemes, which always tie, the one
 //!   Megatron runs comes first.
 //! - **Near-ties**: a plan with the same "shape" as a row above it — tp, pp, ep, moe_tp, the
-//!   micro-batch size, the recompute mode and modules and the sharding mode ([`shape`]) — and a
+//!   micro-batch size, the recompute mode and modules and the sharding mode (`shape`) — and a
 //!   step time within `tolerance` of that row's is folded under it as a variant (it differs
 //!   only in the cp/dp split, the schedule and vpp, the rank order or communication knobs).
 

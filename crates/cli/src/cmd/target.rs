@@ -8,8 +8,9 @@ use crate::fmt::GIB;
 /// Which framework must run the plans, and the memory each GPU keeps free.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TargetArgs {
-    /// The framework the plans must run in: megatron-core[@0.14..0.19] (default: Megatron-Core
-    /// 0.19), torchtitan (0.2.2), deepspeed (0.19.5), or any (every plan autoplan can price).
+    /// The framework the plans must run in: megatron-core or megatron-core@VERSION for 0.14
+    /// to 0.19 (default: Megatron-Core 0.19), torchtitan (0.2.2), deepspeed (0.19.5), or any
+    /// (every plan autoplan can price).
     /// A plan the framework cannot run is never ranked, and `evaluate` refuses it with the
     /// rule and its source (docs/frameworks.md).
     #[arg(long, default_value = "megatron-core", value_parser = parse_framework)]
