@@ -11,7 +11,7 @@ use autoplan_evaluate::{EvalOptions, Evaluator, Metrics};
 use autoplan_plan::Plan;
 use autoplan_report::{Cell, Document, PlanView, Table, ValidationPoint, ValidationView};
 use autoplan_search::space::{recompute_name, schedule_name};
-use autoplan_search::{resolve_space, search_case, Outcome, SearchOptions, MAX_TOP_K};
+use autoplan_search::{resolve_space, search_case_for, Outcome, SearchOptions, MAX_TOP_K};
 
 use crate::exit::Infeasible;
 use crate::fmt::GIB;
@@ -41,6 +41,8 @@ pub struct Args {
     pub threads: Option<usize>,
     #[command(flatten)]
     pub workload: super::Workload,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
     /// The HTML file to write.
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
@@ -55,10 +57,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(n) = super::calibration_note(&cluster) {
         eprintln!("{n}");
     }
+    let target = args.target.target()?;
     let doc = match &args.plan {
         Some(p) => {
             let plan = Plan::parse_for_gpus(p, cluster.gpus() as u64)
                 .with_context(|| format!("--plan {p:?}"))?;
+            // As `evaluate`: a valid plan the framework cannot run is refused with its rule.
+            if let (Ok(()), Err(refusal)) = (
+                plan.check(&model, cluster.gpus()),
+                target.framework.check(&plan, &model),
+            ) {
+                return Err(Infeasible::new(format!(
+                    "--plan {p:?}: {} (report it anyway with --framework any)",
+                    refusal.message()
+                ))
+                .into());
+            }
             let ev = Evaluator::new(&model, &cluster, options);
             let view = plan_view(&ev, plan, "The plan".into())
                 .map_err(|e| Infeasible::new(format!("--plan {p:?}: {e}")))?;
@@ -93,7 +107,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 top_k: top,
                 exhaustive: false,
             };
-            let case = pool.install(|| search_case(&model, &cluster, options, &space, &opts, &()));
+            let case = pool
+                .install(|| search_case_for(&model, &cluster, options, target, &space, &opts, &()))
+                .map_err(Infeasible::new)?;
             if case.outcome.plans.is_empty() {
                 return Err(Infeasible::new(format!(
                     "no plan of space `{space_name}` runs (see `autoplan search` for why)"
