@@ -182,16 +182,19 @@ fn signal_name(s: i32) -> &'static str {
 /// The tokens of `text` that are a non-finite number: NaN, inf, infinity (any case, signed,
 /// with a trailing `%` or `.`). A token is a run of letters, digits and `_ . + -`, so words that
 /// merely contain the letters ("info", "Infeasible", "inference", "nan_count") are not matched.
-/// Text between double quotes is skipped: autoplan quotes an input value it echoes back in an
-/// error (`algorithm "-inf" not mapped`), which is the fuzzer's own text, not a computed number.
+/// Text between double quotes or backticks is skipped: autoplan quotes an input value it echoes
+/// back in an error or a skip reason (`algorithm "-inf" not mapped`, ``gpus_per_node `-inf`:
+/// negative``), which is the fuzzer's own text, not a computed number.
 pub fn non_finite_tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let unquoted: String = text
-        .split('"')
-        .enumerate()
-        .map(|(i, part)| if i % 2 == 0 { part } else { " " })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let drop_quoted = |t: &str, q: char| {
+        t.split(q)
+            .enumerate()
+            .map(|(i, part)| if i % 2 == 0 { part } else { " " })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let unquoted = drop_quoted(&drop_quoted(text, '"'), '`');
     for tok in
         unquoted.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '+' | '-')))
     {
@@ -234,6 +237,12 @@ mod tests {
         assert_eq!(
             non_finite_tokens("c18 not expressible: algorithm \"-inf\" not mapped; t=nan"),
             ["nan"]
+        );
+        assert_eq!(
+            non_finite_tokens(
+                "c03 skipped: gpus_per_node `-inf`: negative; no cluster for `nan`; x=inf"
+            ),
+            ["inf"]
         );
     }
 
