@@ -21,6 +21,10 @@ pub use domain::OUT_OF_DOMAIN;
 pub use fit::{fit, FitPoint};
 use wording::*;
 
+mod case;
+
+use case::*;
+
 /// One row of `published_runs.csv` (the columns autoplan uses; blank cells are `None`).
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct PublishedRun {
@@ -477,148 +481,6 @@ fn case_model(
         model.training.optimizer = Optimizer::AdamBf16Moments;
     }
     Ok(model)
-}
-
-/// The plan row `r` ran (era defaults where the row is blank).
-fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
-    let tp = r.tp.unwrap_or(1);
-    let pp = r.pp.unwrap_or(1);
-    let dp = r.dp.unwrap_or(1);
-    let cp = r.cp.unwrap_or(1);
-    let vpp = r.vpp.unwrap_or(1).max(1);
-    let sp = match r.sp.as_deref() {
-        Some(s) if s.starts_with("yes") => true,
-        Some(s) if s.starts_with("no") => false,
-        // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
-        _ => era != Era::Megatron2021 && tp > 1,
-    };
-    let mbs = match (r.micro_batch, era) {
-        (Some(m), _) => m,
-        // Megatron v1 (2020) ran one micro-batch per replica: the local batch.
-        (None, Era::Megatron2021) => model.training.global_batch / dp.max(1),
-        // Megatron-Core scaling runs: micro-batch 1.
-        (None, _) => 1,
-    };
-    let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
-    let modules = recompute_modules(&rc, r.notes.as_deref().unwrap_or(""));
-    let recompute = if rc.starts_with("full") {
-        Recompute::Full
-    } else if rc.starts_with("selective") {
-        Recompute::Selective
-    } else if rc.is_empty() && era == Era::Megatron2021 {
-        // The 2020 README's TFLOP/s reproduce exactly with the recompute-inclusive formula
-        // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations.
-        Recompute::Full
-    } else {
-        Recompute::None
-    };
-    // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
-    // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
-    // distributed optimizer.
-    let zero = r
-        .zero_stage
-        .as_deref()
-        .and_then(|t| Zero::from_wording(t, r.gpus_per_node.unwrap_or(8)))
-        .unwrap_or(if era == Era::MegatronCore {
-            Zero::stage(1)
-        } else {
-            Zero::NONE
-        });
-    let ep = r.ep.unwrap_or(1);
-    let moe_tp = r.etp.unwrap_or(1);
-    // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:
-    // each rank holds stages i and pp−1−i and overlaps a forward and a backward chunk's
-    // computation with their all-to-all and pipeline communication, hence `ep_overlap`).
-    let dualpipe = vpp == 1
-        && r.notes
-            .as_deref()
-            .is_some_and(|n| n.to_ascii_lowercase().contains("dualpipe"));
-    let plan = Plan {
-        tp,
-        sp,
-        cp,
-        dp,
-        pp,
-        zero,
-        schedule: if vpp > 1 {
-            Schedule::Interleaved
-        } else if dualpipe {
-            Schedule::DualPipe
-        } else {
-            Schedule::OneF1B
-        },
-        vpp,
-        ep,
-        moe_tp,
-        mbs,
-        recompute,
-        recompute_modules: modules,
-        tp_overlap: era == Era::MegatronCore,
-        ep_overlap: dualpipe,
-        // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP").
-        dispatcher: if r
-            .notes
-            .as_deref()
-            .is_some_and(|n| n.to_ascii_lowercase().contains("dispatcher deepep"))
-        {
-            Dispatcher::DeepEp
-        } else {
-            Dispatcher::AllToAll
-        },
-        pipeline_split: pipeline_split(r, model.layers, pp, vpp),
-        ..Plan::default()
-    };
-    plan
-}
-
-/// The software settings of row `r`'s era.
-fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
-    EvalOptions {
-        attention: if era == Era::Megatron2021 {
-            AttentionKernel::Unfused
-        } else {
-            AttentionKernel::Flash
-        },
-        // Megatron-LM v1 (2020, `meg20_`) all-reduced gradients after the backward pass
-        // (its LocalDDP); from 2021 (`nar21_`: torch DDP) the reduction overlaps backward.
-        dp_overlap: !r.id.starts_with("meg20"),
-        grad_bytes: if model.training.precision == Precision::Fp16 {
-            2.0
-        } else {
-            4.0
-        },
-        flops: row_attention_flops(r),
-        ..EvalOptions::default()
-    }
-}
-
-/// The measured figure of row `r` and its value.
-fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
-    let id = r.id.as_str();
-    // Throughput is compared where the row gives it: tokens/s carries no FLOP convention,
-    // whereas "model TFLOP/s" differs between sources in how attention is counted (NeMo 24.07
-    // counts the full s×s scores: its Llama3-8B rows give 57.9 GFLOP per token; Megatron-Bridge
-    // 25.11 and the ModelZoo count the causal half: 51.5 for the same model and sequence).
-    let conv = r.tflops_convention.as_deref().unwrap_or("model");
-    let (figure, measured) = if let Some(t) = r.measured_tokens_per_s_per_gpu {
-        (Figure::TokensPerSPerGpu, t)
-    } else if let Some(t) = r.measured_tflops_per_gpu {
-        (
-            if conv.starts_with("hardware") {
-                Figure::HardwareTflops
-            } else {
-                Figure::ModelTflops
-            },
-            t,
-        )
-    } else if let Some(m) = r.measured_mfu {
-        (Figure::Mfu, m)
-    } else if let Some(s) = r.measured_step_time_s {
-        (Figure::StepTimeS, s)
-    } else {
-        return Err(skip(id, "no measured figure"));
-    };
-    Ok((figure, measured))
 }
 
 /// Evaluate one case.

@@ -4,7 +4,7 @@
 //! [`Refusal`] it gives, and the Megatron export (`megatron.rs`) refuses exactly what the
 //! Megatron-Core row refuses, with the same reason.
 //!
-//! Sources: `../shared/reference/frameworks.md` (read from the tagged framework sources; its
+//! Sources: the reference notes' `frameworks.md` (read from the tagged framework sources; its
 //! section and the framework file and tag are named at each rule). `Framework::Any` is the
 //! theoretical space (every knob autoplan can price), with no rule.
 

@@ -188,7 +188,7 @@ impl Default for RecomputeModules {
 
 /// How context parallelism exchanges K/V: Megatron-Core's `--cp-comm-type` (the values of
 /// `transformer_config.py @ core_v0.19.0:L987-1003`, run by Transformer Engine;
-/// ../shared/reference/frameworks.md §1.5).
+/// frameworks.md §1.5 of the reference notes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpComm {

@@ -1,5 +1,5 @@
 //! Context parallelism: the attention's K/V exchange over the CP group, in the four modes of
-//! Megatron-Core's `--cp-comm-type` (run by Transformer Engine; ../shared/reference/
+//! Megatron-Core's `--cp-comm-type` (run by Transformer Engine; the reference notes'
 //! frameworks.md §1.5): `p2p` ring attention, `a2a` Ulysses all-to-alls, `all_gather` K/V
 //! all-gather, and `a2a+p2p` (Ulysses inside a group, the ring across groups).
 //!
