@@ -8,6 +8,52 @@ use super::{
 };
 use crate::{AlgoMode, Algorithm, Collective, CollectiveCost, Protocol};
 
+/// Every algorithm of the seeds' menu for `op`, in [`algorithms_of`] order, each passed with
+/// its terms to the local macro `$consider` (one list for [`CostModel::cheapest`] and
+/// [`CostModel::visit`]; unrolled so each formula inlines with its algorithm known).
+macro_rules! each_algorithm {
+    ($self:ident, $op:ident, $s:ident, $sz:ident, $mean:ident, $consider:ident) => {
+        match $op {
+            Collective::AllReduce => {
+                $consider!(Ring, $self.allreduce(Ring, $s, $sz));
+                $consider!(Direct, $self.allreduce(Direct, $s, $sz));
+                $consider!(Tree, $self.allreduce(Tree, $s, $sz));
+                $consider!(DoubleBinaryTree, $self.allreduce(DoubleBinaryTree, $s, $sz));
+                $consider!(HalvingDoubling, $self.allreduce(HalvingDoubling, $s, $sz));
+                $consider!(Hierarchical, $self.allreduce(Hierarchical, $s, $sz));
+                $consider!(InSwitch, $self.allreduce(InSwitch, $s, $sz));
+            }
+            Collective::AllGather | Collective::ReduceScatter => {
+                $consider!(Ring, $self.allgather(Ring, $s, $sz));
+                $consider!(Direct, $self.allgather(Direct, $s, $sz));
+                $consider!(HalvingDoubling, $self.allgather(HalvingDoubling, $s, $sz));
+                $consider!(Hierarchical, $self.allgather(Hierarchical, $s, $sz));
+                $consider!(InSwitch, $self.allgather(InSwitch, $s, $sz));
+            }
+            Collective::AllToAll => {
+                $consider!(Direct, $self.alltoall(Direct, $s, $sz, $mean));
+                $consider!(Ring, $self.alltoall(Ring, $s, $sz, $mean));
+                $consider!(Bruck, $self.alltoall(Bruck, $s, $sz, $mean));
+                $consider!(Hierarchical, $self.alltoall(Hierarchical, $s, $sz, $mean));
+            }
+            Collective::Broadcast | Collective::Reduce => {
+                $consider!(Ring, $self.broadcast(Ring, $s, $sz));
+                $consider!(Tree, $self.broadcast(Tree, $s, $sz));
+            }
+            Collective::Scatter | Collective::Gather => {
+                $consider!(Ring, $self.scatter(Ring, $s, $sz));
+                $consider!(Tree, $self.scatter(Tree, $s, $sz));
+                $consider!(Direct, $self.scatter(Direct, $s, $sz));
+            }
+            Collective::SendRecv => $consider!(PointToPoint, $self.sendrecv(PointToPoint, $s, $sz)),
+            Collective::Barrier => {
+                $consider!(Tree, $self.barrier(Tree, $s));
+                $consider!(Direct, $self.barrier(Direct, $s));
+            }
+        }
+    };
+}
+
 impl CostModel {
     pub(super) fn alternatives_unequal(
         &self,
@@ -70,39 +116,52 @@ impl CostModel {
         // docs/cost-model.md "Collective library": `cheapest` picks within the cluster's
         // library; `nccl-tuner` within NCCL's whatever the library; `any` and the seed rule
         // over the seeds' full menu; a fixed algorithm is priced by the library that has it.
+        use CollectiveLibrary::{Any, Nccl};
         match mode {
-            AlgoMode::Cheapest => match self.library {
-                CollectiveLibrary::Nccl => self.nccl_cheapest(op, s, smax, smean, |_| true),
-                CollectiveLibrary::Any => self.cheapest(op, s, smax, smean, |_| true),
-            },
+            AlgoMode::Cheapest => self.cheapest_in(self.library, op, s, smax, smean, |_| true),
             AlgoMode::Any => self.cheapest(op, s, smax, smean, |_| true),
             AlgoMode::Fixed(a) => {
-                if self.nccl_has(op, a) {
-                    self.nccl_only(op, a, s, smax, smean)
-                } else {
-                    self.only(op, a, s, smax, smean)
-                }
+                let lib = if self.nccl_has(op, a) { Nccl } else { Any };
+                self.only(lib, op, a, s, smax, smean)
             }
-            AlgoMode::NcclLike => self.only(op, self.seed_rule(op, s), s, smax, smean),
+            AlgoMode::NcclLike => self.only(Any, op, self.seed_rule(op, s), s, smax, smean),
             AlgoMode::NcclTuner => self.nccl_cheapest(op, s, smax, smean, |_| true),
         }
     }
 
-    /// `a` where it is valid, otherwise the cheapest valid algorithm.
+    /// `a` where `lib` has it and it is valid, otherwise `lib`'s cheapest valid algorithm.
     #[inline]
     pub(super) fn only(
         &self,
+        lib: CollectiveLibrary,
         op: Collective,
         a: Algorithm,
         s: Shape,
         smax: f64,
         smean: f64,
     ) -> CollectiveCost {
-        let c = self.cheapest(op, s, smax, smean, |x| x == a);
+        let c = self.cheapest_in(lib, op, s, smax, smean, |x| x == a);
         if c.algorithm == a && c.time < f64::INFINITY {
             c
         } else {
-            self.cheapest(op, s, smax, smean, |_| true)
+            self.cheapest_in(lib, op, s, smax, smean, |_| true)
+        }
+    }
+
+    /// The cheapest allowed algorithm of `lib`.
+    #[inline]
+    pub(super) fn cheapest_in(
+        &self,
+        lib: CollectiveLibrary,
+        op: Collective,
+        s: Shape,
+        smax: f64,
+        smean: f64,
+        allowed: impl Fn(Algorithm) -> bool,
+    ) -> CollectiveCost {
+        match lib {
+            CollectiveLibrary::Nccl => self.nccl_cheapest(op, s, smax, smean, allowed),
+            CollectiveLibrary::Any => self.cheapest(op, s, smax, smean, allowed),
         }
     }
 
@@ -145,44 +204,7 @@ impl CostModel {
             };
         }
         // Same order as `algorithms_of` (ties keep the earlier one).
-        match op {
-            Collective::AllReduce => {
-                consider!(Ring, self.allreduce(Ring, s, sz));
-                consider!(Direct, self.allreduce(Direct, s, sz));
-                consider!(Tree, self.allreduce(Tree, s, sz));
-                consider!(DoubleBinaryTree, self.allreduce(DoubleBinaryTree, s, sz));
-                consider!(HalvingDoubling, self.allreduce(HalvingDoubling, s, sz));
-                consider!(Hierarchical, self.allreduce(Hierarchical, s, sz));
-                consider!(InSwitch, self.allreduce(InSwitch, s, sz));
-            }
-            Collective::AllGather | Collective::ReduceScatter => {
-                consider!(Ring, self.allgather(Ring, s, sz));
-                consider!(Direct, self.allgather(Direct, s, sz));
-                consider!(HalvingDoubling, self.allgather(HalvingDoubling, s, sz));
-                consider!(Hierarchical, self.allgather(Hierarchical, s, sz));
-                consider!(InSwitch, self.allgather(InSwitch, s, sz));
-            }
-            Collective::AllToAll => {
-                consider!(Direct, self.alltoall(Direct, s, sz, mean));
-                consider!(Ring, self.alltoall(Ring, s, sz, mean));
-                consider!(Bruck, self.alltoall(Bruck, s, sz, mean));
-                consider!(Hierarchical, self.alltoall(Hierarchical, s, sz, mean));
-            }
-            Collective::Broadcast | Collective::Reduce => {
-                consider!(Ring, self.broadcast(Ring, s, sz));
-                consider!(Tree, self.broadcast(Tree, s, sz));
-            }
-            Collective::Scatter | Collective::Gather => {
-                consider!(Ring, self.scatter(Ring, s, sz));
-                consider!(Tree, self.scatter(Tree, s, sz));
-                consider!(Direct, self.scatter(Direct, s, sz));
-            }
-            Collective::SendRecv => consider!(PointToPoint, self.sendrecv(PointToPoint, s, sz)),
-            Collective::Barrier => {
-                consider!(Tree, self.barrier(Tree, s));
-                consider!(Direct, self.barrier(Direct, s));
-            }
-        }
+        each_algorithm!(self, op, s, sz, mean, consider);
         best
     }
 
@@ -215,44 +237,7 @@ impl CostModel {
                 }
             };
         }
-        match op {
-            Collective::AllReduce => {
-                consider!(Ring, self.allreduce(Ring, s, sz));
-                consider!(Direct, self.allreduce(Direct, s, sz));
-                consider!(Tree, self.allreduce(Tree, s, sz));
-                consider!(DoubleBinaryTree, self.allreduce(DoubleBinaryTree, s, sz));
-                consider!(HalvingDoubling, self.allreduce(HalvingDoubling, s, sz));
-                consider!(Hierarchical, self.allreduce(Hierarchical, s, sz));
-                consider!(InSwitch, self.allreduce(InSwitch, s, sz));
-            }
-            Collective::AllGather | Collective::ReduceScatter => {
-                consider!(Ring, self.allgather(Ring, s, sz));
-                consider!(Direct, self.allgather(Direct, s, sz));
-                consider!(HalvingDoubling, self.allgather(HalvingDoubling, s, sz));
-                consider!(Hierarchical, self.allgather(Hierarchical, s, sz));
-                consider!(InSwitch, self.allgather(InSwitch, s, sz));
-            }
-            Collective::AllToAll => {
-                consider!(Direct, self.alltoall(Direct, s, sz, mean));
-                consider!(Ring, self.alltoall(Ring, s, sz, mean));
-                consider!(Bruck, self.alltoall(Bruck, s, sz, mean));
-                consider!(Hierarchical, self.alltoall(Hierarchical, s, sz, mean));
-            }
-            Collective::Broadcast | Collective::Reduce => {
-                consider!(Ring, self.broadcast(Ring, s, sz));
-                consider!(Tree, self.broadcast(Tree, s, sz));
-            }
-            Collective::Scatter | Collective::Gather => {
-                consider!(Ring, self.scatter(Ring, s, sz));
-                consider!(Tree, self.scatter(Tree, s, sz));
-                consider!(Direct, self.scatter(Direct, s, sz));
-            }
-            Collective::SendRecv => consider!(PointToPoint, self.sendrecv(PointToPoint, s, sz)),
-            Collective::Barrier => {
-                consider!(Tree, self.barrier(Tree, s));
-                consider!(Direct, self.barrier(Direct, s));
-            }
-        }
+        each_algorithm!(self, op, s, sz, mean, consider);
     }
 
     /// Seed 000 §6.6 "选择建议" (AllReduce) and §6.7 "NCCL 的实际选择" (All-to-All); the seed

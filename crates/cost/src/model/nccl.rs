@@ -373,24 +373,6 @@ impl CostModel {
             }
         }
     }
-
-    /// `a` under NCCL where it is valid, otherwise NCCL's cheapest.
-    #[inline]
-    pub(super) fn nccl_only(
-        &self,
-        op: Collective,
-        a: Algorithm,
-        s: Shape,
-        smax: f64,
-        smean: f64,
-    ) -> CollectiveCost {
-        let c = self.nccl_cheapest(op, s, smax, smean, |x| x == a);
-        if c.algorithm == a && c.time < f64::INFINITY {
-            c
-        } else {
-            self.nccl_cheapest(op, s, smax, smean, |_| true)
-        }
-    }
 }
 
 #[cfg(test)]
