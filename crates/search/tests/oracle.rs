@@ -137,21 +137,24 @@ fn knobs(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<(Plan, Metrics
                                 for &tp_overlap in &space.tp_overlap {
                                     for &ep_overlap in &ep_overlaps {
                                         for &placement in &placements {
-                                            let plan = Plan {
-                                                sp,
-                                                cp_comm,
-                                                tp_sp_transition,
-                                                moe_tp_scheme,
-                                                dispatcher,
-                                                algo,
-                                                order,
-                                                tp_overlap,
-                                                ep_overlap,
-                                                placement,
-                                                ..base
-                                            };
-                                            if let Ok(m) = ev.evaluate(&plan) {
-                                                out.push((plan, m));
+                                            for &offload_optimizer in &space.offload_optimizer {
+                                                let plan = Plan {
+                                                    sp,
+                                                    cp_comm,
+                                                    tp_sp_transition,
+                                                    moe_tp_scheme,
+                                                    dispatcher,
+                                                    algo,
+                                                    order,
+                                                    tp_overlap,
+                                                    ep_overlap,
+                                                    placement,
+                                                    offload_optimizer,
+                                                    ..base
+                                                };
+                                                if let Ok(m) = ev.evaluate(&plan) {
+                                                    out.push((plan, m));
+                                                }
                                             }
                                         }
                                     }
@@ -198,6 +201,7 @@ fn oracle_size(space: &Space) -> usize {
         space.tp_overlap.len(),
         space.ep_overlap.len(),
         space.placement.len(),
+        space.offload_optimizer.len(),
     ]
     .iter()
     .product()
@@ -426,14 +430,23 @@ fn small_cluster() -> impl Strategy<Value = Cluster> {
         0usize..3,
         1u32..=2,
         prop::sample::select(vec![1.0f64, 1.0, 0.3, 0.1]),
+        // Host memory per node: a DGX's 2 TiB, or little enough that offload runs out of it.
+        prop::sample::select(vec![2048.0f64, 8.0, 1.0]),
     )
-        .prop_map(|(gpu, nodes, hbm)| {
+        .prop_map(|(gpu, nodes, hbm, host_gib)| {
             let mut c = match gpu {
                 0 => dgx_a100(nodes),
                 1 => dgx_h100(nodes),
                 _ => hgx_h800(nodes),
             };
             c.gpu.hbm_bytes *= hbm;
+            c.host = Some(autoplan_cluster::Host {
+                memory_bytes: host_gib * 1024.0 * 1024.0 * 1024.0,
+                memory_bw: 409.6e9,
+                link: autoplan_cluster::HostLink::PcieGen4,
+                link_bw: 26.3e9,
+                gpus_per_link: 2,
+            });
             c
         })
 }
@@ -511,15 +524,17 @@ fn small_space() -> impl Strategy<Value = Space> {
             num(&["false", "true"], 2),
             num(&["false", "true"], 2),
             quoted(&["contiguous", "balanced", "balanced:1"], 2),
+            num(&["0", "0.5", "1"], 2),
         ),
     )
         .prop_map(
             |((tp, pp, cp, ep, moe_tp, mbs), (rc, zero, sch, vpp), knobs, rest)| {
                 let (sp, cpc, tpsp, mts, disp, algo) = knobs;
-                let (order, tpo, epo, place) = rest;
+                let (order, tpo, epo, place, off) = rest;
                 let text = format!(
                     "[degrees]\ntp = {tp}\npp = {pp}\ncp = {cp}\nep = {ep}\nmoe_tp = {moe_tp}\n\
                      [batch]\nmbs = {mbs}\n[memory]\nrecompute = {rc}\nzero = {zero}\n\
+                     offload_optimizer = {off}\n\
                      [pipeline]\nschedules = {sch}\nvpp = {vpp}\n[knobs]\nsp = {sp}\n\
                      cp_comm = {cpc}\ntp_sp_transition = {tpsp}\nmoe_tp_scheme = {mts}\n\
                      dispatcher = {disp}\nalgo = {algo}\nrank_order = {order}\n\
