@@ -631,3 +631,59 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
         }
     }
 }
+
+/// Where only offloaded plans fit (the HBM set between the least peak with all of the
+/// optimizer state offloaded and the least without): the engine still finds every plan the
+/// oracle does, so the memory floor holds with offload open.
+#[test]
+fn bnb_matches_the_oracle_where_only_offload_fits() {
+    let model = SmallModel {
+        layers: 8,
+        hidden: 4096,
+        heads: 32,
+        kv_heads: 32,
+        seq_len: 2048,
+        global_batch: 64,
+        moe: None,
+    }
+    .spec();
+    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
+                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"full\"]\n\
+                zero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]\n\
+                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
+                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
+                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
+                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
+                tp_overlap = [true]\nep_overlap = [true]\n";
+    let space = Space::from_source(&Source::new("offload.toml", text)).expect("a valid space");
+    let mut cluster = dgx_a100(1);
+    cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
+    // The least peak per offload fraction, with HBM to spare.
+    let roomy = {
+        let mut c = cluster.clone();
+        c.gpu.hbm_bytes *= 100.0;
+        c
+    };
+    let all = oracle(
+        &Evaluator::new(&model, &roomy, EvalOptions::default()),
+        &space,
+    );
+    let least = |off: u8| {
+        all.iter()
+            .filter(|(p, _)| p.offload_optimizer == off)
+            .map(|(_, m)| m.memory_peak_bytes)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (with, without) = (least(100), least(0));
+    assert!(with < without, "{with} !< {without}");
+    cluster.gpu.hbm_bytes = (with + without) / 2.0;
+    let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
+    let fits = oracle(&ev, &space);
+    assert!(!fits.is_empty());
+    assert!(fits.iter().all(|(p, _)| p.offload_optimizer > 0));
+    for top_k in [1, 4] {
+        if let Err(e) = check(&model, &cluster, &space, top_k) {
+            panic!("top {top_k}: {e}");
+        }
+    }
+}
