@@ -129,10 +129,10 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     // plan); the rules that depend on the ZeRO stage are the leaf check's.
     if !c.offload.optimizer {
         s.offload_optimizer = vec![0];
-    } else if c.offload.needs_zero1 || c.offload.needs_zero || c.offload.partial_needs_zero3 {
-        if !s.offload_optimizer.contains(&0) {
-            s.offload_optimizer.insert(0, 0);
-        }
+    } else if (c.offload.needs_zero1 || c.offload.needs_zero || c.offload.partial_needs_zero3)
+        && !s.offload_optimizer.contains(&0)
+    {
+        s.offload_optimizer.insert(0, 0);
     }
     Ok(s)
 }
