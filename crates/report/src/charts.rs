@@ -246,15 +246,27 @@ pub(crate) fn timeline(o: &mut String, p: &PlanView) {
                 PALETTE[2],
                 &format!("exposed DP communication (step): {}", secs(b.dp_exposed_s)),
             );
+            let ow = sx * b.optimizer_s / slot_s.max(1e-300);
             rect(
                 &mut s,
                 x + dw,
                 y,
-                sx * b.optimizer_s / slot_s.max(1e-300),
+                ow,
                 rh - 4.0,
                 PALETTE[7],
                 &format!("optimizer step: {}", secs(b.optimizer_s)),
             );
+            if b.offload_s > 0.0 {
+                rect(
+                    &mut s,
+                    x + dw + ow,
+                    y,
+                    sx * b.offload_s / slot_s.max(1e-300),
+                    rh - 4.0,
+                    PALETTE[9],
+                    &format!("optimizer offload (host): {}", secs(b.offload_s)),
+                );
+            }
         }
     }
     x_axis(&mut s, lw, w, h - 22.0, 0.0, total.max(1.0), &|v| {
