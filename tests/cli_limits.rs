@@ -351,10 +351,23 @@ fn exit_codes_follow_one_scheme() {
         &[],
     );
     // 3: infeasible (nothing fits; a valid plan out of memory).
+    // (On all 64 GPUs of a100x64 DeepSeek-V3 fits with its optimizer state in host memory;
+    // on 8 not even so, and the error names the fewest GPUs that fit.)
     refused(
-        &["search", "--model", "deepseek-v3", "--cluster", "a100x64"],
+        &[
+            "search",
+            "--model",
+            "deepseek-v3",
+            "--cluster",
+            "a100x64",
+            "--gpus",
+            "8",
+        ],
         3,
-        &["no plan of the space fits in memory"],
+        &[
+            "no plan of the space fits in memory",
+            "the fewest A100-SXM4-80GB GPUs that fit a plan of the space: 64",
+        ],
     );
     refused(
         &[

@@ -112,11 +112,41 @@ fn bad_space_file_is_located() {
 
 #[test]
 fn nothing_fits_says_by_how_much() {
-    // DeepSeek-V3 (671B) needs ≥ 16 B/param of weights, gradients and Adam state: > 64 × 80 GiB.
-    let (code, _, err) = autoplan(&["search", "--model", "deepseek-v3", "--cluster", "a100x64"]);
+    // DeepSeek-V3 (671B) on 8 GPUs: even with the optimizer state in host memory its 16-bit
+    // weights and fp32 gradients alone are > 8 × 80 GiB.
+    let (code, _, err) = autoplan(&[
+        "search",
+        "--model",
+        "deepseek-v3",
+        "--cluster",
+        "a100x64",
+        "--gpus",
+        "8",
+    ]);
     assert_eq!(code, Some(3), "nothing fits: infeasible");
     assert!(err.contains("no plan of the space fits in memory"), "{err}");
     assert!(err.contains("GiB over the 80.00 GiB"), "{err}");
+}
+
+/// On all 64 GPUs, ≥ 16 B/param of weights, gradients and Adam state is > 64 × 80 GiB: nothing
+/// fits in HBM alone, and the search answers with the optimizer state offloaded to the host.
+#[test]
+fn deepseek_v3_on_a100x64_answers_with_offload() {
+    let (code, out, err) = autoplan(&[
+        "search",
+        "--model",
+        "deepseek-v3",
+        "--cluster",
+        "a100x64",
+        "--top",
+        "3",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("no plan fits in HBM alone"), "{err}");
+    assert!(err.contains("143.35 GiB per GPU"), "{err}");
+    assert!(out.contains("offload_optimizer=1"), "{out}");
+    assert!(out.contains("offload (host)"), "{out}");
+    assert!(out.contains("host (offloaded)"), "{out}");
 }
 
 /// `--format json|csv` carry `--explain N`: JSON the report `evaluate --format json` prints for

@@ -42,7 +42,9 @@
 //! cpufetch_us = 5.0
 //! ```
 //!
-//! Every field is required except `library`, `nic_gbit`, `nvlink_domain` and
+//! `[host]` (optional: the host memory tier for offload) is documented in `host.rs`.
+//!
+//! Every field is required except `library`, `[host]`, `nic_gbit`, `nvlink_domain` and
 //! `in_network_reduction`, and exactly one of `nodes` /
 //! `gpus`.
 //!
@@ -78,6 +80,9 @@ pub struct RawClusterFile {
     pub efficiency: RawEfficiency,
     #[serde(default)]
     pub library: Option<crate::CollectiveLibrary>,
+    /// `[host]`: the host memory tier (`host.rs`); optional.
+    #[serde(default)]
+    pub host: Option<crate::host::RawHost>,
 }
 
 /// `[gpu]`.
@@ -218,6 +223,7 @@ impl RawClusterFile {
             network,
             efficiency,
             library,
+            host,
         } = self;
 
         if name.trim().is_empty() {
@@ -227,6 +233,9 @@ impl RawClusterFile {
         let node = node.validate(src)?;
         let (nodes, network) = network.validate(node.gpus_per_node, src)?;
         let efficiency = efficiency.validate(src)?;
+        let host = host
+            .map(|h| h.validate(src, node.gpus_per_node, gpu.hbm_bw))
+            .transpose()?;
         Ok(Cluster {
             name,
             nodes,
@@ -235,6 +244,7 @@ impl RawClusterFile {
             network,
             efficiency,
             library: library.unwrap_or_default(),
+            host,
         })
     }
 }

@@ -23,6 +23,8 @@
 
 pub mod bundled;
 pub mod file;
+pub mod host;
+pub use host::{Host, HostLink};
 
 pub use bundled::{bundled_cluster_text, bundled_clusters, resolve_cluster, ResolveError};
 
@@ -383,6 +385,8 @@ pub struct Cluster {
     pub efficiency: Efficiency,
     /// The collective library the cluster runs (default NCCL).
     pub library: CollectiveLibrary,
+    /// The host memory tier of each node (`[host]`); `None`: nothing can be offloaded.
+    pub host: Option<Host>,
 }
 
 impl Cluster {

@@ -104,6 +104,13 @@ pub enum Infeasible {
     /// The busiest GPU needs more than its HBM.
     #[error("out of memory: needs {need_gib:.2} GiB of {hbm_gib:.2} GiB HBM ({excess_gib:.2} GiB over)", need_gib = peak_bytes / GIB, hbm_gib = hbm_bytes / GIB, excess_gib = (peak_bytes - hbm_bytes) / GIB)]
     OutOfMemory { peak_bytes: f64, hbm_bytes: f64 },
+    /// The offloaded state of the node's GPUs needs more than its host memory (`[host]` of
+    /// the cluster; none there: no host memory to offload to).
+    #[error("out of host memory: offload needs {need_gib:.2} GiB per GPU, the node's host memory gives {cap_gib:.2} GiB per GPU", need_gib = host_bytes / GIB, cap_gib = capacity_bytes / GIB)]
+    OutOfHostMemory {
+        host_bytes: f64,
+        capacity_bytes: f64,
+    },
 }
 
 pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -148,6 +155,15 @@ pub struct StepBreakdown {
     pub dp_exposed_s: f64,
     pub bubble_s: f64,
     pub optimizer_s: f64,
+    /// Optimizer offload to host memory (`offload_optimizer`): the pipelined gradient
+    /// download, CPU optimizer step and parameter upload of the offloaded share
+    /// (`core/offload.rs`); `optimizer_s` is then the GPU's share only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offload_s: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl StepBreakdown {
@@ -161,6 +177,7 @@ impl StepBreakdown {
             + self.dp_exposed_s
             + self.bubble_s
             + self.optimizer_s
+            + self.offload_s
     }
 }
 

@@ -155,11 +155,19 @@ pub struct MemoryBreakdown {
     /// Largest one-layer buffer: MoE dispatch, ZeRO-3 parameter gather.
     pub transient: f64,
     pub reserve: f64,
+    /// Host memory this GPU's process uses for offloaded state (`offload_optimizer`), bytes;
+    /// not part of `total` (HBM).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host: f64,
     pub total: f64,
     /// The pipeline stage (DualPipe: rank) this breakdown is for.
     pub stage: u32,
     /// Micro-batches of the stage's activations held at its peak.
     pub in_flight: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl MemoryBreakdown {
@@ -299,6 +307,26 @@ impl ModelMemory {
             + self.positions
             + self.final_norm
             + head
+    }
+
+    /// Bytes per stored weight (2 for 16-bit training, 4 for fp32): what an optimizer
+    /// offload uploads per parameter.
+    pub fn weight_bytes(&self) -> f64 {
+        self.weight_bytes
+    }
+
+    /// The most host memory a GPU of `plan` uses for offloaded state (max over the stages
+    /// [`ModelMemory::breakdown`] compares), bytes; 0 without offload.
+    pub fn host_peak(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
+        if plan.offload_optimizer == 0 {
+            return 0.0;
+        }
+        let pp = plan.pp.max(1);
+        [0, 1, pp.saturating_sub(1)]
+            .into_iter()
+            .filter(|&s| s < pp)
+            .map(|s| self.stage(plan, opts, s).host)
+            .fold(0.0, f64::max)
     }
 
     /// Memory of the most loaded GPU (max `total` over the first, second and last stages —

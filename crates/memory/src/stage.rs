@@ -6,6 +6,10 @@ use autoplan_plan::{Dispatcher, Plan, Schedule};
 
 use crate::{MemoryBreakdown, MemoryOptions, ModelMemory, B16};
 
+/// Host bytes per offloaded parameter beside its optimizer state: the fp32 gradient copy the
+/// CPU optimizer reads (frameworks.md §1.9, `--no-pin-cpu-grads`).
+const HOST_GRAD_BYTES: f64 = 4.0;
+
 impl ModelMemory {
     /// The breakdown of a GPU of stage `stage` (DualPipe: of rank `stage`, holding two stages).
     pub(crate) fn stage(&self, plan: &Plan, opts: &MemoryOptions, stage: u32) -> MemoryBreakdown {
@@ -78,7 +82,15 @@ impl ModelMemory {
             * (p.dense * (1.0 / shard(s3, d_dense) + kept(d_dense))
                 + p.expert * (1.0 / shard(s3, d_exp) + kept(d_exp)));
         let grads = gb * (p.dense / shard(s2, d_dense) + p.expert / shard(s2, d_exp));
-        let optimizer = ob * (p.dense / shard(s1, d_dense) + p.expert / shard(s1, d_exp));
+        let opt_params = p.dense / shard(s1, d_dense) + p.expert / shard(s1, d_exp);
+        // Optimizer offload (`offload_optimizer`, Megatron-Core's `HybridDeviceOptimizer`,
+        // frameworks.md §1.9): the offloaded fraction's optimizer state (fp32 master weights
+        // and moments) lives in host memory, with a host copy of its fp32 gradients (the
+        // `--no-pin-cpu-grads`/`--no-pin-cpu-params` buffers); the GPU keeps the 16-bit
+        // weights and main gradients.
+        let off = plan.offload_fraction();
+        let optimizer = ob * opt_params * (1.0 - off);
+        let host = off * opt_params * (ob + HOST_GRAD_BYTES);
         let extra = p.o_extra * per_param(d_dense);
 
         // Transient: ZeRO-3 resharding after forward gathers one block at a time (when it is
@@ -108,6 +120,7 @@ impl ModelMemory {
             extra,
             transient,
             reserve: opts.reserve_bytes,
+            host,
             total: 0.0,
             stage,
             in_flight,

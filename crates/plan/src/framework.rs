@@ -21,9 +21,11 @@ use crate::{
 };
 
 mod checks;
+mod offload;
 mod tables;
 
 use checks::*;
+pub use offload::OffloadRules;
 use tables::{deepspeed, megatron, torchtitan};
 
 /// The Megatron-Core minor versions the table covers (0.14 is the oldest release the
@@ -220,6 +222,8 @@ pub struct Capabilities {
     /// The collective library the framework's collectives run in (for the collective model:
     /// left `None` here, to be filled by the collective-library work, issue 18 item 2).
     pub library: Option<&'static str>,
+    /// Offload to host memory (`framework/offload.rs`).
+    pub offload: OffloadRules,
 }
 
 /// Megatron's default rank order `tp-cp-ep-dp-pp`, and `tp-cp-ep-pp-dp` under
@@ -316,6 +320,7 @@ impl Framework {
                 balanced_placement: true,
                 kv_head_replication: true,
                 library: None,
+                offload: OffloadRules::ANY,
             },
         }
     }
@@ -350,6 +355,7 @@ impl Framework {
         check_recompute(&c, plan, &refuse)?;
         check_experts(&c, plan, &ctx, &refuse)?;
         check_order(&c, plan, &ctx, &refuse)?;
+        offload::check_offload(&c, plan, &refuse)?;
         Ok(())
     }
 }

@@ -289,6 +289,8 @@ pub enum Knob {
     Placement,
     TpOverlap,
     EpOverlap,
+    /// Optimizer state offloaded to host memory, a fraction (`crate::offload`).
+    OffloadOptimizer,
 }
 
 /// What `algo=` accepts.
@@ -375,7 +377,7 @@ fn parse_placement(key: &'static str, v: &str) -> Result<PlacementPolicy, ParseE
 
 impl Knob {
     /// Every knob, in the plan string's order (`Display`, [`crate::parse::KEYS`]).
-    pub const ALL: [Knob; 25] = [
+    pub const ALL: [Knob; 26] = [
         Knob::Tp,
         Knob::Cp,
         Knob::Dp,
@@ -401,13 +403,14 @@ impl Knob {
         Knob::Placement,
         Knob::TpOverlap,
         Knob::EpOverlap,
+        Knob::OffloadOptimizer,
     ];
 
     /// The knobs a search decides, as the digits of its plan key, most significant first: the
     /// degrees (`dp` is what the GPUs leave), the micro-batch size, recompute, ZeRO, schedule
     /// and virtual stages, then the [`Self::LEAVES`]. Ties of step time rank by this key, so
     /// changing the order changes rankings.
-    pub const KEY_ORDER: [Knob; 20] = [
+    pub const KEY_ORDER: [Knob; 21] = [
         Knob::Pp,
         Knob::Tp,
         Knob::Ep,
@@ -428,12 +431,13 @@ impl Knob {
         Knob::TpOverlap,
         Knob::EpOverlap,
         Knob::Placement,
+        Knob::OffloadOptimizer,
     ];
 
     /// The knobs a search decides last, once the degrees, micro-batch size, recompute,
     /// schedule and ZeRO stage are fixed (they move only communication, or memory a little),
     /// in the order of [`Self::KEY_ORDER`]'s tail.
-    pub const LEAVES: [Knob; 10] = [
+    pub const LEAVES: [Knob; 11] = [
         Knob::Sp,
         Knob::CpComm,
         Knob::Transition,
@@ -444,6 +448,7 @@ impl Knob {
         Knob::TpOverlap,
         Knob::EpOverlap,
         Knob::Placement,
+        Knob::OffloadOptimizer,
     ];
 
     /// The key in the plan string.
@@ -474,6 +479,7 @@ impl Knob {
             Knob::Placement => "placement",
             Knob::TpOverlap => "tp_overlap",
             Knob::EpOverlap => "ep_overlap",
+            Knob::OffloadOptimizer => "offload_optimizer",
         }
     }
 
@@ -551,6 +557,7 @@ impl Knob {
             Knob::Algo => p.algo = parse_algo(key, v)?,
             Knob::Order => p.order = v.parse()?,
             Knob::Placement => p.placement = parse_placement(key, v)?,
+            Knob::OffloadOptimizer => p.offload_optimizer = crate::offload::parse(key, v)?,
         }
         Ok(())
     }
@@ -585,6 +592,7 @@ impl Knob {
             Knob::Algo => algo_name(p.algo),
             Knob::Order => p.order.to_string(),
             Knob::Placement => placement_name(p.placement),
+            Knob::OffloadOptimizer => crate::offload::name(p.offload_optimizer),
         }
     }
 
@@ -641,6 +649,7 @@ impl Knob {
             Knob::Algo => a.algo == b.algo,
             Knob::Order => a.order == b.order,
             Knob::Placement => a.placement == b.placement,
+            Knob::OffloadOptimizer => a.offload_optimizer == b.offload_optimizer,
         }
     }
 
@@ -675,6 +684,7 @@ impl Knob {
             Knob::Algo => to.algo = from.algo,
             Knob::Order => to.order = from.order,
             Knob::Placement => to.placement = from.placement,
+            Knob::OffloadOptimizer => to.offload_optimizer = from.offload_optimizer,
         }
     }
 
@@ -693,7 +703,9 @@ impl Knob {
             | Knob::Recompute
             | Knob::RecomputeLayers
             | Knob::Algo
-            | Knob::Order => true,
+            | Knob::Order
+            // Offload moves optimizer state to the host whatever the degrees.
+            | Knob::OffloadOptimizer => true,
             // A dense model has no expert degrees.
             Knob::Ep | Knob::MoeTp => moe,
             // Sequence parallelism, the TP→SP transition and TP overlap shard or move TP
@@ -752,6 +764,7 @@ impl Knob {
             Knob::Dispatcher => "--moe-token-dispatcher-type",
             Knob::TpOverlap => "--tp-comm-overlap",
             Knob::EpOverlap => "--overlap-moe-expert-parallel-comm",
+            Knob::OffloadOptimizer => "--optimizer-offload-fraction",
             _ => return None,
         })
     }

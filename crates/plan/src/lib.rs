@@ -31,6 +31,7 @@ mod check;
 pub mod framework;
 pub mod knob;
 mod megatron;
+pub mod offload;
 pub mod parse;
 pub mod zero;
 
@@ -313,6 +314,10 @@ pub struct Plan {
     pub tp_overlap: bool,
     /// Overlap EP all-to-all with computation (e.g. DualPipe, DeepEP).
     pub ep_overlap: bool,
+    /// Percent of the optimizer state (and its fp32 gradient copy) kept in host memory, the
+    /// CPU running its step (Megatron-Core `--optimizer-offload-fraction`; [`offload`]).
+    #[serde(default)]
+    pub offload_optimizer: u8,
 }
 
 impl Plan {
@@ -356,6 +361,7 @@ impl Default for Plan {
             placement: PlacementPolicy::Contiguous,
             tp_overlap: false,
             ep_overlap: false,
+            offload_optimizer: 0,
         }
     }
 }

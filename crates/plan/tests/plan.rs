@@ -47,6 +47,7 @@ fn parses_every_key() {
         placement: PlacementPolicy::Balanced { redundant: 2 },
         tp_overlap: true,
         ep_overlap: true,
+        offload_optimizer: 0,
     };
     assert_eq!(p, want);
     assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
@@ -736,10 +737,11 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         Just([Dim::Tp, Dim::Cp, Dim::Dp, Dim::Pp]).prop_shuffle(),
         proptest::option::of(0u32..4),
         1u8..128,
+        0u8..=100,
     );
     (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
         let (sp, zero, recompute, schedule, first, last, rl, tpo, epo, split) = knobs;
-        let (cpa, tra, sg, ag, algo, order, bal, modules) = comm;
+        let (cpa, tra, sg, ag, algo, order, bal, modules, offload_optimizer) = comm;
         Plan {
             tp,
             sp,
@@ -782,6 +784,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             }),
             tp_overlap: tpo,
             ep_overlap: epo,
+            offload_optimizer,
         }
     })
 }

@@ -11,7 +11,7 @@ use crate::timeline::{Op, Timeline};
 use crate::{PlanView, ValidationView};
 
 /// The breakdown's parts: label, colour, value.
-fn parts(b: &StepBreakdown) -> [(&'static str, &'static str, f64); 9] {
+fn parts(b: &StepBreakdown) -> [(&'static str, &'static str, f64); 10] {
     [
         ("compute", PALETTE[0], b.compute_s),
         ("recompute", PALETTE[4], b.recompute_s),
@@ -22,6 +22,8 @@ fn parts(b: &StepBreakdown) -> [(&'static str, &'static str, f64); 9] {
         ("DP exposed", PALETTE[2], b.dp_exposed_s),
         ("bubble", PALETTE[8], b.bubble_s),
         ("optimizer", PALETTE[7], b.optimizer_s),
+        // The optimizer offload to host memory (`offload_optimizer`; 0 without it).
+        ("offload", PALETTE[9], b.offload_s),
     ]
 }
 
@@ -155,7 +157,7 @@ pub(crate) fn timeline(o: &mut String, p: &PlanView) {
     let busy = b.compute_s + b.recompute_s + exposed;
     let frac = if busy > 0.0 { exposed / busy } else { 0.0 };
     let tail = if slot_s > 0.0 {
-        (b.dp_exposed_s + b.optimizer_s) / slot_s
+        (b.dp_exposed_s + b.optimizer_s + b.offload_s) / slot_s
     } else {
         0.0
     };
@@ -244,15 +246,27 @@ pub(crate) fn timeline(o: &mut String, p: &PlanView) {
                 PALETTE[2],
                 &format!("exposed DP communication (step): {}", secs(b.dp_exposed_s)),
             );
+            let ow = sx * b.optimizer_s / slot_s.max(1e-300);
             rect(
                 &mut s,
                 x + dw,
                 y,
-                sx * b.optimizer_s / slot_s.max(1e-300),
+                ow,
                 rh - 4.0,
                 PALETTE[7],
                 &format!("optimizer step: {}", secs(b.optimizer_s)),
             );
+            if b.offload_s > 0.0 {
+                rect(
+                    &mut s,
+                    x + dw + ow,
+                    y,
+                    sx * b.offload_s / slot_s.max(1e-300),
+                    rh - 4.0,
+                    PALETTE[9],
+                    &format!("optimizer offload (host): {}", secs(b.offload_s)),
+                );
+            }
         }
     }
     x_axis(&mut s, lw, w, h - 22.0, 0.0, total.max(1.0), &|v| {

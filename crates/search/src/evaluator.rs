@@ -65,6 +65,9 @@ impl Objective for Evaluator {
                 peak_bytes,
                 hbm_bytes,
             },
+            // Fits in HBM, not in the host's memory: a plan that cannot run, whose HBM peak
+            // says nothing about its neighbours'.
+            Infeasible::OutOfHostMemory { .. } => Reject::Invalid,
         })
     }
 
@@ -140,6 +143,9 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     // (no EP) the engine fixes `Plan::default()`'s.
     q.sp = true;
     q.tp_sp_transition = TpSpTransition::AllReduceSlice;
+    // The most offloaded optimizer state the space lists: offload only lowers HBM (the
+    // space's list is sorted, the largest fraction last).
+    q.offload_optimizer = s.offload_optimizer.last().copied().unwrap_or(0);
     q.placement = match s.placement.first() {
         Some(&first) if Knob::Placement.matters(&ctx) => first,
         _ => Plan::default().placement,

@@ -125,6 +125,15 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     {
         with_false(&mut s.ep_overlap);
     }
+    // Optimizer offload: none where the framework never runs it (no offload is always a
+    // plan); the rules that depend on the ZeRO stage are the leaf check's.
+    if !c.offload.optimizer {
+        s.offload_optimizer = vec![0];
+    } else if (c.offload.needs_zero1 || c.offload.needs_zero || c.offload.partial_needs_zero3)
+        && !s.offload_optimizer.contains(&0)
+    {
+        s.offload_optimizer.insert(0, 0);
+    }
     Ok(s)
 }
 

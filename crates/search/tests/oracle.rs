@@ -137,21 +137,24 @@ fn knobs(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<(Plan, Metrics
                                 for &tp_overlap in &space.tp_overlap {
                                     for &ep_overlap in &ep_overlaps {
                                         for &placement in &placements {
-                                            let plan = Plan {
-                                                sp,
-                                                cp_comm,
-                                                tp_sp_transition,
-                                                moe_tp_scheme,
-                                                dispatcher,
-                                                algo,
-                                                order,
-                                                tp_overlap,
-                                                ep_overlap,
-                                                placement,
-                                                ..base
-                                            };
-                                            if let Ok(m) = ev.evaluate(&plan) {
-                                                out.push((plan, m));
+                                            for &offload_optimizer in &space.offload_optimizer {
+                                                let plan = Plan {
+                                                    sp,
+                                                    cp_comm,
+                                                    tp_sp_transition,
+                                                    moe_tp_scheme,
+                                                    dispatcher,
+                                                    algo,
+                                                    order,
+                                                    tp_overlap,
+                                                    ep_overlap,
+                                                    placement,
+                                                    offload_optimizer,
+                                                    ..base
+                                                };
+                                                if let Ok(m) = ev.evaluate(&plan) {
+                                                    out.push((plan, m));
+                                                }
                                             }
                                         }
                                     }
@@ -198,6 +201,7 @@ fn oracle_size(space: &Space) -> usize {
         space.tp_overlap.len(),
         space.ep_overlap.len(),
         space.placement.len(),
+        space.offload_optimizer.len(),
     ]
     .iter()
     .product()
@@ -426,14 +430,23 @@ fn small_cluster() -> impl Strategy<Value = Cluster> {
         0usize..3,
         1u32..=2,
         prop::sample::select(vec![1.0f64, 1.0, 0.3, 0.1]),
+        // Host memory per node: a DGX's 2 TiB, or little enough that offload runs out of it.
+        prop::sample::select(vec![2048.0f64, 8.0, 1.0]),
     )
-        .prop_map(|(gpu, nodes, hbm)| {
+        .prop_map(|(gpu, nodes, hbm, host_gib)| {
             let mut c = match gpu {
                 0 => dgx_a100(nodes),
                 1 => dgx_h100(nodes),
                 _ => hgx_h800(nodes),
             };
             c.gpu.hbm_bytes *= hbm;
+            c.host = Some(autoplan_cluster::Host {
+                memory_bytes: host_gib * 1024.0 * 1024.0 * 1024.0,
+                memory_bw: 409.6e9,
+                link: autoplan_cluster::HostLink::PcieGen4,
+                link_bw: 26.3e9,
+                gpus_per_link: 2,
+            });
             c
         })
 }
@@ -511,15 +524,17 @@ fn small_space() -> impl Strategy<Value = Space> {
             num(&["false", "true"], 2),
             num(&["false", "true"], 2),
             quoted(&["contiguous", "balanced", "balanced:1"], 2),
+            num(&["0", "0.5", "1"], 2),
         ),
     )
         .prop_map(
             |((tp, pp, cp, ep, moe_tp, mbs), (rc, zero, sch, vpp), knobs, rest)| {
                 let (sp, cpc, tpsp, mts, disp, algo) = knobs;
-                let (order, tpo, epo, place) = rest;
+                let (order, tpo, epo, place, off) = rest;
                 let text = format!(
                     "[degrees]\ntp = {tp}\npp = {pp}\ncp = {cp}\nep = {ep}\nmoe_tp = {moe_tp}\n\
                      [batch]\nmbs = {mbs}\n[memory]\nrecompute = {rc}\nzero = {zero}\n\
+                     offload_optimizer = {off}\n\
                      [pipeline]\nschedules = {sch}\nvpp = {vpp}\n[knobs]\nsp = {sp}\n\
                      cp_comm = {cpc}\ntp_sp_transition = {tpsp}\nmoe_tp_scheme = {mts}\n\
                      dispatcher = {disp}\nalgo = {algo}\nrank_order = {order}\n\
@@ -612,6 +627,62 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
     let space = Space::from_source(&Source::new("dense.toml", text)).expect("a valid space");
     for top_k in [1, 5] {
         if let Err(e) = check(&model, &dgx_a100(2), &space, top_k) {
+            panic!("top {top_k}: {e}");
+        }
+    }
+}
+
+/// Where only offloaded plans fit (the HBM set between the least peak with all of the
+/// optimizer state offloaded and the least without): the engine still finds every plan the
+/// oracle does, so the memory floor holds with offload open.
+#[test]
+fn bnb_matches_the_oracle_where_only_offload_fits() {
+    let model = SmallModel {
+        layers: 8,
+        hidden: 4096,
+        heads: 32,
+        kv_heads: 32,
+        seq_len: 2048,
+        global_batch: 64,
+        moe: None,
+    }
+    .spec();
+    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
+                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"full\"]\n\
+                zero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]\n\
+                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
+                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
+                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
+                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
+                tp_overlap = [true]\nep_overlap = [true]\n";
+    let space = Space::from_source(&Source::new("offload.toml", text)).expect("a valid space");
+    let mut cluster = dgx_a100(1);
+    cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
+    // The least peak per offload fraction, with HBM to spare.
+    let roomy = {
+        let mut c = cluster.clone();
+        c.gpu.hbm_bytes *= 100.0;
+        c
+    };
+    let all = oracle(
+        &Evaluator::new(&model, &roomy, EvalOptions::default()),
+        &space,
+    );
+    let least = |off: u8| {
+        all.iter()
+            .filter(|(p, _)| p.offload_optimizer == off)
+            .map(|(_, m)| m.memory_peak_bytes)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (with, without) = (least(100), least(0));
+    assert!(with < without, "{with} !< {without}");
+    cluster.gpu.hbm_bytes = (with + without) / 2.0;
+    let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
+    let fits = oracle(&ev, &space);
+    assert!(!fits.is_empty());
+    assert!(fits.iter().all(|(p, _)| p.offload_optimizer > 0));
+    for top_k in [1, 4] {
+        if let Err(e) = check(&model, &cluster, &space, top_k) {
             panic!("top {top_k}: {e}");
         }
     }

@@ -92,6 +92,7 @@ fn space() -> impl Strategy<Value = Space> {
                 tp_overlap: ov.clone(),
                 ep_overlap: ov,
                 placement: vec![PlacementPolicy::Contiguous],
+                offload_optimizer: vec![0],
                 constraints: Constraints {
                     tp_within_node: tin,
                     max_pp: maxpp,

@@ -176,7 +176,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => {
             // Out of memory: the breakdown says what to cut.
             let memory = match e {
-                Infeasible::OutOfMemory { .. } => ev.memory_breakdown(&plan).ok(),
+                Infeasible::OutOfMemory { .. } | Infeasible::OutOfHostMemory { .. } => {
+                    ev.memory_breakdown(&plan).ok()
+                }
                 Infeasible::Invalid(_) => None,
             };
             if args.format == Format::Json {
@@ -186,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         peak_bytes,
                         hbm_bytes,
                     } => (true, Some((peak_bytes - hbm_bytes) / GIB)),
+                    Infeasible::OutOfHostMemory { .. } => (true, None),
                 };
                 serde_json::to_writer_pretty(
                     &mut out,
@@ -208,7 +211,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // Reported above; an invalid plan is bad input (2), a valid one that does not fit
             // is infeasible (3).
             match e {
-                Infeasible::OutOfMemory { .. } => Err(crate::exit::Infeasible::reported().into()),
+                Infeasible::OutOfMemory { .. } | Infeasible::OutOfHostMemory { .. } => {
+                    Err(crate::exit::Infeasible::reported().into())
+                }
                 Infeasible::Invalid(_) => Ok(ExitCode::from(crate::exit::BAD_INPUT)),
             }
         }
@@ -447,7 +452,12 @@ fn breakdown_table(out: &mut impl Write, r: &Report) -> anyhow::Result<()> {
         ("exposed DP comm", b.dp_exposed_s),
         ("pipeline bubble", b.bubble_s),
         ("optimizer step", b.optimizer_s),
+        // Only for a plan that offloads (`offload_optimizer`).
+        ("offload (host)", b.offload_s),
     ] {
+        if name == "offload (host)" && v == 0.0 {
+            continue;
+        }
         writeln!(
             out,
             "  {name:<20} {:>12} {:>6.1}%",
@@ -566,6 +576,15 @@ pub(crate) fn memory_table(
         ("total", mm.total),
     ] {
         writeln!(out, "  {name:<22} {:>10.2} GiB", v / GIB)?;
+    }
+    if mm.host > 0.0 {
+        // Offloaded optimizer state and its gradient copy, in host memory (not in `total`).
+        writeln!(
+            out,
+            "  {:<22} {:>10.2} GiB",
+            "host (offloaded)",
+            mm.host / GIB
+        )?;
     }
     Ok(())
 }

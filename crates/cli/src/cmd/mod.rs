@@ -232,6 +232,7 @@ pub(crate) fn ensure_finite_report(
             ("exposed DP time", b.dp_exposed_s),
             ("bubble", b.bubble_s),
             ("optimizer time", b.optimizer_s),
+            ("offload time", b.offload_s),
             ("tokens per step", r.tokens_per_step),
         ],
     )?;

@@ -20,6 +20,7 @@ use crate::fmt::{serde_name, GIB};
 use autoplan_search::Space;
 
 mod nofit;
+mod offload;
 mod output;
 
 use nofit::*;
@@ -127,9 +128,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pool = pool.num_threads(n);
     }
     let pool = pool.build().context("cannot start the worker threads")?;
-    let CaseOutcome { scorer, outcome } = pool
+    let mut case = pool
         .install(|| search_case_for(&model, &cluster, options, target, &space, &opts, &observer))
         .map_err(anyhow::Error::msg)?;
+    // Nothing fits in HBM alone: offload the optimizer state to host memory (`offload.rs`).
+    if let Some(wider) = offload::widened(&case, &space, &cluster, target) {
+        eprintln!("{}", offload::note(&case, &cluster));
+        case = pool
+            .install(|| {
+                search_case_for(&model, &cluster, options, target, &wider, &opts, &observer)
+            })
+            .map_err(anyhow::Error::msg)?;
+        space = wider;
+    }
+    let CaseOutcome { scorer, outcome } = case;
     observer.0.finish_and_clear();
     let (outcome, variants) = folded(outcome, args.fold / 100.0, rows_wanted, model.moe.is_some());
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
@@ -157,7 +169,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     write(out, &args, &scorer, &space, &outcome, &variants, explained)?;
     out.flush()?;
     if outcome.plans.is_empty() {
-        return Err(Infeasible::new(why_nothing(&scorer, &space, &outcome)).into());
+        let mut why = why_nothing(&scorer, &space, &outcome);
+        // Even with offload nothing fits: how many GPUs of this kind would do.
+        if outcome.no_fit.is_some() && space.offload_optimizer.iter().any(|&p| p > 0) {
+            let fewest =
+                pool.install(|| offload::fewest_gpus(&model, &cluster, options, target, &space));
+            if let Some(f) = fewest {
+                why = format!("{why}; {f}");
+            }
+        }
+        return Err(Infeasible::new(why).into());
     }
     if args.stats && args.format != Format::Table {
         eprintln!("{}", stats_line(&outcome.stats));

@@ -93,6 +93,17 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         e.sync_lat * 1e6,
         e.cpufetch * 1e6
     )?;
+    if let Some(h) = &c.host {
+        writeln!(
+            out,
+            "host      {} GiB per node at {} GB/s; {} at {} GB/s per direction, {} GPU(s) per link",
+            h.memory_bytes / f64::from(1u32 << 30),
+            h.memory_bw / 1e9,
+            h.link.name(),
+            h.link_bw / 1e9,
+            h.gpus_per_link
+        )?;
+    }
     Ok(())
 }
 
@@ -136,6 +147,13 @@ fn json(c: &Cluster) -> serde_json::Value {
             "sync_lat_s": e.sync_lat,
             "cpufetch_s": e.cpufetch,
         },
+        "host": c.host.map(|h| serde_json::json!({
+            "memory_bytes": h.memory_bytes,
+            "memory_bytes_per_s": h.memory_bw,
+            "link": serde_name(&h.link),
+            "link_bytes_per_s": h.link_bw,
+            "gpus_per_link": h.gpus_per_link,
+        })),
     })
 }
 

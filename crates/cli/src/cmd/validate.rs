@@ -314,7 +314,8 @@ fn explain(path: &Path, id: &str, space: &str) -> anyhow::Result<ExitCode> {
             out.flush()?;
             // Reported above: out of memory is infeasible (3), an invalid plan bad input (2).
             match e {
-                autoplan_evaluate::Infeasible::OutOfMemory { .. } => {
+                autoplan_evaluate::Infeasible::OutOfMemory { .. }
+                | autoplan_evaluate::Infeasible::OutOfHostMemory { .. } => {
                     Err(crate::exit::Infeasible::reported().into())
                 }
                 autoplan_evaluate::Infeasible::Invalid(_) => {

@@ -10,7 +10,7 @@
 //! - [`moe`]: a MoE layer's router, token permutation copies and per-expert launches;
 //! - [`tp`], [`cp`], [`ep`], [`dp`]: the collectives of each kind of parallelism;
 //! - [`pipeline`]: the stages, the busiest one, the pipeline hops;
-//! - [`optimizer`]: the optimizer step;
+//! - [`optimizer`]: the optimizer step; [`offload`]: its offload to host memory;
 //! - [`step`]: `run`, composing them into the step time, breakdown and metrics;
 //! - [`emit`], [`memo`]: booking a communication row, and the per-evaluation price cache;
 //! - [`floor`]: the same computation with the open knobs at their best.
@@ -34,6 +34,7 @@ mod ep;
 mod floor;
 mod memo;
 mod moe;
+mod offload;
 mod optimizer;
 mod pipeline;
 mod recompute;

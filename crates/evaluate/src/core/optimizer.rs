@@ -21,6 +21,13 @@ impl Evaluator {
     /// `pmax` holding the most (dense ones sharded over dp × cp, experts over edp, from ZeRO 1; over the shard group
     /// under HSDP).
     pub(super) fn optimizer_time(&self, zero: Zero, x: &Ctx, pmax: &StageTime) -> f64 {
+        let (opt_params, per_param) = self.optimizer_shard(zero, x, pmax);
+        memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params)
+    }
+
+    /// This GPU's optimizer shard of the stage `pmax` (parameters) and the bytes the step
+    /// streams per parameter.
+    pub(super) fn optimizer_shard(&self, zero: Zero, x: &Ctx, pmax: &StageTime) -> (f64, f64) {
         // Sharded over the data-parallel group, or the HSDP shard group (`Zero::shard_size`).
         let (shard_d, shard_e) = if zero.shards_optimizer() {
             (
@@ -36,6 +43,6 @@ impl Evaluator {
             Optimizer::Sgd => SGD_BYTES_PER_PARAM,
         };
         let opt_params = pmax.params_dense / shard_d + pmax.params_expert / shard_e;
-        memory_bound_time_with(&self.gpu, &self.eff, per_param * opt_params)
+        (opt_params, per_param)
     }
 }

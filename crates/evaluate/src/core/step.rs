@@ -39,15 +39,22 @@ impl Evaluator {
         let micro = x.micro;
         let bubble = plan.schedule.bubble(scan.sum - scan.tmax, plan.vpp, x.pp);
         // Data-parallel gradient reduction on the stage holding the most parameters.
-        let rest = self.after_pipeline(plan, &x, &scan.pmax, sink, micro);
+        let mut rest = self.after_pipeline(plan, &x, &scan.pmax, sink, micro);
+        // Optimizer offload: the GPU steps its share, the host the rest (`offload.rs`).
+        let offload = self.offload(plan, &x, &scan.pmax);
+        if let Some(o) = offload {
+            rest.optimizer = o.gpu_optimizer;
+        }
+        let offload_s = offload.map_or(0.0, |o| o.offload);
         let pipeline = micro * (scan.tmax + rest.dp.per_mb) + bubble;
-        let step = pipeline + rest.dp.step + rest.optimizer;
+        let step = pipeline + rest.dp.step + rest.optimizer + offload_s;
         if S::ENABLED {
             // The per-layer table of the bottleneck stage, and pipeline rows.
             self.class_costs(plan, &x, sink, micro, scan.bi);
             self.pipeline_rows(&x, sink, micro);
         }
-        let bd = breakdown(step, micro, &scan.bottleneck, bubble, &rest);
+        let mut bd = breakdown(step - offload_s, micro, &scan.bottleneck, bubble, &rest);
+        bd.offload_s = offload_s;
         let metrics = self.metrics(plan, step, &bd, &scan, peak);
         Ok(Outcome {
             metrics,
@@ -62,13 +69,15 @@ impl Evaluator {
     fn admit(&self, plan: &Plan) -> Result<(StageLayout, f64), Infeasible> {
         plan.check(&self.model, self.cluster.gpus())?;
         let layout = self.layout(plan)?;
-        let peak = self.memory_peak(plan);
+        let m = self.memory(plan);
+        let peak = m.total;
         if peak > self.gpu.hbm_bytes {
             return Err(Infeasible::OutOfMemory {
                 peak_bytes: peak,
                 hbm_bytes: self.gpu.hbm_bytes,
             });
         }
+        self.check_host(plan, &m)?;
         Ok((layout, peak))
     }
 
@@ -170,6 +179,7 @@ fn breakdown(
         dp_exposed_s: micro * b.exposed[4] + rest.dp.step + micro * rest.dp.per_mb,
         bubble_s: bubble,
         optimizer_s: rest.optimizer,
+        offload_s: 0.0,
     };
     // Rounding guard: the parts sum to the step.
     let drift = step - bd.total();

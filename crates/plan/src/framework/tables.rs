@@ -90,6 +90,15 @@ pub(super) fn megatron(fw: Framework, minor: u8) -> Capabilities {
         balanced_placement: false,
         kv_head_replication: minor >= 19,
         library: None,
+        // `--optimizer-cpu-offload`, `--optimizer-offload-fraction`,
+        // `--overlap-cpu-optimizer-d2h-h2d` (0.12+, flag table; args.py @
+        // core_v0.19.0:L2781-2790; frameworks.md §1.9), on the distributed optimizer only.
+        offload: OffloadRules {
+            optimizer: true,
+            needs_zero1: true,
+            needs_zero: false,
+            partial_needs_zero3: false,
+        },
     }
 }
 
@@ -153,6 +162,14 @@ pub(super) fn torchtitan(fw: Framework) -> Capabilities {
         balanced_placement: false,
         kv_head_replication: true,
         library: None,
+        // `enable_cpu_offload` offloads parameters and gradients with the optimizer state
+        // (FSDP CPUOffloadPolicy; frameworks.md §2.2): no optimizer-only offload.
+        offload: OffloadRules {
+            optimizer: false,
+            needs_zero1: false,
+            needs_zero: false,
+            partial_needs_zero3: false,
+        },
     }
 }
 
@@ -207,5 +224,13 @@ pub(super) fn deepspeed(fw: Framework) -> Capabilities {
         balanced_placement: false,
         kv_head_replication: true,
         library: None,
+        // `zero_optimization.offload_optimizer {device: cpu, ratio}`: stages 1-3, `ratio < 1`
+        // stage 3 only (offload_config.py @ v0.19.5:L388-393; frameworks.md §3.3).
+        offload: OffloadRules {
+            optimizer: true,
+            needs_zero1: false,
+            needs_zero: true,
+            partial_needs_zero3: true,
+        },
     }
 }

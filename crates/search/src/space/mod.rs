@@ -60,6 +60,27 @@ pub struct RawMemory {
     pub recompute: Vec<String>,
     /// ZeRO stages as numbers, or any `zero=` value as a string (`"3-noreshard"`, `"3:8"`).
     pub zero: Vec<RawZero>,
+    /// Fractions of the optimizer state offloaded to host memory (`offload_optimizer=`,
+    /// numbers in [0, 1] or strings). Absent: `[0]`, no offload.
+    #[serde(default)]
+    pub offload_optimizer: Option<Vec<RawFraction>>,
+}
+
+/// One `[memory] offload_optimizer` entry: a number or a plan-string value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawFraction {
+    Number(f64),
+    Name(String),
+}
+
+impl RawFraction {
+    fn text(&self) -> String {
+        match self {
+            RawFraction::Number(n) => n.to_string(),
+            RawFraction::Name(s) => s.clone(),
+        }
+    }
 }
 
 /// One `[memory] zero` entry: a stage number or a plan-string `zero=` value.
@@ -167,6 +188,9 @@ pub struct Space {
     /// Expert placement policies, contiguous first (the least memory: no replicas), then
     /// balanced by increasing redundant experts per GPU.
     pub placement: Vec<PlacementPolicy>,
+    /// Percent of the optimizer state offloaded to host memory (`offload_optimizer`), the
+    /// least first.
+    pub offload_optimizer: Vec<u8>,
     pub constraints: Constraints,
 }
 
@@ -378,6 +402,22 @@ impl Space {
                 .map(|p| p.placement)
                 .collect(),
         };
+        let offload_optimizer = match &raw.memory.offload_optimizer {
+            None => vec![0],
+            Some(v) => {
+                let texts: Vec<String> = v.iter().map(RawFraction::text).collect();
+                values(
+                    src,
+                    "memory",
+                    "offload_optimizer",
+                    &texts,
+                    Knob::OffloadOptimizer,
+                )?
+                .into_iter()
+                .map(|p| p.offload_optimizer)
+                .collect()
+            }
+        };
         check_zero_constraints(src, &raw)?;
         let c = &raw.constraints;
         Ok(Space {
@@ -406,6 +446,7 @@ impl Space {
             tp_overlap: bools(src, "knobs", "tp_overlap", &k.tp_overlap)?,
             ep_overlap: bools(src, "knobs", "ep_overlap", &k.ep_overlap)?,
             placement: canon(placement, placement_key),
+            offload_optimizer: canon(offload_optimizer, |x| *x),
             constraints: Constraints {
                 tp_within_node: c.tp_within_node,
                 moe_tp_within_node: c.moe_tp_within_node,
@@ -519,6 +560,7 @@ impl Space {
             Knob::TpOverlap => self.tp_overlap = vec![p.tp_overlap],
             Knob::EpOverlap => self.ep_overlap = vec![p.ep_overlap],
             Knob::Placement => self.placement = vec![p.placement],
+            Knob::OffloadOptimizer => self.offload_optimizer = vec![p.offload_optimizer],
             Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
@@ -556,6 +598,7 @@ impl Space {
             Knob::TpOverlap => self.tp_overlap.len(),
             Knob::EpOverlap => self.ep_overlap.len(),
             Knob::Placement => self.placement.len(),
+            Knob::OffloadOptimizer => self.offload_optimizer.len(),
             Knob::Dp
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers
@@ -590,6 +633,7 @@ impl Space {
             Knob::TpOverlap => p.tp_overlap = self.tp_overlap[i],
             Knob::EpOverlap => p.ep_overlap = self.ep_overlap[i],
             Knob::Placement => p.placement = self.placement[i],
+            Knob::OffloadOptimizer => p.offload_optimizer = self.offload_optimizer[i],
             Knob::Dp
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers

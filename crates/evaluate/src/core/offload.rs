@@ -1,0 +1,92 @@
+//! Optimizer offload to host memory (`offload_optimizer`), priced as Megatron-Core runs it
+//! (frameworks.md §1.9: `--optimizer-cpu-offload --optimizer-offload-fraction F
+//! --overlap-cpu-optimizer-d2h-h2d`, `HybridDeviceOptimizer`):
+//!
+//! - **memory**: the offloaded fraction's optimizer state leaves HBM for host memory, with a
+//!   host copy of its fp32 gradients (`autoplan-memory`, `stage.rs`); the host memory of the
+//!   node, shared evenly by its GPUs, must hold it ([`Infeasible::OutOfHostMemory`]);
+//! - **time**: after the pipeline flush and the gradient reduction the GPU steps its own share
+//!   (`optimizer.rs`) and, for the offloaded share, the gradients go down (fp32, D2H), the CPU
+//!   runs Adam and the updated 16-bit weights come back up (H2D). With
+//!   `--overlap-cpu-optimizer-d2h-h2d` (which `--emit megatron` writes) the three run as a
+//!   pipeline over parameter groups, so the offload costs the slowest of them; nothing of the
+//!   step runs beside it (the next forward needs the weights), so it is exposed.
+//!   - The transfers use the GPU's share of its host link (`[host] link_gbps / gpus_per_link`:
+//!     PCIe measured H2D rates, collectives.md §3; NVLink-C2C, hardware.md §3), D2H and H2D in
+//!     their own directions (both links are full duplex).
+//!   - The CPU step streams the bytes the GPU's would (`optimizer.rs`: 34 per parameter for
+//!     Adam) through the node's host memory bandwidth shared by its GPUs (all step at once),
+//!     under the same streaming-efficiency curve as HBM. Calculon prices the optimizer the
+//!     same way, as its bytes over the memory tier's bandwidth (calculon.md (c), (d)). The
+//!     efficiency curve on host DRAM is an assumption: the notes have no measured CPU Adam
+//!     rate. Since a host tier is never faster per GPU than HBM (cluster validation), the
+//!     offloaded share never steps faster than on the GPU: offload never shortens a step.
+
+use autoplan_memory::MemoryBreakdown;
+use autoplan_plan::Plan;
+
+use super::ctx::Ctx;
+use super::pipeline::StageTime;
+use super::Evaluator;
+use crate::Infeasible;
+
+/// fp32 gradient bytes per offloaded parameter going down (Megatron's main gradients).
+const D2H_BYTES_PER_PARAM: f64 = 4.0;
+
+/// The optimizer step of a plan that offloads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct OffloadTime {
+    /// The GPU's own share of the optimizer step, seconds.
+    pub(super) gpu_optimizer: f64,
+    /// The offloaded share: max of D2H, CPU step and H2D, seconds.
+    pub(super) offload: f64,
+}
+
+impl Evaluator {
+    /// The optimizer step split between the GPU and the host; `None` without offload (or
+    /// without a host tier, which `check_host` refuses first).
+    pub(super) fn offload(&self, plan: &Plan, x: &Ctx, pmax: &StageTime) -> Option<OffloadTime> {
+        let f = plan.offload_fraction();
+        if f <= 0.0 {
+            return None;
+        }
+        let host = self.cluster.host?;
+        let (params, per_param) = self.optimizer_shard(plan.zero, x, pmax);
+        let gpn = self.cluster.node.gpus_per_node;
+        let bytes = per_param * params;
+        let gpu_optimizer =
+            autoplan_cost::compute::memory_bound_time_with(&self.gpu, &self.eff, bytes * (1.0 - f));
+        // The offloaded share's bytes at the GPU's HBM rate and efficiency, scaled to the
+        // host's bandwidth per GPU.
+        let on_gpu =
+            autoplan_cost::compute::memory_bound_time_with(&self.gpu, &self.eff, bytes * f);
+        let cpu = on_gpu * self.gpu.hbm_bw / host.memory_bw_per_gpu(gpn);
+        let link = host.link_bw_per_gpu();
+        let d2h = f * params * D2H_BYTES_PER_PARAM / link;
+        let h2d = f * params * self.mem.weight_bytes() / link;
+        Some(OffloadTime {
+            gpu_optimizer,
+            offload: cpu.max(d2h).max(h2d),
+        })
+    }
+
+    /// The host memory check: the offloaded state of the most loaded GPU against its share of
+    /// the node's host memory.
+    pub(super) fn check_host(&self, plan: &Plan, m: &MemoryBreakdown) -> Result<(), Infeasible> {
+        if plan.offload_optimizer == 0 {
+            return Ok(());
+        }
+        let need = self.mem.host_peak(plan, &self.mem_opts).max(m.host);
+        let cap = self
+            .cluster
+            .host
+            .map_or(0.0, |h| h.memory_per_gpu(self.cluster.node.gpus_per_node));
+        if need > cap {
+            return Err(Infeasible::OutOfHostMemory {
+                host_bytes: need,
+                capacity_bytes: cap,
+            });
+        }
+        Ok(())
+    }
+}

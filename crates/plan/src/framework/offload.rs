@@ -1,0 +1,78 @@
+//! Which offloads to host memory a framework runs (the `offload_optimizer` knob), each rule
+//! with its source.
+
+use super::*;
+use checks::Refuse;
+
+/// Optimizer-state offload to host memory (`offload_optimizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffloadRules {
+    /// Optimizer-state offload at all.
+    pub optimizer: bool,
+    /// Only with ZeRO stage 1 (Megatron-Core's distributed optimizer).
+    pub needs_zero1: bool,
+    /// Only with a sharding stage of 1 or more (DeepSpeed `offload_optimizer`: stages 1–3).
+    pub needs_zero: bool,
+    /// A fraction below 1 only with ZeRO stage 3 (DeepSpeed `ratio < 1`).
+    pub partial_needs_zero3: bool,
+}
+
+impl OffloadRules {
+    /// Every offload autoplan prices, with no rule (`Framework::Any`).
+    pub const ANY: OffloadRules = OffloadRules {
+        optimizer: true,
+        needs_zero1: false,
+        needs_zero: false,
+        partial_needs_zero3: false,
+    };
+}
+
+/// The offload knob against the framework's rules.
+pub(super) fn check_offload(c: &Capabilities, plan: &Plan, refuse: &Refuse) -> Result<(), Refusal> {
+    let pct = plan.offload_optimizer;
+    if pct == 0 {
+        return Ok(());
+    }
+    let r = c.offload;
+    let k = Knob::OffloadOptimizer;
+    if !r.optimizer {
+        return Err(refuse(
+            k,
+            "offload the optimizer state alone to host memory",
+            match c.framework {
+                Framework::TorchTitan => {
+                    "[training] enable_cpu_offload is FSDP's CPUOffloadPolicy (parameters, \
+                     gradients and optimizer state together), job_config.py @ v0.2.2:L242-308; \
+                     frameworks.md §2.2"
+                }
+                _ => "frameworks.md",
+            },
+        ));
+    }
+    if r.needs_zero1 && plan.zero.stage != 1 {
+        return Err(refuse(
+            k,
+            "offload the optimizer without the distributed optimizer (zero=1)",
+            "--optimizer-cpu-offload requires --use-precision-aware-optimizer, which requires \
+             --use-distributed-optimizer, args.py @ core_v0.19.0:L1803-1811, \
+             optimizer_config.py @ core_v0.19.0:L430-436; frameworks.md §1.9",
+        ));
+    }
+    if r.needs_zero && plan.zero.stage == 0 {
+        return Err(refuse(
+            k,
+            "offload the optimizer without ZeRO (stage 1, 2 or 3)",
+            "zero_optimization.offload_optimizer is valid for stages 1, 2, 3, \
+             deepspeed/runtime/zero/offload_config.py @ v0.19.5; frameworks.md §3.3",
+        ));
+    }
+    if r.partial_needs_zero3 && pct < 100 && plan.zero.stage != 3 {
+        return Err(refuse(
+            k,
+            "offload a fraction of the optimizer state below 1 without ZeRO stage 3",
+            "offload_optimizer ratio < 1 needs stage 3, offload_config.py @ v0.19.5:L388-393; \
+             frameworks.md §3.3",
+        ));
+    }
+    Ok(())
+}
