@@ -21,6 +21,16 @@ pub(super) enum Hide {
     /// TP-comm overlap (tiled GEMM + collective, Calculon `tensor_par_overlap`) over `tp`
     /// ranks: one tile is exposed, the rest hide behind the GEMM of the same pass (`window`).
     Tiled { tp: f64, window: f64 },
+    /// Behind `window` seconds of compute that runs on the SMs the communication kernel leaves
+    /// it: while the hidden part `min(t, window)` runs, the compute progresses at `1 − share`
+    /// of its rate, so the step pays `max(t − window, 0) + share · min(t, window)`
+    /// (`share` = the kernel's SMs over the GPU's, `ep_overlap_sm_share`).
+    Shared { window: f64, share: f64 },
+    /// Behind `window` seconds of compute confined to the SMs the communication kernels do not
+    /// hold for the whole phase (a static partition): the compute takes `window / (1 − share)`
+    /// and the phase lasts the longer of that and `t`, so the step pays
+    /// `max(t, window / (1 − share)) − window`.
+    Partitioned { window: f64, share: f64 },
 }
 
 impl Hide {
@@ -31,6 +41,10 @@ impl Hide {
             Hide::Nothing => t,
             Hide::Behind(w) => (t - w).max(0.0),
             Hide::Tiled { tp, window } => t / tp + (tp - 1.0) / tp * (t - window).max(0.0),
+            Hide::Shared { window, share } => (t - window).max(0.0) + share * t.min(window),
+            Hide::Partitioned { window, share } => {
+                t.max(window / (1.0 - share).max(f64::MIN_POSITIVE)) - window
+            }
         }
     }
 }

@@ -209,6 +209,7 @@ impl Evaluator {
         knobs: OpenKnobs<'_>,
     ) -> [ClassCost; NCLASS] {
         let attn = cc[ClassId::Attn as usize];
+        let moe = cc[ClassId::Moe as usize];
         let mut memo = Memo::default();
         let mut costs = [ClassCost::default(); NCLASS];
         for id in ClassId::ALL {
@@ -228,7 +229,7 @@ impl Evaluator {
             let mut rc = [0.0; 5];
             for part in CommPart::ALL {
                 let k = part.kind().index();
-                (exposed[k], rc[k]) = self.part_floor(part, q, id, x, &cc[i], &attn, &mut e, knobs);
+                (exposed[k], rc[k]) = self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
             }
             costs[i] = ClassCost::new(&cc[i], exposed, rc);
         }
@@ -245,7 +246,7 @@ impl Evaluator {
         id: ClassId,
         x: &Ctx,
         cc: &ComputeCost,
-        attn: &ComputeCost,
+        (attn, moe): (&ComputeCost, &ComputeCost),
         e: &mut Emitter<'_, ()>,
         knobs: OpenKnobs<'_>,
     ) -> (f64, f64) {
@@ -256,7 +257,7 @@ impl Evaluator {
         let (mut best, mut rc) = (f64::INFINITY, f64::INFINITY);
         let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
             e.reset();
-            self.book_part(part, q, id, x, cc, attn, e);
+            self.book_part(part, q, id, x, cc, (attn, moe), e);
             best = best.min(e.exposed[k]);
             rc = rc.min(e.rc[k]);
         };

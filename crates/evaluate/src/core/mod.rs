@@ -31,6 +31,8 @@ mod ctx;
 mod dp;
 mod emit;
 mod ep;
+mod ep_overlap;
+mod dualpipe;
 mod floor;
 mod memo;
 mod moe;

@@ -135,7 +135,14 @@ impl Evaluator {
             // gradients join the EDP reduction and their state the optimizer step.
             s.params_expert *= 1.0 + x.replicas * x.ep / self.experts;
         }
-        s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
+        // One activation in, one gradient out per micro-batch. DualPipe hides both behind the
+        // paired chunk's compute (DeepSeek-V3 report §3.2.1: "both all-to-all and PP
+        // communication can be fully hidden"); what exceeds that compute stays exposed.
+        s.exposed[CommKind::Pp.index()] += if super::dualpipe::paired(plan, x.pp) {
+            (2.0 * pp_t - s.compute).max(0.0)
+        } else {
+            2.0 * pp_t
+        };
         s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
         s
     }
@@ -173,6 +180,10 @@ impl Evaluator {
             if s.params_dense + s.params_expert > out.pmax.params_dense + out.pmax.params_expert {
                 out.pmax = s;
             }
+        }
+        if super::dualpipe::paired(plan, x.pp) {
+            // DualPipe's pace is its ranks', each holding two stages (`dualpipe.rs`).
+            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, out);
         }
         out
     }
