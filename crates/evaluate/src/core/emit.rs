@@ -29,7 +29,9 @@ pub(super) enum Hide {
     /// Behind `window` seconds of compute confined to the SMs the communication kernels do not
     /// hold for the whole phase (a static partition): the compute takes `window / (1 − share)`
     /// and the phase lasts the longer of that and `t`, so the step pays
-    /// `max(t, window / (1 − share)) − window`.
+    /// `max(t, window / (1 − share)) − window` — or `t`, running the phase unpartitioned,
+    /// where a transfer shorter than `window · share / (1 − share)` makes the partition cost
+    /// more than it hides (overlap is never slower than none).
     Partitioned { window: f64, share: f64 },
 }
 
@@ -43,7 +45,8 @@ impl Hide {
             Hide::Tiled { tp, window } => t / tp + (tp - 1.0) / tp * (t - window).max(0.0),
             Hide::Shared { window, share } => (t - window).max(0.0) + share * t.min(window),
             Hide::Partitioned { window, share } => {
-                t.max(window / (1.0 - share).max(f64::MIN_POSITIVE)) - window
+                let phase = t.max(window / (1.0 - share).max(f64::MIN_POSITIVE));
+                (phase - window).min(t)
             }
         }
     }
@@ -238,5 +241,43 @@ impl<'a, S: Sink> Emitter<'a, S> {
                 self.sink.push(row(Pass::Recompute, self.rc_mult));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hide;
+
+    #[test]
+    fn overlap_never_exposes_more_than_the_transfer_nor_less_than_its_excess() {
+        for &t in &[0.0, 1e-4, 1e-3, 5e-3, 2e-2] {
+            for &w in &[0.0, 5e-4, 3e-3, 1e-2] {
+                for &share in &[0.0, 20.0 / 132.0, 0.5] {
+                    for h in [
+                        Hide::Shared { window: w, share },
+                        Hide::Partitioned { window: w, share },
+                    ] {
+                        let e = h.exposed(t);
+                        assert!(e <= t + 1e-15, "{h:?} {t}: {e}");
+                        assert!(e >= (t - w).max(0.0) - 1e-15, "{h:?} {t}: {e}");
+                    }
+                    // No SMs taken: both are `Behind`.
+                    let behind = Hide::Behind(w).exposed(t);
+                    let shared = Hide::Shared { window: w, share: 0.0 }.exposed(t);
+                    assert!((behind - shared).abs() < 1e-15);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn more_sms_for_communication_cost_the_compute_more() {
+        let (t, w) = (4e-3, 6e-3);
+        let at = |share| Hide::Shared { window: w, share }.exposed(t);
+        assert!(at(0.3) > at(0.15) && at(0.15) > at(0.0));
+        let part = |share| Hide::Partitioned { window: w, share }.exposed(t);
+        assert!(part(0.3) >= part(0.15) && part(0.15) >= part(0.0));
+        // A static partition over the whole window costs at least the shared one.
+        assert!(part(0.15) >= at(0.15));
     }
 }

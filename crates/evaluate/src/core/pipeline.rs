@@ -203,9 +203,10 @@ impl Evaluator {
     }
 
     /// The pipeline's table rows: the activation and gradient send/recv, `micro` per step
-    /// each on the critical path. Megatron overlaps the extra virtual-stage transfers of the
+    /// each on the critical path, `exposed` seconds of the pair per micro-batch (the busiest
+    /// stage's or DualPipe rank's). Megatron overlaps the extra virtual-stage transfers of the
     /// interleaved schedule (listed, not exposed).
-    pub(super) fn pipeline_rows<S: Sink>(&self, x: &Ctx, sink: &mut S, micro: f64) {
+    pub(super) fn pipeline_rows<S: Sink>(&self, x: &Ctx, sink: &mut S, micro: f64, exposed: f64) {
         if x.pp <= 1 {
             return;
         }
@@ -231,7 +232,13 @@ impl Evaluator {
                 pp_bytes,
             )
             .calls(calls / 2.0);
-            sink.push(c.row(None, Algorithm::PointToPoint, protocol, pp_t, micro * pp_t));
+            sink.push(c.row(
+                None,
+                Algorithm::PointToPoint,
+                protocol,
+                pp_t,
+                micro * exposed / 2.0,
+            ));
         }
     }
 }
