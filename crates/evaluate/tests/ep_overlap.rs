@@ -62,10 +62,10 @@ fn dsv3_published() -> Plan {
 
 #[test]
 fn deepseek_v3_published_row_is_pinned() {
-    // Before DualPipe's ranks and the overlap rules: -28.8%. With them the model runs ahead of
-    // the GPU-hour average the row derives (docs/validation.md names what it leaves out).
+    // Before DualPipe's ranks and the overlap rules: -28.8%; with them +7.3% (the issue's
+    // target: within 10% of the 1543 tokens/s/GPU the report's GPU hours imply).
     let e = error_of("published_runs_2.csv", "deepseek_v3_pretrain_2048xH800");
-    assert!(e.abs() <= 0.16, "{e:+.3}");
+    assert!(e.abs() <= 0.10, "{e:+.3}");
 }
 
 #[test]

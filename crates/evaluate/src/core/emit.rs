@@ -24,15 +24,25 @@ pub(super) enum Hide {
     /// Behind `window` seconds of compute that runs on the SMs the communication kernel leaves
     /// it: while the hidden part `min(t, window)` runs, the compute progresses at `1 − share`
     /// of its rate, so the step pays `max(t − window, 0) + share · min(t, window)`
-    /// (`share` = the kernel's SMs over the GPU's, `ep_overlap_sm_share`).
-    Shared { window: f64, share: f64 },
+    /// (`share` = the kernel's SMs over the GPU's, `ep_overlap_sm_share`). Only the `paired`
+    /// share of the calls has a partner to hide behind (the schedule's steady phase); the
+    /// rest run alone, all exposed.
+    Shared {
+        window: f64,
+        share: f64,
+        paired: f64,
+    },
     /// Behind `window` seconds of compute confined to the SMs the communication kernels do not
     /// hold for the whole phase (a static partition): the compute takes `window / (1 − share)`
     /// and the phase lasts the longer of that and `t`, so the step pays
     /// `max(t, window / (1 − share)) − window` — or `t`, running the phase unpartitioned,
     /// where a transfer shorter than `window · share / (1 − share)` makes the partition cost
-    /// more than it hides (overlap is never slower than none).
-    Partitioned { window: f64, share: f64 },
+    /// more than it hides (overlap is never slower than none). `paired` as for `Shared`.
+    Partitioned {
+        window: f64,
+        share: f64,
+        paired: f64,
+    },
 }
 
 impl Hide {
@@ -43,10 +53,21 @@ impl Hide {
             Hide::Nothing => t,
             Hide::Behind(w) => (t - w).max(0.0),
             Hide::Tiled { tp, window } => t / tp + (tp - 1.0) / tp * (t - window).max(0.0),
-            Hide::Shared { window, share } => (t - window).max(0.0) + share * t.min(window),
-            Hide::Partitioned { window, share } => {
+            Hide::Shared {
+                window,
+                share,
+                paired,
+            } => {
+                let hidden = (t - window).max(0.0) + share * t.min(window);
+                paired * hidden + (1.0 - paired) * t
+            }
+            Hide::Partitioned {
+                window,
+                share,
+                paired,
+            } => {
                 let phase = t.max(window / (1.0 - share).max(f64::MIN_POSITIVE));
-                (phase - window).min(t)
+                paired * (phase - window).min(t) + (1.0 - paired) * t
             }
         }
     }
@@ -254,8 +275,16 @@ mod tests {
             for &w in &[0.0, 5e-4, 3e-3, 1e-2] {
                 for &share in &[0.0, 20.0 / 132.0, 0.5] {
                     for h in [
-                        Hide::Shared { window: w, share },
-                        Hide::Partitioned { window: w, share },
+                        Hide::Shared {
+                            window: w,
+                            share,
+                            paired: 1.0,
+                        },
+                        Hide::Partitioned {
+                            window: w,
+                            share,
+                            paired: 0.8,
+                        },
                     ] {
                         let e = h.exposed(t);
                         assert!(e <= t + 1e-15, "{h:?} {t}: {e}");
@@ -263,7 +292,12 @@ mod tests {
                     }
                     // No SMs taken: both are `Behind`.
                     let behind = Hide::Behind(w).exposed(t);
-                    let shared = Hide::Shared { window: w, share: 0.0 }.exposed(t);
+                    let shared = Hide::Shared {
+                        window: w,
+                        share: 0.0,
+                        paired: 1.0,
+                    }
+                    .exposed(t);
                     assert!((behind - shared).abs() < 1e-15);
                 }
             }
@@ -273,11 +307,27 @@ mod tests {
     #[test]
     fn more_sms_for_communication_cost_the_compute_more() {
         let (t, w) = (4e-3, 6e-3);
-        let at = |share| Hide::Shared { window: w, share }.exposed(t);
-        assert!(at(0.3) > at(0.15) && at(0.15) > at(0.0));
-        let part = |share| Hide::Partitioned { window: w, share }.exposed(t);
+        let at = |share, paired| {
+            Hide::Shared {
+                window: w,
+                share,
+                paired,
+            }
+            .exposed(t)
+        };
+        assert!(at(0.3, 1.0) > at(0.15, 1.0) && at(0.15, 1.0) > at(0.0, 1.0));
+        let part = |share| {
+            Hide::Partitioned {
+                window: w,
+                share,
+                paired: 1.0,
+            }
+            .exposed(t)
+        };
         assert!(part(0.3) >= part(0.15) && part(0.15) >= part(0.0));
         // A static partition over the whole window costs at least the shared one.
-        assert!(part(0.15) >= at(0.15));
+        assert!(part(0.15) >= at(0.15, 1.0));
+        // Fewer paired calls (a longer warm-up and cool-down) hide less.
+        assert!(at(0.15, 0.5) > at(0.15, 0.9) && at(0.15, 0.0) == t);
     }
 }

@@ -21,6 +21,17 @@
 //!
 //! Where a phase holds two transfers (EP and `moe_tp`), they share its window equally.
 //!
+//! Only the steady phase pairs a forward with a backward; the warm-up's forwards and the
+//! cool-down's backwards run alone, their transfers exposed. Per rank the paired share of the
+//! `m·v` chunk passes ([`paired_share`], the rank with the fewest):
+//! - Megatron-Core (combined 1F1B): interleaved warm-up `(pp − 1)·2 + (v − 1)·pp` on rank 0
+//!   plus the one extra micro-batch combined 1F1B adds (frameworks.md §1.2, "Warm-up length",
+//!   `schedules.py:L902-960`, `L935-941`); plain 1F1B `pp − 1` + 1; no pipeline: the forward
+//!   of micro-batch i+1 beside the backward of i, so the first forward alone;
+//! - DualPipe: rank `r`'s overlapped F&B chunks are `2(m/2 − pp + r + 1) + (pp/2 − r − 1)` of
+//!   its `m` forwards (`dualpipe.py`'s main step and step 5, as `autoplan-report`'s timeline
+//!   encodes them), fewest on rank 0: `m − 1.5·pp + 1`.
+//!
 //! The transfers run as kernels on SMs the GEMMs then do without: DeepSeek-V3's dispatch and
 //! combine kernels take 20 of the H800's 132 SMs (report §3.2.2, "only 20 SMs are sufficient
 //! to fully utilise the bandwidths of IB and NVLink"; DeepEP's `Buffer.num_sms = 20` and
@@ -79,21 +90,30 @@ impl Evaluator {
         (EP_COMM_SMS / f64::from(self.eff.sms.max(1))).min(1.0)
     }
 
-    /// The hide rules of a layer's EP transfers under `plan` (module docs' table); `per_phase`
-    /// transfers (EP, `moe_tp`) share each window.
+    /// The hide rules of a layer's EP transfers under `plan` with `micro` micro-batches per
+    /// step (module docs' table); `per_phase` transfers (EP, `moe_tp`) share each window.
     #[inline]
-    pub(super) fn ep_hide(&self, plan: &Plan, w: EpWindows, per_phase: f64) -> EpHide {
+    pub(super) fn ep_hide(&self, plan: &Plan, micro: f64, w: EpWindows, per_phase: f64) -> EpHide {
         if !plan.ep_overlap || per_phase <= 0.0 {
             return EpHide::NONE;
         }
         let share = self.ep_overlap_sm_share();
+        let paired = paired_share(plan, micro);
         let partitioned = plan.schedule == Schedule::DualPipe;
         let rule = |window: f64| {
             let window = window / per_phase;
             if partitioned {
-                Hide::Partitioned { window, share }
+                Hide::Partitioned {
+                    window,
+                    share,
+                    paired,
+                }
             } else {
-                Hide::Shared { window, share }
+                Hide::Shared {
+                    window,
+                    share,
+                    paired,
+                }
             }
         };
         EpHide([
@@ -102,5 +122,54 @@ impl Evaluator {
             rule(w.attn_fwd),
             rule(w.moe_fwd),
         ])
+    }
+}
+
+/// The share of a rank's chunk passes that run paired with one of the other pass under
+/// `plan`'s schedule with `micro` micro-batches (module docs), in [0, 1].
+pub(super) fn paired_share(plan: &Plan, micro: f64) -> f64 {
+    let m = micro.max(1.0);
+    let pp = f64::from(plan.pp.max(1));
+    let v = f64::from(plan.vpp.max(1));
+    let (paired, passes) = if plan.pp <= 1 {
+        (m - 1.0, m)
+    } else {
+        match plan.schedule {
+            Schedule::DualPipe => (m - 1.5 * pp + 1.0, m),
+            Schedule::Interleaved => (m * v - ((pp - 1.0) * 2.0 + (v - 1.0) * pp + 1.0), m * v),
+            Schedule::OneF1B | Schedule::ZeroBubble => (m - pp, m),
+        }
+    };
+    (paired / passes).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paired_share;
+    use autoplan_plan::{Plan, Schedule};
+
+    fn plan(schedule: Schedule, pp: u32, vpp: u32) -> Plan {
+        Plan {
+            pp,
+            vpp,
+            schedule,
+            ..Plan::default()
+        }
+    }
+
+    #[test]
+    fn the_steady_phase_share_follows_the_schedules_warm_up() {
+        // ModelZoo's Qwen3-235B: pp 8, vpp 4, 128 micro-batches: 512 chunk passes, a warm-up of
+        // 14 + 24 + 1.
+        let q = paired_share(&plan(Schedule::Interleaved, 8, 4), 128.0);
+        assert!((q - (512.0 - 39.0) / 512.0).abs() < 1e-12);
+        // DeepSeek-V3: pp 16, 120 micro-batches: rank 0 overlaps 97 of its 120 forwards.
+        let d = paired_share(&plan(Schedule::DualPipe, 16, 1), 120.0);
+        assert!((d - 97.0 / 120.0).abs() < 1e-12);
+        // More micro-batches, a larger steady share; no pipeline pairs all but the first.
+        assert!(paired_share(&plan(Schedule::Interleaved, 8, 4), 256.0) > q);
+        assert!((paired_share(&plan(Schedule::OneF1B, 1, 1), 8.0) - 7.0 / 8.0).abs() < 1e-12);
+        // Too few micro-batches for a steady phase: nothing paired, never negative.
+        assert_eq!(paired_share(&plan(Schedule::DualPipe, 16, 1), 16.0), 0.0);
     }
 }

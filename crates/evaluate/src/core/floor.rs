@@ -57,6 +57,8 @@ const LAYOUTS: usize = 16;
 /// The open values of the communication knobs.
 #[derive(Clone, Copy)]
 struct OpenKnobs<'a> {
+    /// The open (schedule, vpp) pairs: EP overlap's hiding reads them.
+    schedules: &'a [(Schedule, u32)],
     tp_sp: &'a [TpSpTransition],
     cp_comm: &'a [CpComm],
     dispatchers: &'a [Dispatcher],
@@ -111,6 +113,7 @@ impl Evaluator {
             cp_comm,
             dispatchers,
             schemes,
+            schedules,
         };
         let mut q = *plan;
         // The open knobs at a value they can take: a partial plan carries placeholders for the
@@ -281,13 +284,28 @@ impl Evaluator {
                 let ctx = Context::new(q, true);
                 let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
                 let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
-                for &d in ds {
-                    for &s in ss {
-                        q.dispatcher = d;
-                        q.moe_tp_scheme = s;
-                        price(q, e);
+                // Under EP overlap the hiding reads the schedule (`ep_overlap.rs`): the least
+                // over the open ones too.
+                let (sch0, v0) = (q.schedule, q.vpp);
+                let schedules: &[(Schedule, u32)] = if q.ep_overlap {
+                    knobs.schedules
+                } else {
+                    &[]
+                };
+                let n = schedules.len().max(1);
+                for j in 0..n {
+                    if let Some(&(sch, v)) = schedules.get(j) {
+                        (q.schedule, q.vpp) = (sch, v);
+                    }
+                    for &d in ds {
+                        for &s in ss {
+                            q.dispatcher = d;
+                            q.moe_tp_scheme = s;
+                            price(q, e);
+                        }
                     }
                 }
+                (q.schedule, q.vpp) = (sch0, v0);
             }
         }
         (best, rc)
