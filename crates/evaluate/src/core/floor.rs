@@ -339,7 +339,7 @@ impl Evaluator {
             split: autoplan_plan::PipelineSplit::Blocks,
         };
         let none = (Recompute::None, RecomputeModules::DEFAULT);
-        let mut layouts = [(empty, none, 0.0, 0.0, 0.0); LAYOUTS];
+        let mut layouts = [(empty, none, false, 0.0, 0.0, 0.0); LAYOUTS];
         let mut n_layouts = 0;
         // The class costs of the recompute entry last priced.
         let mut priced: Option<(Recompute, RecomputeModules)> = None;
@@ -371,16 +371,17 @@ impl Evaluator {
             let Ok(mut layout) = self.layout(q) else {
                 continue;
             };
-            // `blocks` does not read `vpp`.
+            // `blocks` does not read `vpp`; DualPipe's ranks pair the stages (`dualpipe.rs`).
             layout.vpp = 1;
+            let dual = super::dualpipe::paired(q, x.pp);
             let found = layouts[..n_layouts]
                 .iter()
-                .find(|l| l.0 == layout && l.1 == r);
-            let (_, _, tmax, sum, rest) = match found {
+                .find(|l| l.0 == layout && l.1 == r && l.2 == dual);
+            let (_, _, _, tmax, sum, rest) = match found {
                 Some(l) => *l,
                 None => {
                     let l = self.stages_floor(q, x, &costs_r, &layout, zs, pp_t);
-                    let l = (layout, r, l.0, l.1, l.2);
+                    let l = (layout, r, dual, l.0, l.1, l.2);
                     if n_layouts < LAYOUTS {
                         layouts[n_layouts] = l;
                         n_layouts += 1;
