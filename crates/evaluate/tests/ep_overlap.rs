@@ -77,7 +77,13 @@ fn the_published_a2a_overlap_rows_run_it_and_their_twins_do_not() {
     let on = case("mzoo_h100_Qwen3_235B_a22B_xnode_ep32_1f1b_overlap");
     let off = case("mzoo_h100_Qwen3_235B_a22B_xnode_ep32");
     assert!(on.plan.ep_overlap && !off.plan.ep_overlap);
-    assert_eq!(Plan { ep_overlap: false, ..on.plan }, off.plan);
+    assert_eq!(
+        Plan {
+            ep_overlap: false,
+            ..on.plan
+        },
+        off.plan
+    );
     // DeepSeek-V3's DualPipe row ran DeepSeek's own cross-node dispatch (report §3.2.2).
     let ds = case("deepseek_v3_pretrain_2048xH800");
     assert_eq!(ds.plan.dispatcher, autoplan_plan::Dispatcher::DeepEp);
@@ -101,12 +107,36 @@ fn overlapping_ep_is_never_slower_than_not() {
     };
     let cases: [(&Evaluator, &str, u64); 7] = [
         (&ds, DSV3_PUBLISHED, 2048),
-        (&ds, "tp=1,pp=16,ep=64,schedule=dualpipe,mbs=1,zero=1,recompute=full", 2048),
-        (&ds, "tp=2,pp=8,schedule=interleaved,vpp=4,ep=64,mbs=1,zero=1,sp=on,recompute=full", 2048),
-        (&qwen, "tp=2,pp=8,schedule=interleaved,vpp=4,ep=32,mbs=1,zero=1,sp=on,dispatcher=deepep", 256),
-        (&qwen, "tp=4,pp=8,schedule=interleaved,vpp=4,ep=8,mbs=1,zero=1,sp=on,dispatcher=deepep", 256),
-        (&qwen, "tp=2,pp=8,schedule=interleaved,vpp=4,ep=32,mbs=1,zero=1,sp=on,dispatcher=all-gather", 256),
-        (&qwen, "tp=2,pp=8,schedule=interleaved,vpp=4,ep=8,moe_tp=2,mbs=1,zero=1,sp=on,recompute=full", 256),
+        (
+            &ds,
+            "tp=1,pp=16,ep=64,schedule=dualpipe,mbs=1,zero=1,recompute=full",
+            2048,
+        ),
+        (
+            &ds,
+            "tp=2,pp=8,schedule=interleaved,vpp=4,ep=64,mbs=1,zero=1,sp=on,recompute=full",
+            2048,
+        ),
+        (
+            &qwen,
+            "tp=2,pp=8,schedule=interleaved,vpp=4,ep=32,mbs=1,zero=1,sp=on,dispatcher=deepep",
+            256,
+        ),
+        (
+            &qwen,
+            "tp=4,pp=8,schedule=interleaved,vpp=4,ep=8,mbs=1,zero=1,sp=on,dispatcher=deepep",
+            256,
+        ),
+        (
+            &qwen,
+            "tp=2,pp=8,schedule=interleaved,vpp=4,ep=32,mbs=1,zero=1,sp=on,dispatcher=all-gather",
+            256,
+        ),
+        (
+            &qwen,
+            "tp=2,pp=8,schedule=interleaved,vpp=4,ep=8,moe_tp=2,mbs=1,zero=1,sp=on,recompute=full",
+            256,
+        ),
     ];
     for (ev, s, gpus) in cases {
         let on = plan(&format!("{s},ep_overlap=on"), gpus);
@@ -125,8 +155,15 @@ fn overlapping_ep_is_never_slower_than_not() {
             b.metrics.step_time_s
         );
         // Every EP transfer's exposed time lies within [0, its time].
-        for r in a.comm.iter().filter(|r| r.kind == autoplan_evaluate::CommKind::Ep) {
-            assert!(r.exposed >= 0.0 && r.exposed <= r.time * (1.0 + 1e-12), "{s}: {r:?}");
+        for r in a
+            .comm
+            .iter()
+            .filter(|r| r.kind == autoplan_evaluate::CommKind::Ep)
+        {
+            assert!(
+                r.exposed >= 0.0 && r.exposed <= r.time * (1.0 + 1e-12),
+                "{s}: {r:?}"
+            );
         }
     }
 }

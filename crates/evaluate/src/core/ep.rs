@@ -265,9 +265,8 @@ impl Evaluator {
             .chain(grads.iter().map(|w| (*w, Pass::Backward)));
         let mean = x.t_rank * self.k_eff * h * ACT;
         for (i, (what, pass)) in calls.enumerate() {
-            let call = |bytes| {
-                Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(w.at(i))
-            };
+            let call =
+                |bytes| Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(w.at(i));
             match self.capacity {
                 Some(_) => e.emit(call(x.t_rank * x.recv * h * ACT)),
                 None => e.emit_a2a(call(mean), mean * x.ep_imb),

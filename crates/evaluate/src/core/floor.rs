@@ -232,7 +232,8 @@ impl Evaluator {
             let mut rc = [0.0; 5];
             for part in CommPart::ALL {
                 let k = part.kind().index();
-                (exposed[k], rc[k]) = self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+                (exposed[k], rc[k]) =
+                    self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
             }
             costs[i] = ClassCost::new(&cc[i], exposed, rc);
         }
@@ -287,11 +288,8 @@ impl Evaluator {
                 // Under EP overlap the hiding reads the schedule (`ep_overlap.rs`): the least
                 // over the open ones too.
                 let (sch0, v0) = (q.schedule, q.vpp);
-                let schedules: &[(Schedule, u32)] = if q.ep_overlap {
-                    knobs.schedules
-                } else {
-                    &[]
-                };
+                let schedules: &[(Schedule, u32)] =
+                    if q.ep_overlap { knobs.schedules } else { &[] };
                 let n = schedules.len().max(1);
                 for j in 0..n {
                     if let Some(&(sch, v)) = schedules.get(j) {

@@ -58,7 +58,7 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     // The ModelZoo rows that ran Megatron-Core's `--overlap-moe-expert-parallel-comm` say so
     // ("1F1B EP-A2A overlap", "A2A overlap"); their twins without it do not.
     let a2a_overlap = notes.contains("a2a overlap");
-    let plan = Plan {
+    Plan {
         tp,
         sp,
         cp,
@@ -90,8 +90,7 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         },
         pipeline_split: pipeline_split(r, model.layers, pp, vpp),
         ..Plan::default()
-    };
-    plan
+    }
 }
 
 /// The software settings of row `r`'s era.
