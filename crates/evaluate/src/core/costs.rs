@@ -84,7 +84,8 @@ impl CommPart {
 
 impl Evaluator {
     /// Books part `part` of class `id` under `plan`'s knobs into `e`: `cc` is the class's
-    /// compute, `attn` the attention class's (what CP and EP collectives hide behind).
+    /// compute, `attn` and `moe` the attention and MoE classes' (what CP and EP collectives
+    /// hide behind).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(super) fn book_part<S: Sink>(
@@ -94,7 +95,7 @@ impl Evaluator {
         id: ClassId,
         x: &Ctx,
         cc: &ComputeCost,
-        attn: &ComputeCost,
+        (attn, moe): (&ComputeCost, &ComputeCost),
         e: &mut Emitter<'_, S>,
     ) {
         if !part.applies(id, &self.classes[id as usize]) {
@@ -105,8 +106,16 @@ impl Evaluator {
             CommPart::Tp => self.tp_comm(plan, c, id, x, cc.gemm, e),
             CommPart::Cp => self.cp_comm(plan, c, x, e, attn.core, attn.core_bwd),
             CommPart::Ep => {
-                let budget = cc.fwd + cc.bwd + attn.fwd + attn.bwd;
-                self.ep_comm(plan, x, e, budget)
+                // An MTP module's MoE layer is a MoE block's (`class_compute`): its window is
+                // the MoE class's, not the module's projection and head.
+                let m = if id == ClassId::Mtp { moe } else { cc };
+                let windows = super::ep_overlap::EpWindows {
+                    attn_fwd: attn.fwd,
+                    attn_bwd: attn.bwd,
+                    moe_fwd: m.fwd,
+                    moe_bwd: m.bwd,
+                };
+                self.ep_comm(plan, x, e, windows)
             }
         }
     }
@@ -129,6 +138,7 @@ impl Evaluator {
         };
         let compute = self.class_compute(x);
         let attn = compute[ClassId::Attn as usize];
+        let moe = compute[ClassId::Moe as usize];
         let mut out = [ClassCost::default(); NCLASS];
         let mut memo = Memo::default();
         for id in ClassId::ALL {
@@ -150,7 +160,7 @@ impl Evaluator {
                 rc_kinds,
             );
             for part in CommPart::ALL {
-                self.book_part(part, plan, id, x, &compute[i], &attn, &mut e);
+                self.book_part(part, plan, id, x, &compute[i], (&attn, &moe), &mut e);
             }
             out[i] = ClassCost::new(&compute[i], e.exposed, e.rc);
         }
@@ -175,6 +185,16 @@ impl Evaluator {
         let s = self.stage_blocks(&layout, bottleneck, layout.first_block(bottleneck));
         let first = bottleneck == 0;
         let last = bottleneck + 1 == plan.pp.max(1);
-        (self.class_counts(first, last, s), rc_frac(plan, s.0))
+        let mut counts = self.class_counts(first, last, s);
+        if super::dualpipe::paired(plan, plan.pp) {
+            // A DualPipe rank runs half the micro-batches through each of its two stages.
+            let j = plan.pp - 1 - bottleneck;
+            let m = self.stage_blocks(&layout, j, layout.first_block(j));
+            let mirror = self.class_counts(j == 0, j + 1 == plan.pp, m);
+            for (c, o) in counts.iter_mut().zip(mirror) {
+                *c = 0.5 * (*c + o);
+            }
+        }
+        (counts, rc_frac(plan, s.0))
     }
 }

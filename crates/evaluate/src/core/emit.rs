@@ -21,6 +21,28 @@ pub(super) enum Hide {
     /// TP-comm overlap (tiled GEMM + collective, Calculon `tensor_par_overlap`) over `tp`
     /// ranks: one tile is exposed, the rest hide behind the GEMM of the same pass (`window`).
     Tiled { tp: f64, window: f64 },
+    /// Behind `window` seconds of compute that runs on the SMs the communication kernel leaves
+    /// it: while the hidden part `min(t, window)` runs, the compute progresses at `1 − share`
+    /// of its rate, so the step pays `max(t − window, 0) + share · min(t, window)`
+    /// (`share` = the kernel's SMs over the GPU's, `ep_overlap_sm_share`). Only the `paired`
+    /// share of the calls has a partner to hide behind (the schedule's steady phase); the
+    /// rest run alone, all exposed.
+    Shared {
+        window: f64,
+        share: f64,
+        paired: f64,
+    },
+    /// Behind `window` seconds of compute confined to the SMs the communication kernels do not
+    /// hold for the whole phase (a static partition): the compute takes `window / (1 − share)`
+    /// and the phase lasts the longer of that and `t`, so the step pays
+    /// `max(t, window / (1 − share)) − window` — or `t`, running the phase unpartitioned,
+    /// where a transfer shorter than `window · share / (1 − share)` makes the partition cost
+    /// more than it hides (overlap is never slower than none). `paired` as for `Shared`.
+    Partitioned {
+        window: f64,
+        share: f64,
+        paired: f64,
+    },
 }
 
 impl Hide {
@@ -31,6 +53,22 @@ impl Hide {
             Hide::Nothing => t,
             Hide::Behind(w) => (t - w).max(0.0),
             Hide::Tiled { tp, window } => t / tp + (tp - 1.0) / tp * (t - window).max(0.0),
+            Hide::Shared {
+                window,
+                share,
+                paired,
+            } => {
+                let hidden = (t - window).max(0.0) + share * t.min(window);
+                paired * hidden + (1.0 - paired) * t
+            }
+            Hide::Partitioned {
+                window,
+                share,
+                paired,
+            } => {
+                let phase = t.max(window / (1.0 - share).max(f64::MIN_POSITIVE));
+                paired * (phase - window).min(t) + (1.0 - paired) * t
+            }
         }
     }
 }
@@ -224,5 +262,72 @@ impl<'a, S: Sink> Emitter<'a, S> {
                 self.sink.push(row(Pass::Recompute, self.rc_mult));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hide;
+
+    #[test]
+    fn overlap_never_exposes_more_than_the_transfer_nor_less_than_its_excess() {
+        for &t in &[0.0, 1e-4, 1e-3, 5e-3, 2e-2] {
+            for &w in &[0.0, 5e-4, 3e-3, 1e-2] {
+                for &share in &[0.0, 20.0 / 132.0, 0.5] {
+                    for h in [
+                        Hide::Shared {
+                            window: w,
+                            share,
+                            paired: 1.0,
+                        },
+                        Hide::Partitioned {
+                            window: w,
+                            share,
+                            paired: 0.8,
+                        },
+                    ] {
+                        let e = h.exposed(t);
+                        assert!(e <= t + 1e-15, "{h:?} {t}: {e}");
+                        assert!(e >= (t - w).max(0.0) - 1e-15, "{h:?} {t}: {e}");
+                    }
+                    // No SMs taken: both are `Behind`.
+                    let behind = Hide::Behind(w).exposed(t);
+                    let shared = Hide::Shared {
+                        window: w,
+                        share: 0.0,
+                        paired: 1.0,
+                    }
+                    .exposed(t);
+                    assert!((behind - shared).abs() < 1e-15);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn more_sms_for_communication_cost_the_compute_more() {
+        let (t, w) = (4e-3, 6e-3);
+        let at = |share, paired| {
+            Hide::Shared {
+                window: w,
+                share,
+                paired,
+            }
+            .exposed(t)
+        };
+        assert!(at(0.3, 1.0) > at(0.15, 1.0) && at(0.15, 1.0) > at(0.0, 1.0));
+        let part = |share| {
+            Hide::Partitioned {
+                window: w,
+                share,
+                paired: 1.0,
+            }
+            .exposed(t)
+        };
+        assert!(part(0.3) >= part(0.15) && part(0.15) >= part(0.0));
+        // A static partition over the whole window costs at least the shared one.
+        assert!(part(0.15) >= at(0.15, 1.0));
+        // Fewer paired calls (a longer warm-up and cool-down) hide less.
+        assert!(at(0.15, 0.5) > at(0.15, 0.9) && at(0.15, 0.0) == t);
     }
 }

@@ -4,13 +4,14 @@
 
 use std::sync::OnceLock;
 
-use autoplan_cluster::GroupPlacement;
+use autoplan_cluster::{GroupPlacement, Precision};
 use autoplan_cost::Collective::{self, AllGather, AllToAll, Gather, ReduceScatter, Scatter};
 use autoplan_plan::{Dispatcher, MoeTpScheme, PlacementPolicy, Plan};
 
 use super::compute::ACT;
 use super::ctx::Ctx;
-use super::emit::{Comm, Emitter, Hide};
+use super::emit::{Comm, Emitter};
+use super::ep_overlap::{EpHide, EpWindows};
 use super::Evaluator;
 use crate::balance::{balanced_packing, contiguous_imbalance, Packing};
 use crate::comm::{CommKind, Pass, Sink};
@@ -48,6 +49,26 @@ fn deepep_bytes(capacity: Option<f64>, k_eff: f64, x: &Ctx, h: f64) -> (f64, f64
             let mean = x.t_rank * k_eff * h * ACT;
             (mean, mean * x.ep_imb)
         }
+    }
+}
+
+/// Bytes of DeepEP's FP8 transfer per BF16 byte: one e4m3 byte per element and one fp32 scale
+/// per 1×128 tile, over two bytes (DeepEP README: "FP8 dispatching and BF16 combining" with
+/// 1×128 scales).
+const FP8_DISPATCH: f64 = (1.0 + 4.0 / 128.0) / ACT;
+
+/// The byte factor of DeepEP transfer `i` (`DEEPEP_CALLS` order) under `precision`: with
+/// DeepSeek's fine-grained FP8 recipe the activations entering the experts' up-projection and
+/// the activation gradients entering their down-projection are quantized before they travel —
+/// the forward dispatch and the backward of the combine — while the forward combine and the
+/// backward of the dispatch stay BF16 (DeepSeek-V3 report §3.3.3, "Low-Precision Storage and
+/// Communication"). Other recipes send BF16.
+#[inline]
+fn deepep_scale(precision: Precision, i: usize) -> f64 {
+    if precision == Precision::Fp8Block && (i == 0 || i == 2) {
+        FP8_DISPATCH
+    } else {
+        1.0
     }
 }
 
@@ -125,11 +146,17 @@ const MOE_TP_SCHEME2: [EpCall; 4] = [
     ),
 ];
 
-/// Books every call of `calls` on group `g`, each of `bytes`, hidden behind `w`.
+/// Books every call of `calls` on group `g`, each of `bytes`, hidden per `w`.
 #[inline]
-fn book<S: Sink>(e: &mut Emitter<'_, S>, calls: &[EpCall], g: GroupPlacement, bytes: f64, w: f64) {
-    for &(what, pass, op) in calls {
-        e.emit(Comm::new(CommKind::Ep, what, pass, op, g, bytes).hide(Hide::Behind(w)));
+fn book<S: Sink>(
+    e: &mut Emitter<'_, S>,
+    calls: &[EpCall],
+    g: GroupPlacement,
+    bytes: f64,
+    w: EpHide,
+) {
+    for (i, &(what, pass, op)) in calls.iter().enumerate() {
+        e.emit(Comm::new(CommKind::Ep, what, pass, op, g, bytes).hide(w.at(i)));
     }
 }
 
@@ -172,24 +199,20 @@ impl Evaluator {
         })
     }
 
-    /// The EP and `moe_tp` collectives of a MoE class (or MTP module), hidden behind `budget`
-    /// seconds of compute under EP overlap.
+    /// The EP and `moe_tp` collectives of a MoE class (or MTP module), hidden under EP overlap
+    /// behind the other micro-batch's sub-modules `windows` (`ep_overlap.rs`).
     pub(super) fn ep_comm<S: Sink>(
         &self,
         plan: &Plan,
         x: &Ctx,
         e: &mut Emitter<'_, S>,
-        budget: f64,
+        windows: EpWindows,
     ) {
-        // EP all-to-all overlap (DualPipe, DeepEP, Megatron's a2a overlap): the dispatch and
-        // combine of one micro-batch hide behind another's compute; what exceeds it is exposed.
-        // Each EP collective of the layer gets an equal share of the compute to hide behind.
-        let n_ep = if x.ep > 1.0 { 4.0 } else { 0.0 } + if x.mt > 1.0 { 4.0 } else { 0.0 };
-        let w = if plan.ep_overlap && n_ep > 0.0 {
-            budget / n_ep
-        } else {
-            0.0
-        };
+        // EP overlap (DualPipe, Megatron's a2a overlap; `ep_overlap.rs`): each transfer hides
+        // behind the sub-module beside it (shared by the EP and `moe_tp` transfers of a phase);
+        // what exceeds it is exposed, and what hides slows it by the SMs the transfer takes.
+        let per_phase = if x.ep > 1.0 { 1.0 } else { 0.0 } + if x.mt > 1.0 { 1.0 } else { 0.0 };
+        let w = self.ep_hide(plan, x.micro, windows, per_phase);
         if x.ep > 1.0 {
             match plan.dispatcher {
                 Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),
@@ -198,9 +221,10 @@ impl Evaluator {
                     // Inside one node DeepEP's intranode kernels move what an all-to-all does
                     // (so the plan ties with `dispatcher=all-to-all`).
                     let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
-                    for (what, pass) in DEEPEP_CALLS {
-                        let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, mean);
-                        e.emit_a2a(c.hide(Hide::Behind(w)), max);
+                    for (i, (what, pass)) in DEEPEP_CALLS.into_iter().enumerate() {
+                        let f = deepep_scale(self.precision, i);
+                        let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, f * mean);
+                        e.emit_a2a(c.hide(w.at(i)), f * max);
                     }
                 }
                 Dispatcher::AllGather => {
@@ -231,7 +255,7 @@ impl Evaluator {
     /// dispatch is seed 004's unequal all-to-all: `k_eff` rows per token on average (1 +
     /// two_expert_fraction under dynamic routing), the busiest rank `ep_imb` times the mean
     /// (its receive side: every rank sends the same), plus `cpufetch` for the split sizes.
-    fn ep_all_to_all<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: f64) {
+    fn ep_all_to_all<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: EpHide) {
         let h = self.hidden;
         let rows = ["EP dispatch all-to-all", "EP combine all-to-all"];
         let grads = ["EP combine-grad all-to-all", "EP dispatch-grad all-to-all"];
@@ -240,10 +264,9 @@ impl Evaluator {
             .map(|w| (*w, Pass::Forward))
             .chain(grads.iter().map(|w| (*w, Pass::Backward)));
         let mean = x.t_rank * self.k_eff * h * ACT;
-        for (what, pass) in calls {
-            let call = |bytes| {
-                Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(Hide::Behind(w))
-            };
+        for (i, (what, pass)) in calls.enumerate() {
+            let call =
+                |bytes| Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(w.at(i));
             match self.capacity {
                 Some(_) => e.emit(call(x.t_rank * x.recv * h * ACT)),
                 None => e.emit_a2a(call(mean), mean * x.ep_imb),
@@ -259,7 +282,7 @@ impl Evaluator {
     /// branch). The network stage is priced as a direct all-to-all between the nodes' NIC
     /// shares; DeepEP keeps it on one rail (rank i to rank i), which the cost model charges as
     /// cross-rail: the same unless the fabric is oversubscribed.
-    fn ep_deepep_internode<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: f64) {
+    fn ep_deepep_internode<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: EpHide) {
         let g = x.g_ep;
         let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
         let inter = GroupPlacement {
@@ -273,14 +296,27 @@ impl Evaluator {
             nodes: 1,
         };
         let rho = node_dedup(self.experts, self.top_k, g.nodes as f64);
-        let ci = self
-            .cost
-            .alltoall_unequal(inter, rho * max, rho * mean, x.algo);
-        let cn = self.cost.alltoall_unequal(intra, max, mean, x.algo);
-        let c = if ci.time >= cn.time { ci } else { cn };
-        for (what, pass) in DEEPEP_CALLS {
-            let call = Comm::new(CommKind::Ep, what, pass, AllToAll, g, mean);
-            e.emit_priced(call.hide(Hide::Behind(w)), c);
+        let price = |f: f64| {
+            let ci = self
+                .cost
+                .alltoall_unequal(inter, f * rho * max, f * rho * mean, x.algo);
+            let cn = self.cost.alltoall_unequal(intra, f * max, f * mean, x.algo);
+            if ci.time >= cn.time {
+                ci
+            } else {
+                cn
+            }
+        };
+        let bf16 = price(1.0);
+        let fp8 = if deepep_scale(self.precision, 0) < 1.0 {
+            price(FP8_DISPATCH)
+        } else {
+            bf16
+        };
+        for (i, (what, pass)) in DEEPEP_CALLS.into_iter().enumerate() {
+            let f = deepep_scale(self.precision, i);
+            let call = Comm::new(CommKind::Ep, what, pass, AllToAll, g, f * mean);
+            e.emit_priced(call.hide(w.at(i)), if f < 1.0 { fp8 } else { bf16 });
         }
     }
 }

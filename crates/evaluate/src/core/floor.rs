@@ -57,6 +57,8 @@ const LAYOUTS: usize = 16;
 /// The open values of the communication knobs.
 #[derive(Clone, Copy)]
 struct OpenKnobs<'a> {
+    /// The open (schedule, vpp) pairs: EP overlap's hiding reads them.
+    schedules: &'a [(Schedule, u32)],
     tp_sp: &'a [TpSpTransition],
     cp_comm: &'a [CpComm],
     dispatchers: &'a [Dispatcher],
@@ -111,6 +113,7 @@ impl Evaluator {
             cp_comm,
             dispatchers,
             schemes,
+            schedules,
         };
         let mut q = *plan;
         // The open knobs at a value they can take: a partial plan carries placeholders for the
@@ -209,6 +212,7 @@ impl Evaluator {
         knobs: OpenKnobs<'_>,
     ) -> [ClassCost; NCLASS] {
         let attn = cc[ClassId::Attn as usize];
+        let moe = cc[ClassId::Moe as usize];
         let mut memo = Memo::default();
         let mut costs = [ClassCost::default(); NCLASS];
         for id in ClassId::ALL {
@@ -228,7 +232,8 @@ impl Evaluator {
             let mut rc = [0.0; 5];
             for part in CommPart::ALL {
                 let k = part.kind().index();
-                (exposed[k], rc[k]) = self.part_floor(part, q, id, x, &cc[i], &attn, &mut e, knobs);
+                (exposed[k], rc[k]) =
+                    self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
             }
             costs[i] = ClassCost::new(&cc[i], exposed, rc);
         }
@@ -245,7 +250,7 @@ impl Evaluator {
         id: ClassId,
         x: &Ctx,
         cc: &ComputeCost,
-        attn: &ComputeCost,
+        (attn, moe): (&ComputeCost, &ComputeCost),
         e: &mut Emitter<'_, ()>,
         knobs: OpenKnobs<'_>,
     ) -> (f64, f64) {
@@ -256,7 +261,7 @@ impl Evaluator {
         let (mut best, mut rc) = (f64::INFINITY, f64::INFINITY);
         let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
             e.reset();
-            self.book_part(part, q, id, x, cc, attn, e);
+            self.book_part(part, q, id, x, cc, (attn, moe), e);
             best = best.min(e.exposed[k]);
             rc = rc.min(e.rc[k]);
         };
@@ -280,13 +285,25 @@ impl Evaluator {
                 let ctx = Context::new(q, true);
                 let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
                 let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
-                for &d in ds {
-                    for &s in ss {
-                        q.dispatcher = d;
-                        q.moe_tp_scheme = s;
-                        price(q, e);
+                // Under EP overlap the hiding reads the schedule (`ep_overlap.rs`): the least
+                // over the open ones too.
+                let (sch0, v0) = (q.schedule, q.vpp);
+                let schedules: &[(Schedule, u32)] =
+                    if q.ep_overlap { knobs.schedules } else { &[] };
+                let n = schedules.len().max(1);
+                for j in 0..n {
+                    if let Some(&(sch, v)) = schedules.get(j) {
+                        (q.schedule, q.vpp) = (sch, v);
+                    }
+                    for &d in ds {
+                        for &s in ss {
+                            q.dispatcher = d;
+                            q.moe_tp_scheme = s;
+                            price(q, e);
+                        }
                     }
                 }
+                (q.schedule, q.vpp) = (sch0, v0);
             }
         }
         (best, rc)
@@ -320,7 +337,7 @@ impl Evaluator {
             split: autoplan_plan::PipelineSplit::Blocks,
         };
         let none = (Recompute::None, RecomputeModules::DEFAULT);
-        let mut layouts = [(empty, none, 0.0, 0.0, 0.0); LAYOUTS];
+        let mut layouts = [(empty, none, false, 0.0, 0.0, 0.0); LAYOUTS];
         let mut n_layouts = 0;
         // The class costs of the recompute entry last priced.
         let mut priced: Option<(Recompute, RecomputeModules)> = None;
@@ -352,16 +369,17 @@ impl Evaluator {
             let Ok(mut layout) = self.layout(q) else {
                 continue;
             };
-            // `blocks` does not read `vpp`.
+            // `blocks` does not read `vpp`; DualPipe's ranks pair the stages (`dualpipe.rs`).
             layout.vpp = 1;
+            let dual = super::dualpipe::paired(q, x.pp);
             let found = layouts[..n_layouts]
                 .iter()
-                .find(|l| l.0 == layout && l.1 == r);
-            let (_, _, tmax, sum, rest) = match found {
+                .find(|l| l.0 == layout && l.1 == r && l.2 == dual);
+            let (_, _, _, tmax, sum, rest) = match found {
                 Some(l) => *l,
                 None => {
                     let l = self.stages_floor(q, x, &costs_r, &layout, zs, pp_t);
-                    let l = (layout, r, l.0, l.1, l.2);
+                    let l = (layout, r, dual, l.0, l.1, l.2);
                     if n_layouts < LAYOUTS {
                         layouts[n_layouts] = l;
                         n_layouts += 1;

@@ -135,7 +135,14 @@ impl Evaluator {
             // gradients join the EDP reduction and their state the optimizer step.
             s.params_expert *= 1.0 + x.replicas * x.ep / self.experts;
         }
-        s.exposed[CommKind::Pp.index()] += 2.0 * pp_t;
+        // One activation in, one gradient out per micro-batch. DualPipe hides both behind the
+        // paired chunk's compute (DeepSeek-V3 report §3.2.1: "both all-to-all and PP
+        // communication can be fully hidden"); what exceeds that compute stays exposed.
+        s.exposed[CommKind::Pp.index()] += if super::dualpipe::paired(plan, x.pp) {
+            (2.0 * pp_t - s.compute).max(0.0)
+        } else {
+            2.0 * pp_t
+        };
         s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
         s
     }
@@ -174,6 +181,10 @@ impl Evaluator {
                 out.pmax = s;
             }
         }
+        if super::dualpipe::paired(plan, x.pp) {
+            // DualPipe's pace is its ranks', each holding two stages (`dualpipe.rs`).
+            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, out);
+        }
         out
     }
 
@@ -192,9 +203,10 @@ impl Evaluator {
     }
 
     /// The pipeline's table rows: the activation and gradient send/recv, `micro` per step
-    /// each on the critical path. Megatron overlaps the extra virtual-stage transfers of the
+    /// each on the critical path, `exposed` seconds of the pair per micro-batch (the busiest
+    /// stage's or DualPipe rank's). Megatron overlaps the extra virtual-stage transfers of the
     /// interleaved schedule (listed, not exposed).
-    pub(super) fn pipeline_rows<S: Sink>(&self, x: &Ctx, sink: &mut S, micro: f64) {
+    pub(super) fn pipeline_rows<S: Sink>(&self, x: &Ctx, sink: &mut S, micro: f64, exposed: f64) {
         if x.pp <= 1 {
             return;
         }
@@ -220,7 +232,13 @@ impl Evaluator {
                 pp_bytes,
             )
             .calls(calls / 2.0);
-            sink.push(c.row(None, Algorithm::PointToPoint, protocol, pp_t, micro * pp_t));
+            sink.push(c.row(
+                None,
+                Algorithm::PointToPoint,
+                protocol,
+                pp_t,
+                micro * exposed / 2.0,
+            ));
         }
     }
 }

@@ -51,7 +51,8 @@ impl Evaluator {
         if S::ENABLED {
             // The per-layer table of the bottleneck stage, and pipeline rows.
             self.class_costs(plan, &x, sink, micro, scan.bi);
-            self.pipeline_rows(&x, sink, micro);
+            let pp_exposed = scan.bottleneck.exposed[CommKind::Pp.index()];
+            self.pipeline_rows(&x, sink, micro, pp_exposed);
         }
         let mut bd = breakdown(step - offload_s, micro, &scan.bottleneck, bubble, &rest);
         bd.offload_s = offload_s;

@@ -53,11 +53,12 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
     // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:
     // each rank holds stages i and pp−1−i and overlaps a forward and a backward chunk's
     // computation with their all-to-all and pipeline communication, hence `ep_overlap`).
-    let dualpipe = vpp == 1
-        && r.notes
-            .as_deref()
-            .is_some_and(|n| n.to_ascii_lowercase().contains("dualpipe"));
-    let plan = Plan {
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    let dualpipe = vpp == 1 && notes.contains("dualpipe");
+    // The ModelZoo rows that ran Megatron-Core's `--overlap-moe-expert-parallel-comm` say so
+    // ("1F1B EP-A2A overlap", "A2A overlap"); their twins without it do not.
+    let a2a_overlap = notes.contains("a2a overlap");
+    Plan {
         tp,
         sp,
         cp,
@@ -78,21 +79,18 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         recompute,
         recompute_modules: modules,
         tp_overlap: era == Era::MegatronCore,
-        ep_overlap: dualpipe,
-        // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP").
-        dispatcher: if r
-            .notes
-            .as_deref()
-            .is_some_and(|n| n.to_ascii_lowercase().contains("dispatcher deepep"))
-        {
+        ep_overlap: dualpipe || a2a_overlap,
+        // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP"). DualPipe
+        // rows ran DeepSeek's own cross-node dispatch (report §3.2.2: IB to the same-index GPU
+        // of each target node, then NVLink, node-limited routing), which DeepEP open-sourced.
+        dispatcher: if notes.contains("dispatcher deepep") || dualpipe {
             Dispatcher::DeepEp
         } else {
             Dispatcher::AllToAll
         },
         pipeline_split: pipeline_split(r, model.layers, pp, vpp),
         ..Plan::default()
-    };
-    plan
+    }
 }
 
 /// The software settings of row `r`'s era.
