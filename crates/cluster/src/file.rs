@@ -78,6 +78,9 @@ pub struct RawClusterFile {
     pub efficiency: RawEfficiency,
     #[serde(default)]
     pub library: Option<crate::CollectiveLibrary>,
+    /// The default `--price`: US dollars per GPU-hour (absent: no dollar figures).
+    #[serde(default)]
+    pub price_usd_per_gpu_hour: Option<f64>,
 }
 
 /// `[gpu]`.
@@ -218,6 +221,7 @@ impl RawClusterFile {
             network,
             efficiency,
             library,
+            price_usd_per_gpu_hour,
         } = self;
 
         if name.trim().is_empty() {
@@ -227,6 +231,15 @@ impl RawClusterFile {
         let node = node.validate(src)?;
         let (nodes, network) = network.validate(node.gpus_per_node, src)?;
         let efficiency = efficiency.validate(src)?;
+        let price_usd_per_gpu_hour = match price_usd_per_gpu_hour {
+            Some(v) => Some(check(
+                src,
+                &["price_usd_per_gpu_hour"],
+                v,
+                crate::price_range(v),
+            )?),
+            None => None,
+        };
         Ok(Cluster {
             name,
             nodes,
@@ -235,6 +248,7 @@ impl RawClusterFile {
             network,
             efficiency,
             library: library.unwrap_or_default(),
+            price_usd_per_gpu_hour,
         })
     }
 }

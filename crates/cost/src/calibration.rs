@@ -170,6 +170,7 @@ pub fn dgx_a100(nodes: u32) -> Cluster {
         network: network(&IB_HDR),
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
+        price_usd_per_gpu_hour: None,
     }
 }
 
@@ -183,6 +184,7 @@ pub fn dgx_h100(nodes: u32) -> Cluster {
         network: network(&IB_NDR),
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
+        price_usd_per_gpu_hour: None,
     }
 }
 
@@ -196,5 +198,6 @@ pub fn hgx_h800(nodes: u32) -> Cluster {
         network: network(&IB_NDR),
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
+        price_usd_per_gpu_hour: None,
     }
 }

@@ -47,6 +47,7 @@ fn seed_cluster(nodes: u32) -> Cluster {
             cpufetch: 10e-6,
         },
         library: autoplan_cluster::CollectiveLibrary::Any,
+        price_usd_per_gpu_hour: None,
     }
 }
 

@@ -54,6 +54,7 @@ fn cluster(
             cpufetch: 5e-6,
         },
         library: autoplan_cluster::CollectiveLibrary::Any,
+        price_usd_per_gpu_hour: None,
     }
 }
 
