@@ -88,6 +88,10 @@ pub struct PointOutcome {
     pub point: ScalePoint,
     /// The single-size search at this point (its scorer holds the resized cluster and model).
     pub case: CaseOutcome,
+    /// The index in `case.outcome.plans` of the best plan: the first, with exact ties broken
+    /// as `search` breaks them ([`crate::fold`]: the plan nearest the framework's defaults);
+    /// `None` when nothing fits.
+    pub best: Option<usize>,
     /// Time to train of the best plan; `None` when nothing fits.
     pub train: Option<TrainTime>,
 }
@@ -95,7 +99,7 @@ pub struct PointOutcome {
 impl PointOutcome {
     /// The best plan at this point.
     pub fn best(&self) -> Option<&Ranked<Metrics>> {
-        self.case.outcome.plans.first()
+        self.best.map(|i| &self.case.outcome.plans[i])
     }
 
     /// HBM left free by the best plan on its busiest GPU, bytes.
@@ -136,14 +140,15 @@ pub fn search_scale<B: Observer + ?Sized>(
         let (m, c) = point_inputs(model, cluster, p)?;
         let case = search_case_for(&m, &c, eval, target, space, opts, observer)?;
         let tokens_per_step = f64::from(m.training.seq_len) * f64::from(p.global_batch);
-        let train = case
-            .outcome
-            .plans
-            .first()
-            .map(|r| TrainTime::new(budget, r.metrics.step_time_s, tokens_per_step, p.gpus));
+        let best = best_of(&case.outcome.plans, m.moe.is_some());
+        let train = best.map(|i| {
+            let r = &case.outcome.plans[i];
+            TrainTime::new(budget, r.metrics.step_time_s, tokens_per_step, p.gpus)
+        });
         out.push(PointOutcome {
             point: p,
             case,
+            best,
             train,
         });
     }
@@ -158,6 +163,12 @@ pub fn search_scale<B: Observer + ?Sized>(
         on_front,
         ranking,
     })
+}
+
+/// The best of a ranking: its first plan with exact ties broken as `search` shows them
+/// ([`crate::fold::fold`] with no tolerance: ties only).
+pub fn best_of<M>(plans: &[Ranked<M>], moe: bool) -> Option<usize> {
+    crate::fold::fold(plans, 0.0, moe).first().map(|r| r.head)
 }
 
 /// Whether each point is on the Pareto front of `(time, gpu_hours)`, both minimised: no other

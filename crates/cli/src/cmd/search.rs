@@ -21,6 +21,7 @@ use autoplan_search::Space;
 
 mod nofit;
 mod output;
+mod scale;
 
 use nofit::*;
 use output::*;
@@ -47,6 +48,10 @@ pub struct Args {
     pub fix: Option<String>,
     #[command(flatten)]
     pub workload: super::Workload,
+    #[command(flatten)]
+    pub budget: super::budget::BudgetArgs,
+    #[command(flatten)]
+    pub scale: scale::ScaleArgs,
     #[command(flatten)]
     pub target: super::target::TargetArgs,
     /// Fold near-ties, in percent of the step time (default 1): a plan with the tp, pp, ep,
@@ -95,7 +100,14 @@ impl Observer for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_args(&args)?;
-    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
+    if scale::wanted(&args) {
+        return scale::run(args);
+    }
+    let (model, cluster) = args.budget.apply(super::load_inputs(
+        &args.model,
+        &args.cluster,
+        &args.workload,
+    )?)?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
     if let Some(f) = &args.fix {
