@@ -12,11 +12,11 @@ pub struct BudgetArgs {
     /// Tokens the whole run trains on, as people write them: 15T, 14.8T, 300B (= 300G),
     /// 2e12 (K, M, G/B, T, P: decimal). Adds the time to train, GPU-hours and (with a price)
     /// dollars to the output. Default: the model file's `[training] tokens`, if any.
-    #[arg(long, value_name = "TOKENS", value_parser = parse_tokens_flag)]
+    #[arg(long, value_name = "TOKENS", value_parser = parse_tokens_flag, allow_hyphen_values = true)]
     pub tokens: Option<f64>,
     /// US dollars per GPU-hour, for the cost of the run (needs a token count). Default: the
     /// cluster file's `price_usd_per_gpu_hour` (no bundled cluster states one).
-    #[arg(long, value_name = "USD_PER_GPU_HOUR", value_parser = parse_price)]
+    #[arg(long, value_name = "USD_PER_GPU_HOUR", value_parser = parse_price, allow_hyphen_values = true)]
     pub price: Option<f64>,
 }
 

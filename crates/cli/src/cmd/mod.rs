@@ -35,7 +35,8 @@ pub struct Workload {
     pub seq_len: Option<u32>,
     /// Override the model's global batch (sequences). `search` also takes a list
     /// (1024,2048) or a range of powers of two (512..4096): one search per batch.
-    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_batches)]
+    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_batches,
+          allow_hyphen_values = true)]
     pub global_batch: Option<axis::Sizes>,
     /// Override the model's training precision: bf16, fp16, fp8 (per-tensor delayed
     /// scaling), fp8-current, fp8-block, mxfp8, nvfp4 (the last two on Blackwell GPUs). Sets
@@ -46,7 +47,8 @@ pub struct Workload {
     /// Resize the cluster to this many GPUs (whole nodes, or part of one node). `search` also
     /// takes a list (512,1024,2048) or a range of powers of two (256..4096): one search per
     /// count, and the Pareto front of time to train against GPU-hours (docs/search.md).
-    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_gpus)]
+    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_gpus,
+          allow_hyphen_values = true)]
     pub gpus: Option<axis::Sizes>,
     /// Memory per GPU held outside the model, in GiB: CUDA context, NCCL buffers, allocator
     /// fragmentation (default 3). Raise it to keep a safety margin under HBM.
