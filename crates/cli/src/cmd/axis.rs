@@ -163,8 +163,9 @@ mod tests {
             let e = parse_gpus(s).unwrap_err();
             assert!(e.contains(part), "{s}: {e}");
         }
+        // Decimal suffixes: 4096 × 4096 = 16.78M tokens is past 16M.
         let r = parse_token_range("4M..16M").unwrap();
-        assert_eq!(r.batches(4096, "").unwrap(), [1024, 2048, 4096]);
+        assert_eq!(r.batches(4096, "").unwrap(), [1024, 2048]);
         assert!(parse_token_range("16M..4M").is_err());
         assert!(parse_token_range("4M").is_err());
     }
