@@ -63,7 +63,9 @@ fn pareto(c: &mut Criterion) {
     );
     let mut g = c.benchmark_group("pareto");
     g.sample_size(10);
-    g.bench_function("deepseek-v3/h800x2048/10x4", |b| b.iter(|| black_box(run())));
+    g.bench_function("deepseek-v3/h800x2048/10x4", |b| {
+        b.iter(|| black_box(run()))
+    });
     g.finish();
 }
 

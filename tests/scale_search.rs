@@ -73,7 +73,11 @@ fn points_are_the_single_size_search_and_the_front_is_non_dominated() {
     let space = resolve_space("quick").unwrap();
     assert_eq!(o.points.len(), 8);
     // Grid order: GPU counts ascending, then batches.
-    let order: Vec<_> = o.points.iter().map(|p| (p.point.gpus, p.point.global_batch)).collect();
+    let order: Vec<_> = o
+        .points
+        .iter()
+        .map(|p| (p.point.gpus, p.point.global_batch))
+        .collect();
     let mut sorted = order.clone();
     sorted.sort();
     assert_eq!(order, sorted);
@@ -94,13 +98,15 @@ fn points_are_the_single_size_search_and_the_front_is_non_dominated() {
             &(),
         )
         .unwrap();
-        assert_eq!(direct.outcome.keys(), p.case.outcome.keys(), "{:?}", p.point);
+        assert_eq!(
+            direct.outcome.keys(),
+            p.case.outcome.keys(),
+            "{:?}",
+            p.point
+        );
         let best = best_of(&direct.outcome.plans, false).map(|i| direct.outcome.plans[i]);
         assert_eq!(best.map(|r| r.plan), p.best().map(|r| r.plan));
-        assert_eq!(
-            best.map(|r| r.step_time_s),
-            p.best().map(|r| r.step_time_s)
-        );
+        assert_eq!(best.map(|r| r.step_time_s), p.best().map(|r| r.step_time_s));
     }
     let costs: Vec<(usize, (f64, f64))> = o
         .points
@@ -115,10 +121,18 @@ fn points_are_the_single_size_search_and_the_front_is_non_dominated() {
     }
     assert!(o.on_front.iter().any(|&f| f));
     // The cost ranking is by GPU-hours.
-    let gh: Vec<f64> = o.ranking.iter().map(|&i| o.points[i].train.unwrap().gpu_hours).collect();
+    let gh: Vec<f64> = o
+        .ranking
+        .iter()
+        .map(|&i| o.points[i].train.unwrap().gpu_hours)
+        .collect();
     assert!(gh.windows(2).all(|w| w[0] <= w[1]), "{gh:?}");
     let t = scale_outcome(Goal::Time);
-    let secs: Vec<f64> = t.ranking.iter().map(|&i| t.points[i].train.unwrap().seconds).collect();
+    let secs: Vec<f64> = t
+        .ranking
+        .iter()
+        .map(|&i| t.points[i].train.unwrap().seconds)
+        .collect();
     assert!(secs.windows(2).all(|w| w[0] <= w[1]), "{secs:?}");
 }
 
@@ -149,7 +163,10 @@ fn formats_agree_and_gpu_hours_are_time_times_gpus() {
         assert!(close(t["days"].as_f64().unwrap() * 24.0 * gpus, gh), "{p}");
         assert!(close(gh * 2.5, t["usd"].as_f64().unwrap()), "{p}");
         let steps = t["steps"].as_f64().unwrap();
-        assert!(close(steps * p["step_time_s"].as_f64().unwrap(), secs), "{p}");
+        assert!(
+            close(steps * p["step_time_s"].as_f64().unwrap(), secs),
+            "{p}"
+        );
         assert!(steps * p["tokens_per_step"].as_f64().unwrap() >= 2e12);
     }
     let (code, csv, err) = autoplan(&with(SCALE, &["--format", "csv", "--objective", "time"]));
@@ -172,13 +189,18 @@ fn formats_agree_and_gpu_hours_are_time_times_gpus() {
         assert_eq!(f[col("gpus")], p["gpus"].to_string());
         assert_eq!(f[col("global_batch")], p["global_batch"].to_string());
         assert_eq!(f[col("pareto")], p["pareto"].to_string());
-        let rank = p["rank"].as_u64().map_or("-".to_string(), |r| r.to_string());
+        let rank = p["rank"]
+            .as_u64()
+            .map_or("-".to_string(), |r| r.to_string());
         let t: Vec<&str> = trow.split_whitespace().collect();
         assert_eq!(t[0], rank, "{trow}");
         assert_eq!(t[1], p["gpus"].to_string(), "{trow}");
         assert_eq!(t[2], p["global_batch"].to_string(), "{trow}");
         if let Some(plan) = p["plan"].as_str() {
-            assert!(line.contains(plan) && trow.ends_with(plan), "{line} / {trow}");
+            assert!(
+                line.contains(plan) && trow.ends_with(plan),
+                "{line} / {trow}"
+            );
             assert_eq!(trow.contains(" * "), p["pareto"] == true, "{trow}");
             let days = format!("{:.2}", p["train"]["days"].as_f64().unwrap());
             assert!(t.contains(&days.as_str()), "{trow} lacks {days}");
@@ -201,30 +223,60 @@ fn scale_output_does_not_depend_on_threads() {
 #[test]
 fn single_size_search_and_evaluate_give_time_to_train() {
     let base = [
-        "search", "--model", "llama3-8b", "--cluster", "a100x64", "--space", "quick", "--top",
-        "2", "--tokens", "1T",
+        "search",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        "a100x64",
+        "--space",
+        "quick",
+        "--top",
+        "2",
+        "--tokens",
+        "1T",
     ];
     let (code, out, err) = autoplan(&with(&base, &["--format", "json"]));
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let p = &v["plans"][0];
     let gh = p["train"]["gpu_hours"].as_f64().unwrap();
-    assert!(close(p["train"]["seconds"].as_f64().unwrap() / 3600.0 * 64.0, gh));
+    assert!(close(
+        p["train"]["seconds"].as_f64().unwrap() / 3600.0 * 64.0,
+        gh
+    ));
     assert!(p["train"]["usd"].is_null(), "no price given");
     let (code, out, err) = autoplan(&with(&base, &["--format", "csv"]));
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.lines().next().unwrap().ends_with("train_steps,train_days,gpu_hours,usd"));
+    assert!(out
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("train_steps,train_days,gpu_hours,usd"));
     let (code, out, err) = autoplan(&base);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("time to train 1.00T tokens"), "{out}");
     let (code, out, err) = autoplan(&[
-        "evaluate", "--model", "llama3-8b", "--cluster", "a100x64", "--plan",
-        "tp=2,pp=2,recompute=full", "--tokens", "1T", "--price", "3", "--format", "json",
+        "evaluate",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        "a100x64",
+        "--plan",
+        "tp=2,pp=2,recompute=full",
+        "--tokens",
+        "1T",
+        "--price",
+        "3",
+        "--format",
+        "json",
     ]);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let t = &v["train"];
-    assert!(close(t["gpu_hours"].as_f64().unwrap() * 3.0, t["usd"].as_f64().unwrap()));
+    assert!(close(
+        t["gpu_hours"].as_f64().unwrap() * 3.0,
+        t["usd"].as_f64().unwrap()
+    ));
     // Without --tokens nothing changes: no train figures.
     let (code, out, _) = autoplan(&base[..base.len() - 2]);
     assert_eq!(code, Some(0));
@@ -244,7 +296,11 @@ fn bad_flags_name_the_flag() {
         (&["--tokens", "1T", "--price", "-2"], "--price", "positive"),
         (&["--tokens", "1T", "--price", "0"], "--price", "positive"),
         (&["--tokens", "1T", "--price", "NaN"], "--price", "finite"),
-        (&["--tokens", "1T", "--price", "1e308"], "--price", "too large"),
+        (
+            &["--tokens", "1T", "--price", "1e308"],
+            "--price",
+            "too large",
+        ),
         (&["--tokens", "1T", "--price", "two"], "--price", "dollars"),
         (&["--price", "2"], "--price 2", "--tokens"),
         (&["--gpus", "0..4096"], "--gpus", "positive"),
@@ -252,7 +308,11 @@ fn bad_flags_name_the_flag() {
         (&["--gpus", "99999999999"], "--gpus", "too large"),
         (&["--gpus", "64,64"], "--gpus", "listed twice"),
         (&["--gpus", "1e308"], "--gpus", "positive integer"),
-        (&["--tokens", "1T", "--gpus", "12,24"], "--gpus: 12 GPUs", "multiple"),
+        (
+            &["--tokens", "1T", "--gpus", "12,24"],
+            "--gpus: 12 GPUs",
+            "multiple",
+        ),
         (&["--gpus", "64,128"], "--tokens", "token count"),
         (&["--global-batch", "0,8"], "--global-batch", "positive"),
         (&["--gpus", "-8"], "--gpus", "positive"),
@@ -269,7 +329,15 @@ fn bad_flags_name_the_flag() {
     ];
     for (extra, flag, why) in cases {
         let args = with(
-            &["search", "--model", "llama3-8b", "--cluster", "h100x256", "--space", "quick"],
+            &[
+                "search",
+                "--model",
+                "llama3-8b",
+                "--cluster",
+                "h100x256",
+                "--space",
+                "quick",
+            ],
             extra,
         );
         let (code, out, err) = autoplan(&args);
@@ -278,11 +346,21 @@ fn bad_flags_name_the_flag() {
         assert!(!err.contains("panicked"), "{err}");
     }
     let (code, _, err) = autoplan(&[
-        "evaluate", "--model", "llama3-8b", "--cluster", "h100x256", "--plan", "tp=8", "--gpus",
+        "evaluate",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        "h100x256",
+        "--plan",
+        "tp=8",
+        "--gpus",
         "64..256",
     ]);
     assert_ne!(code, Some(0));
-    assert!(err.contains("--gpus 64..256") && err.contains("one value"), "{err}");
+    assert!(
+        err.contains("--gpus 64..256") && err.contains("one value"),
+        "{err}"
+    );
 }
 
 /// The file fields: `[training] tokens` and `price_usd_per_gpu_hour`, checked and located.
@@ -290,11 +368,16 @@ fn bad_flags_name_the_flag() {
 fn file_fields_are_checked_and_used() {
     use autoplan::input::Source;
     let text = autoplan::graph::bundled_model_text("llama3-8b").unwrap();
-    let with_tokens = |v: &str| text.replace("[training]\n", &format!("[training]\ntokens = {v}\n"));
+    let with_tokens =
+        |v: &str| text.replace("[training]\n", &format!("[training]\ntokens = {v}\n"));
     let m = autoplan::graph::ModelSpec::from_toml(&Source::new("m.toml", with_tokens("\"15T\"")))
         .unwrap();
     assert_eq!(m.training.tokens, Some(15e12));
-    for (v, why) in [("-1", "positive"), ("1e308", "too large"), ("\"15Q\"", "unknown suffix")] {
+    for (v, why) in [
+        ("-1", "positive"),
+        ("1e308", "too large"),
+        ("\"15Q\"", "unknown suffix"),
+    ] {
         let e = autoplan::graph::ModelSpec::from_toml(&Source::new("m.toml", with_tokens(v)))
             .unwrap_err()
             .to_string();
@@ -304,11 +387,18 @@ fn file_fields_are_checked_and_used() {
     let priced = |v: &str| format!("price_usd_per_gpu_hour = {v}\n{text}");
     let c = autoplan::cluster::Cluster::from_toml(&Source::new("c.toml", priced("2.25"))).unwrap();
     assert_eq!(c.price_usd_per_gpu_hour, Some(2.25));
-    for (v, why) in [("-1.0", "positive"), ("1e308", "too large"), ("nan", "finite")] {
+    for (v, why) in [
+        ("-1.0", "positive"),
+        ("1e308", "too large"),
+        ("nan", "finite"),
+    ] {
         let e = autoplan::cluster::Cluster::from_toml(&Source::new("c.toml", priced(v)))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("price_usd_per_gpu_hour") && e.contains(why), "{v}: {e}");
+        assert!(
+            e.contains("price_usd_per_gpu_hour") && e.contains(why),
+            "{v}: {e}"
+        );
     }
     // The cluster file's price is the default of --price.
     let dir = std::env::temp_dir().join(format!("autoplan-price-{}", std::process::id()));
@@ -316,12 +406,26 @@ fn file_fields_are_checked_and_used() {
     let path = dir.join("priced.toml");
     std::fs::write(&path, priced("2.25")).unwrap();
     let (code, out, err) = autoplan(&[
-        "search", "--model", "llama3-8b", "--cluster", path.to_str().unwrap(), "--space",
-        "quick", "--top", "1", "--tokens", "1T", "--format", "json",
+        "search",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        path.to_str().unwrap(),
+        "--space",
+        "quick",
+        "--top",
+        "1",
+        "--tokens",
+        "1T",
+        "--format",
+        "json",
     ]);
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let t = &v["plans"][0]["train"];
-    assert!(close(t["gpu_hours"].as_f64().unwrap() * 2.25, t["usd"].as_f64().unwrap()));
+    assert!(close(
+        t["gpu_hours"].as_f64().unwrap() * 2.25,
+        t["usd"].as_f64().unwrap()
+    ));
 }

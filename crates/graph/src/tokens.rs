@@ -44,7 +44,10 @@ pub fn parse_tokens(s: &str) -> Result<f64, String> {
             ))
         }
     };
-    let v: f64 = t[..t.len() - c.len_utf8()].trim().parse().map_err(|_| bad())?;
+    let v: f64 = t[..t.len() - c.len_utf8()]
+        .trim()
+        .parse()
+        .map_err(|_| bad())?;
     check_tokens(v * mult)
 }
 
@@ -55,7 +58,9 @@ pub fn check_tokens(v: f64) -> Result<f64, String> {
             "must be a finite number of tokens in [1, {MAX_TOKENS:e}]"
         ))
     } else if v <= 0.0 {
-        Err(format!("must be positive: expected [1, {MAX_TOKENS:e}] tokens"))
+        Err(format!(
+            "must be positive: expected [1, {MAX_TOKENS:e}] tokens"
+        ))
     } else if v < 1.0 {
         Err(format!("less than one token: expected [1, {MAX_TOKENS:e}]"))
     } else if v > MAX_TOKENS {

@@ -234,9 +234,6 @@ mod tests {
     fn grid_is_sorted_and_deduplicated() {
         let g = grid(&[512, 256, 512], &[2048, 1024]);
         let pairs: Vec<_> = g.iter().map(|p| (p.gpus, p.global_batch)).collect();
-        assert_eq!(
-            pairs,
-            [(256, 1024), (256, 2048), (512, 1024), (512, 2048)]
-        );
+        assert_eq!(pairs, [(256, 1024), (256, 2048), (512, 1024), (512, 2048)]);
     }
 }

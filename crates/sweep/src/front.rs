@@ -184,11 +184,18 @@ gpus = [64, 128, 256]
         let cases = spec.cases(|_| Ok(64)).unwrap();
         let mut text = header();
         for c in &cases {
-            text.push_str(&render_case(c, &crate::Planner::plan(&SyntheticPlanner::default(), c)));
+            text.push_str(&render_case(
+                c,
+                &crate::Planner::plan(&SyntheticPlanner::default(), c),
+            ));
         }
         let table = SweepTable::parse("s.csv", &text).unwrap();
         let out = front_csv(&table, &budget, |_| Some(80.0 * GIB)).unwrap();
-        let rows: Vec<Vec<&str>> = out.lines().skip(1).map(|l| l.split(',').collect()).collect();
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
         assert_eq!(rows.len(), cases.len());
         let col = |n: &str| FRONT_COLUMNS.iter().position(|c| *c == n).unwrap();
         let pts: Vec<Option<(f64, f64)>> = rows
@@ -213,16 +220,28 @@ gpus = [64, 128, 256]
                     .flatten()
                     .any(|&b| autoplan_search::pareto::dominates(b, a))
             });
-            assert_eq!(r[col("pareto")] == "true", p.is_some() && !dominated, "{r:?}");
+            assert_eq!(
+                r[col("pareto")] == "true",
+                p.is_some() && !dominated,
+                "{r:?}"
+            );
         }
     }
 
     #[test]
     fn spec_budget_errors_are_located() {
         for (from, to, part) in [
-            ("tokens = \"1T\"", "tokens = -5", "tokens = -5: must be positive"),
+            (
+                "tokens = \"1T\"",
+                "tokens = -5",
+                "tokens = -5: must be positive",
+            ),
             ("tokens = \"1T\"", "tokens = \"1Q\"", "unknown suffix"),
-            ("= 2.0", "= -1.0", "price_usd_per_gpu_hour = -1: must be positive"),
+            (
+                "= 2.0",
+                "= -1.0",
+                "price_usd_per_gpu_hour = -1: must be positive",
+            ),
             ("= 2.0", "= 1e308", "too large"),
             ("tokens = \"1T\"\n", "", "give `tokens` too"),
         ] {

@@ -148,7 +148,10 @@ mod tests {
             [256, 512, 1024, 2048, 4096]
         );
         assert_eq!(parse_gpus("100..1000").unwrap().values, [128, 256, 512]);
-        assert_eq!(parse_gpus("2048,512,1024").unwrap().values, [512, 1024, 2048]);
+        assert_eq!(
+            parse_gpus("2048,512,1024").unwrap().values,
+            [512, 1024, 2048]
+        );
         for (s, part) in [
             ("0..4096", "must be positive"),
             ("-8", "must be positive"),

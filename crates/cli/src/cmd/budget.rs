@@ -118,6 +118,7 @@ pub(crate) fn line(t: &TrainTime) -> String {
         t.steps,
         t.days,
         si_count(t.gpu_hours),
-        t.usd.map_or(String::new(), |d| format!(", ${}", si_count(d)))
+        t.usd
+            .map_or(String::new(), |d| format!(", ${}", si_count(d)))
     )
 }

@@ -252,12 +252,7 @@ fn total_stats_line(o: &ScaleOutcome) -> String {
     format!("{} points; {}", o.points.len(), stats_line(&s))
 }
 
-fn table(
-    out: &mut impl Write,
-    args: &Args,
-    g: &Grid,
-    o: &ScaleOutcome,
-) -> anyhow::Result<()> {
+fn table(out: &mut impl Write, args: &Args, g: &Grid, o: &ScaleOutcome) -> anyhow::Result<()> {
     let c = &g.cluster;
     let price = g.budget.usd_per_gpu_hour;
     writeln!(
@@ -286,7 +281,11 @@ fn table(
     if let Some(p) = o.points.first() {
         let s = &p.case.scorer;
         let wall: f64 = o.points.iter().map(|p| p.case.outcome.stats.wall_s).sum();
-        let evaluated: u64 = o.points.iter().map(|p| p.case.outcome.stats.evaluated).sum();
+        let evaluated: u64 = o
+            .points
+            .iter()
+            .map(|p| p.case.outcome.stats.evaluated)
+            .sum();
         writeln!(
             out,
             "framework {} (--framework {}), at least {:.2} GiB of HBM kept free per GPU; space \
@@ -303,7 +302,15 @@ fn table(
     write!(
         out,
         "{:>4} {:>6} {:>6} {:>8} {:>10} {:>9} {:>6} {:>9} {:>9} {:>10}",
-        "rank", "gpus", "batch", "tok/step", "step time", "tok/s/GPU", "MFU", "headroom", "days",
+        "rank",
+        "gpus",
+        "batch",
+        "tok/step",
+        "step time",
+        "tok/s/GPU",
+        "MFU",
+        "headroom",
+        "days",
         "GPU-hours"
     )?;
     if price.is_some() {
