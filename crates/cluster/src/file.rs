@@ -83,6 +83,9 @@ pub struct RawClusterFile {
     /// `[host]`: the host memory tier (`host.rs`); optional.
     #[serde(default)]
     pub host: Option<crate::host::RawHost>,
+    /// The default `--price`: US dollars per GPU-hour (absent: no dollar figures).
+    #[serde(default)]
+    pub price_usd_per_gpu_hour: Option<f64>,
 }
 
 /// `[gpu]`.
@@ -224,6 +227,7 @@ impl RawClusterFile {
             efficiency,
             library,
             host,
+            price_usd_per_gpu_hour,
         } = self;
 
         if name.trim().is_empty() {
@@ -236,6 +240,15 @@ impl RawClusterFile {
         let host = host
             .map(|h| h.validate(src, node.gpus_per_node, gpu.hbm_bw))
             .transpose()?;
+        let price_usd_per_gpu_hour = match price_usd_per_gpu_hour {
+            Some(v) => Some(check(
+                src,
+                &["price_usd_per_gpu_hour"],
+                v,
+                crate::price_range(v),
+            )?),
+            None => None,
+        };
         Ok(Cluster {
             name,
             nodes,
@@ -245,6 +258,7 @@ impl RawClusterFile {
             efficiency,
             library: library.unwrap_or_default(),
             host,
+            price_usd_per_gpu_hour,
         })
     }
 }

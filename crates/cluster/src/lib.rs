@@ -387,6 +387,30 @@ pub struct Cluster {
     pub library: CollectiveLibrary,
     /// The host memory tier of each node (`[host]`); `None`: nothing can be offloaded.
     pub host: Option<Host>,
+    /// What one GPU-hour costs, US dollars (the file's `price_usd_per_gpu_hour`; `--price`
+    /// overrides): `None` when the file states none (no bundled cluster does: prices are the
+    /// user's contract, not a datasheet figure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_usd_per_gpu_hour: Option<f64>,
+}
+
+/// The most a GPU-hour may cost, US dollars: 1000, some 100× what a current datacentre GPU
+/// rents for (a few dollars per hour). A bound against typos, not a market figure.
+pub const MAX_PRICE_USD_PER_GPU_HOUR: f64 = 1000.0;
+
+/// Why a price per GPU-hour is out of range (`(0, MAX_PRICE_USD_PER_GPU_HOUR]`, finite);
+/// `None` when it is fine. One rule for the cluster file's field and `--price`.
+pub fn price_range(v: f64) -> Option<String> {
+    let expected = format!("US dollars per GPU-hour in (0, {MAX_PRICE_USD_PER_GPU_HOUR}]");
+    if !v.is_finite() {
+        Some(format!("must be a finite number: expected {expected}"))
+    } else if v <= 0.0 {
+        Some(format!("must be positive: expected {expected}"))
+    } else if v > MAX_PRICE_USD_PER_GPU_HOUR {
+        Some(format!("too large: expected {expected}"))
+    } else {
+        None
+    }
 }
 
 impl Cluster {

@@ -171,6 +171,7 @@ pub fn dgx_a100(nodes: u32) -> Cluster {
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
         host: None,
+        price_usd_per_gpu_hour: None,
     }
 }
 
@@ -185,6 +186,7 @@ pub fn dgx_h100(nodes: u32) -> Cluster {
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
         host: None,
+        price_usd_per_gpu_hour: None,
     }
 }
 
@@ -199,5 +201,6 @@ pub fn hgx_h800(nodes: u32) -> Cluster {
         efficiency: default_efficiency(),
         library: autoplan_cluster::CollectiveLibrary::Nccl,
         host: None,
+        price_usd_per_gpu_hour: None,
     }
 }

@@ -48,6 +48,7 @@ fn seed_cluster(nodes: u32) -> Cluster {
         },
         library: autoplan_cluster::CollectiveLibrary::Any,
         host: None,
+        price_usd_per_gpu_hour: None,
     }
 }
 

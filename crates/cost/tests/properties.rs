@@ -55,6 +55,7 @@ fn cluster(
         },
         library: autoplan_cluster::CollectiveLibrary::Any,
         host: None,
+        price_usd_per_gpu_hour: None,
     }
 }
 

@@ -46,6 +46,7 @@ fn tiny_gpt() -> ModelSpec {
             global_batch: 32,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adam,
+            tokens: None,
         },
     }
 }
@@ -90,6 +91,7 @@ fn tiny_moe() -> ModelSpec {
             global_batch: 64,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adam,
+            tokens: None,
         },
     }
 }

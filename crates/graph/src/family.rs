@@ -383,6 +383,7 @@ impl ModelSpec {
                 global_batch: 1,
                 precision: Precision::Bf16,
                 optimizer: Optimizer::Adam,
+                tokens: None,
             },
         })
     }

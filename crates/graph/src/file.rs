@@ -44,6 +44,7 @@
 //! precision = "bf16"        # bf16 | fp16 | fp8 (= fp8-delayed) | fp8-current | fp8-block |
 //!                           # mxfp8 | nvfp4 (the last two on Blackwell GPUs)
 //! optimizer = "adam"        # adam | adam-bf16-moments | sgd
+//! # tokens = "15T"          # tokens of the whole run (or 1.5e13): time to train, GPU-hours
 //! ```
 
 use autoplan_input::{InputError, Source};
@@ -149,6 +150,9 @@ pub struct RawTraining {
     pub global_batch: u64,
     pub precision: Precision,
     pub optimizer: Optimizer,
+    /// Tokens of the whole run: a number or a string with a suffix ("15T", `tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<crate::tokens::RawTokens>,
 }
 
 impl ModelSpec {
@@ -632,11 +636,22 @@ impl RawTraining {
                 TRAINING_PRECISIONS_MSG,
             ));
         }
+        let tokens = match &self.tokens {
+            Some(t) => Some(t.value().map_err(|why| {
+                let shown = match t {
+                    crate::tokens::RawTokens::Number(v) => format!("{v}"),
+                    crate::tokens::RawTokens::Text(s) => format!("{s:?}"),
+                };
+                src.invalid(&p("tokens"), shown, why)
+            })?),
+            None => None,
+        };
         Ok(Training {
             seq_len,
             global_batch,
             precision: self.precision,
             optimizer: self.optimizer,
+            tokens,
         })
     }
 }
@@ -658,6 +673,8 @@ pub enum TrainingError {
     SeqLenExceedsPositions { seq_len: u32, max_positions: u32 },
     #[error("training.precision = {0}: {TRAINING_PRECISIONS_MSG}")]
     Precision(Precision),
+    #[error("training.tokens: {0}")]
+    Tokens(String),
 }
 
 impl ModelSpec {
@@ -695,6 +712,9 @@ impl ModelSpec {
         }
         if !training.precision.is_training() {
             return Err(TrainingError::Precision(training.precision));
+        }
+        if let Some(t) = training.tokens {
+            crate::tokens::check_tokens(t).map_err(TrainingError::Tokens)?;
         }
         Ok(ModelSpec {
             training,

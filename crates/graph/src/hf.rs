@@ -134,6 +134,7 @@ impl Training {
         global_batch: 1024,
         precision: crate::Precision::Bf16,
         optimizer: crate::Optimizer::Adam,
+        tokens: None,
     };
 }
 
@@ -259,6 +260,7 @@ impl Config<'_> {
                 global_batch: training.global_batch as u64,
                 precision: training.precision,
                 optimizer: training.optimizer,
+                tokens: training.tokens.map(crate::tokens::RawTokens::Number),
             },
         })
     }

@@ -215,6 +215,9 @@ pub struct Training {
     /// GEMM precision (bf16, fp16 or fp8); weights/activations are stored in 16 bits either way.
     pub precision: Precision,
     pub optimizer: Optimizer,
+    /// Tokens the whole run trains on (`[training] tokens`, `--tokens`): with it, `search` and
+    /// `evaluate` give the time to train and its GPU-hours. `None`: not stated.
+    pub tokens: Option<f64>,
 }
 
 /// A validated transformer description. Construct with `ModelSpec::from_toml`/`from_hf_config`
@@ -262,6 +265,7 @@ mod file;
 mod hf;
 mod layers;
 pub mod routing;
+pub mod tokens;
 pub use aliases::bundled_model_for;
 pub use bundled::{bundled_model_text, bundled_models, resolve_model, ResolveError};
 pub use family::{Arch, Shape, ShapeError, UnknownFamily};
@@ -283,6 +287,7 @@ pub(crate) mod testing {
             global_batch: 512,
             precision: Precision::Bf16,
             optimizer: Optimizer::Adam,
+            tokens: None,
         }
     }
 

@@ -27,8 +27,10 @@ mod evaluator;
 pub mod fold;
 pub mod framework;
 mod outcome;
+pub mod pareto;
 pub mod space;
 pub mod testing;
+pub mod train;
 
 use autoplan_plan::{Plan, Recompute, RecomputeModules};
 

@@ -49,6 +49,7 @@
 
 mod diff;
 mod engine;
+pub mod front;
 mod planner;
 pub mod schema;
 mod spec;

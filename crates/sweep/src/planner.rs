@@ -67,6 +67,11 @@ impl SearchPlanner {
         self
     }
 
+    /// HBM per GPU of a cluster of the spec, bytes (`sweep --front`'s headroom).
+    pub fn hbm_bytes(&self, name: &str) -> Option<f64> {
+        self.clusters.get(name).map(|c| c.gpu.hbm_bytes)
+    }
+
     /// GPUs of a cluster of the spec used as it is (for [`SweepSpec::cases`]).
     pub fn cluster_gpus(&self, name: &str) -> Result<u32, String> {
         self.clusters

@@ -41,6 +41,11 @@ struct RawSpec {
     seq_lens: Vec<i64>,
     global_batches: Vec<i64>,
     spaces: Vec<String>,
+    /// Tokens of each run (`sweep --front`): a number or "15T".
+    #[serde(default)]
+    tokens: Option<autoplan_graph::tokens::RawTokens>,
+    #[serde(default)]
+    price_usd_per_gpu_hour: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +89,9 @@ pub struct SweepSpec {
     pub seq_lens: Vec<u32>,
     pub global_batches: Vec<u32>,
     pub spaces: Vec<String>,
+    /// The token budget and price of `sweep --front` (the spec's `tokens` and
+    /// `price_usd_per_gpu_hour`); `None` without `tokens`.
+    pub budget: Option<autoplan_search::train::Budget>,
 }
 
 impl SweepSpec {
@@ -121,6 +129,7 @@ impl SweepSpec {
         for (i, c) in raw.clusters.iter().enumerate() {
             clusters.push(cluster_entry(&source, i, c)?);
         }
+        let budget = crate::front::spec_budget(&source, &raw.tokens, raw.price_usd_per_gpu_hour)?;
         Ok(SweepSpec {
             source,
             top_k,
@@ -129,6 +138,7 @@ impl SweepSpec {
             seq_lens,
             global_batches,
             spaces: raw.spaces,
+            budget,
         })
     }
 

@@ -28,6 +28,8 @@ pub struct Args {
     #[command(flatten)]
     pub workload: super::Workload,
     #[command(flatten)]
+    pub budget: super::budget::BudgetArgs,
+    #[command(flatten)]
     pub target: super::target::TargetArgs,
     /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
     /// Megatron).
@@ -71,7 +73,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
              --format csv` for the per-layer communication rows"
         );
     }
-    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
+    let (model, cluster) = args.budget.apply(super::load_inputs(
+        &args.model,
+        &args.cluster,
+        &args.workload,
+    )?)?;
     let plan = Plan::parse_for_gpus(&args.plan, cluster.gpus() as u64)
         .with_context(|| format!("--plan {:?}", args.plan))?;
     let mut out = std::io::stdout().lock();
@@ -166,6 +172,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     v["calibrated"] = note.is_none().into();
                     v["min_headroom_gib"] = (target.min_headroom_bytes / GIB).into();
                     v["below_min_headroom"] = (free < target.min_headroom_bytes).into();
+                    if let Some(t) = train_time(&ev, &r)? {
+                        v["train"] = super::budget::json(&t);
+                    }
                     serde_json::to_writer_pretty(&mut out, &v)?;
                     writeln!(out)?;
                 }
@@ -339,6 +348,18 @@ pub(crate) fn json(r: &Report) -> serde_json::Value {
     })
 }
 
+/// The time to train of a report's plan, when the model states a token budget (checked finite).
+fn train_time(
+    ev: &Evaluator,
+    r: &Report,
+) -> anyhow::Result<Option<autoplan_search::train::TrainTime>> {
+    let t = super::budget::train_time(ev.model(), ev.cluster(), r.metrics.step_time_s);
+    if let Some(t) = &t {
+        super::budget::ensure_finite("time to train", t)?;
+    }
+    Ok(t)
+}
+
 /// The full report of one plan as text (also `autoplan search --explain`).
 pub(crate) fn table(
     out: &mut impl Write,
@@ -403,6 +424,9 @@ fn summary(
         "  throughput      {:.0} tokens/s, {:.1} tokens/s/GPU",
         m.tokens_per_s, m.tokens_per_s_per_gpu
     )?;
+    if let Some(t) = train_time(ev, r)? {
+        writeln!(out, "  time to train   {}", super::budget::line(&t))?;
+    }
     writeln!(
         out,
         "  model TFLOP/s   {:.1} per GPU, MFU {:.1}%   ({} FLOPs/token)",

@@ -1,5 +1,7 @@
 //! One module per subcommand: each has an `Args` (clap) and a `run(Args) -> anyhow::Result<ExitCode>`.
 
+mod axis;
+mod budget;
 pub mod collective;
 mod collective_fit;
 pub mod evaluate;
@@ -31,18 +33,23 @@ pub struct Workload {
     /// Override the model's training sequence length.
     #[arg(long)]
     pub seq_len: Option<u32>,
-    /// Override the model's global batch (sequences).
-    #[arg(long)]
-    pub global_batch: Option<u32>,
+    /// Override the model's global batch (sequences). `search` also takes a list
+    /// (1024,2048) or a range of powers of two (512..4096): one search per batch.
+    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_batches,
+          allow_hyphen_values = true)]
+    pub global_batch: Option<axis::Sizes>,
     /// Override the model's training precision: bf16, fp16, fp8 (per-tensor delayed
     /// scaling), fp8-current, fp8-block, mxfp8, nvfp4 (the last two on Blackwell GPUs). Sets
     /// the GEMMs' peak and bytes; the low-precision recipes keep the attention core and the LM
     /// head in BF16.
     #[arg(long, value_parser = parse_precision, value_name = "PRECISION")]
     pub precision: Option<autoplan_cluster::Precision>,
-    /// Resize the cluster to this many GPUs (whole nodes, or part of one node).
-    #[arg(long)]
-    pub gpus: Option<u32>,
+    /// Resize the cluster to this many GPUs (whole nodes, or part of one node). `search` also
+    /// takes a list (512,1024,2048) or a range of powers of two (256..4096): one search per
+    /// count, and the Pareto front of time to train against GPU-hours (docs/search.md).
+    #[arg(long, value_name = "N | LO..HI | A,B,...", value_parser = axis::parse_gpus,
+          allow_hyphen_values = true)]
+    pub gpus: Option<axis::Sizes>,
     /// Memory per GPU held outside the model, in GiB: CUDA context, NCCL buffers, allocator
     /// fragmentation (default 3). Raise it to keep a safety margin under HBM.
     #[arg(long, value_name = "GIB")]
@@ -121,10 +128,15 @@ pub(crate) fn load_inputs(
     use anyhow::Context;
     let mut m = autoplan_graph::resolve_model(model)
         .with_context(|| format!("cannot load model `{model}`"))?;
-    if w.seq_len.is_some() || w.global_batch.is_some() || w.precision.is_some() {
+    let command = "this command";
+    let global_batch = match &w.global_batch {
+        Some(b) => Some(b.single("--global-batch", command)?),
+        None => None,
+    };
+    if w.seq_len.is_some() || global_batch.is_some() || w.precision.is_some() {
         let mut t = m.training.clone();
         t.seq_len = w.seq_len.unwrap_or(t.seq_len);
-        t.global_batch = w.global_batch.unwrap_or(t.global_batch);
+        t.global_batch = global_batch.unwrap_or(t.global_batch);
         if let Some(p) = w.precision {
             t.precision = p;
         }
@@ -145,8 +157,8 @@ pub(crate) fn load_inputs(
     }
     let mut c = autoplan_cluster::resolve_cluster(cluster)
         .with_context(|| format!("cannot load cluster `{cluster}`"))?;
-    if let Some(n) = w.gpus {
-        c = c.with_gpus(n)?;
+    if let Some(n) = &w.gpus {
+        c = c.with_gpus(n.single("--gpus", command)?)?;
     }
     c.gpu
         .check_training_precision(m.training.precision)

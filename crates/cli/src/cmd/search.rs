@@ -22,6 +22,7 @@ use autoplan_search::Space;
 mod nofit;
 mod offload;
 mod output;
+mod scale;
 
 use nofit::*;
 use output::*;
@@ -48,6 +49,10 @@ pub struct Args {
     pub fix: Option<String>,
     #[command(flatten)]
     pub workload: super::Workload,
+    #[command(flatten)]
+    pub budget: super::budget::BudgetArgs,
+    #[command(flatten)]
+    pub scale: scale::ScaleArgs,
     #[command(flatten)]
     pub target: super::target::TargetArgs,
     /// Fold near-ties, in percent of the step time (default 1): a plan with the tp, pp, ep,
@@ -96,7 +101,14 @@ impl Observer for Bar {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_args(&args)?;
-    let (model, cluster) = super::load_inputs(&args.model, &args.cluster, &args.workload)?;
+    if scale::wanted(&args) {
+        return scale::run(args);
+    }
+    let (model, cluster) = args.budget.apply(super::load_inputs(
+        &args.model,
+        &args.cluster,
+        &args.workload,
+    )?)?;
     let mut space = resolve_space(&args.space)
         .with_context(|| format!("cannot load search space `{}`", args.space))?;
     if let Some(f) = &args.fix {

@@ -46,6 +46,12 @@ pub struct Args {
     /// with --resume.
     #[arg(long, value_name = "N")]
     pub max_cases: Option<usize>,
+    /// When the sweep is complete, also write this CSV: each case's best plan with its time
+    /// to train, GPU-hours and dollars (the spec's `tokens` and `price_usd_per_gpu_hour`) and
+    /// whether it is on the Pareto front of time against GPU-hours among the GPU counts and
+    /// batches of its model, cluster, sequence length and space (docs/search.md).
+    #[arg(long, value_name = "FILE")]
+    pub front: Option<PathBuf>,
     #[command(flatten)]
     pub target: super::target::TargetArgs,
 }
@@ -228,6 +234,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     super::check_threads(args.threads, true)?;
     let spec = SweepSpec::read(&args.spec)?;
+    if args.front.is_some() && spec.budget.is_none() {
+        bail!(
+            "--front: the spec {} states no `tokens` (the run's token count, e.g. tokens = \"15T\")",
+            args.spec.display()
+        );
+    }
     let planner = SearchPlanner::load(&spec)?.with_target(args.target.target()?);
     let cases = spec.cases(|name| planner.cluster_gpus(name))?;
     let shard = args.shard.unwrap_or(Shard::ALL);
@@ -257,6 +269,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "; finish with --resume"
         },
     );
+    if let (Some(front), Some(budget)) = (&args.front, &spec.budget) {
+        anyhow::ensure!(
+            s.complete(),
+            "--front {}: not written, the sweep is not complete (finish it with --resume)",
+            front.display()
+        );
+        let name = args.out.display().to_string();
+        let text = fs::read_to_string(&args.out).with_context(|| format!("cannot read {name}"))?;
+        let table = SweepTable::parse(&name, &text)?;
+        let csv = autoplan_sweep::front::front_csv(&table, budget, |c| planner.hbm_bytes(c))
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        fs::write(front, csv).with_context(|| format!("cannot write {}", front.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

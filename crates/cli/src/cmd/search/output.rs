@@ -83,6 +83,23 @@ pub(super) fn ranking(
 ) -> anyhow::Result<()> {
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
     let moe = scorer.exact.model().moe.is_some();
+    let (model, cluster) = (scorer.exact.model(), scorer.exact.cluster());
+    let train = |r: &autoplan_search::Ranked<Metrics>| {
+        super::super::budget::train_time(model, cluster, r.step_time_s)
+    };
+    if let Some(t) = o.plans.first().and_then(train) {
+        writeln!(
+            out,
+            "time to train {} tokens ({} tokens per step){}: under each row",
+            crate::fmt::si_count(t.tokens),
+            crate::fmt::si_count(
+                f64::from(model.training.seq_len) * f64::from(model.training.global_batch)
+            ),
+            cluster
+                .price_usd_per_gpu_hour
+                .map_or(String::new(), |p| format!(" at ${p}/GPU-hour"))
+        )?;
+    }
     write!(
         out,
         "{:>4} {:>3} {:>3} {:>3} {:>5}",
@@ -148,6 +165,10 @@ pub(super) fn ranking(
             m.dominant_comm.name(),
             knobs(p)
         )?;
+        if let Some(t) = train(r) {
+            super::super::budget::ensure_finite(&format!("plan {}", i + 1), &t)?;
+            writeln!(out, "     ↳ {}", super::super::budget::line(&t))?;
+        }
         if let Some(vs) = variants.get(i).filter(|v| !v.is_empty()) {
             let listed: Vec<String> = vs
                 .iter()
@@ -264,6 +285,13 @@ pub(super) fn json(
         .enumerate()
         .map(|(i, r)| {
             let mut v = row_json(i + 1, r, hbm);
+            if let Some(t) = super::super::budget::train_time(
+                scorer.exact.model(),
+                scorer.exact.cluster(),
+                r.step_time_s,
+            ) {
+                v["train"] = super::super::budget::json(&t);
+            }
             v["variants"] = variants
                 .get(i)
                 .map(|vs| {
@@ -323,8 +351,14 @@ pub(super) fn csv(
     variants: &Variants,
 ) -> anyhow::Result<()> {
     let hbm = scorer.exact.cluster().gpu.hbm_bytes;
+    let (model, cluster) = (scorer.exact.model(), scorer.exact.cluster());
+    let train = |r: &autoplan_search::Ranked<Metrics>| {
+        super::super::budget::train_time(model, cluster, r.step_time_s)
+    };
+    // With a token budget: its columns at the end (absent without one).
+    let budget = super::super::budget::budget(model, cluster).is_some();
     let mut w = ::csv::Writer::from_writer(out);
-    w.write_record([
+    let mut head = vec![
         "rank",
         "plan",
         "tp",
@@ -341,11 +375,15 @@ pub(super) fn csv(
         "headroom_gib",
         "dominant_comm",
         "variants",
-    ])?;
+    ];
+    if budget {
+        head.extend(["train_steps", "train_days", "gpu_hours", "usd"]);
+    }
+    w.write_record(head)?;
     for (i, r) in o.plans.iter().enumerate() {
         let m = &r.metrics;
         let p = &r.plan;
-        w.write_record([
+        let mut row = vec![
             (i + 1).to_string(),
             p.to_string(),
             p.tp.to_string(),
@@ -367,7 +405,16 @@ pub(super) fn csv(
                     .collect::<Vec<_>>()
                     .join(" | ")
             }),
-        ])?;
+        ];
+        if let Some(t) = train(r) {
+            row.extend([
+                format!("{}", t.steps),
+                format!("{}", t.days),
+                format!("{}", t.gpu_hours),
+                t.usd.map_or(String::new(), |d| format!("{d}")),
+            ]);
+        }
+        w.write_record(row)?;
     }
     w.flush()?;
     Ok(())
