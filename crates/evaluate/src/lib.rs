@@ -32,6 +32,7 @@ pub mod balance;
 mod comm;
 mod core;
 mod flops;
+mod profile;
 pub mod runs;
 pub mod validate;
 

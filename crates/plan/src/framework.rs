@@ -21,7 +21,10 @@ use crate::{
 };
 
 mod checks;
+mod profile;
 mod tables;
+
+pub use profile::CostProfile;
 
 use checks::*;
 use tables::{deepspeed, megatron, torchtitan};
