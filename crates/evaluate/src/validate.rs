@@ -16,11 +16,13 @@ use crate::{EvalOptions, Evaluator, Infeasible, Metrics};
 mod domain;
 mod fit;
 mod profile;
+mod summary;
 mod wording;
 
 pub use domain::OUT_OF_DOMAIN;
 pub use fit::{fit, FitPoint};
 pub use profile::{row_profile, source_family};
+pub use summary::group_mape;
 use wording::*;
 
 mod case;
@@ -185,7 +187,7 @@ pub struct Skipped {
 }
 
 /// Everything `autoplan validate` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Validation {
     /// Rows inside the calibrated domain (the MAPE is over these).
     pub rows: Vec<RowResult>,
@@ -660,68 +662,14 @@ pub fn validate_searching(
             },
         }
     }
-    let mape = if rows.is_empty() {
-        0.0
-    } else {
-        rows.iter().map(|r| r.error.abs()).sum::<f64>() / rows.len() as f64
-    };
-    let worst = rows
-        .iter()
-        .max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
-    let mut by_gpu: Vec<ArchSummary> = Vec::new();
-    for r in &rows {
-        match by_gpu.iter_mut().find(|a| a.arch == r.gpu_arch) {
-            Some(a) => {
-                a.rows += 1;
-                a.mape += r.error.abs();
-            }
-            None => by_gpu.push(ArchSummary {
-                arch: r.gpu_arch,
-                rows: 1,
-                mape: r.error.abs(),
-            }),
-        }
-    }
-    for a in &mut by_gpu {
-        a.mape /= a.rows as f64;
-    }
-    let by_framework = group_mape(&rows, |r| r.framework.to_string());
-    let by_source = group_mape(&rows, |r| r.source.clone());
     Validation {
-        by_framework,
-        by_source,
-        worst: worst.map(|w| w.id.clone()),
-        worst_error: worst.map_or(0.0, |w| w.error),
-        mape,
         rows,
         outliers,
         skipped,
         best_plan: best,
-        by_gpu,
+        ..Validation::default()
     }
-}
-
-/// MAPE of `rows` grouped by `key`, groups in the order they first appear.
-pub fn group_mape(rows: &[RowResult], key: impl Fn(&RowResult) -> String) -> Vec<GroupSummary> {
-    let mut out: Vec<GroupSummary> = Vec::new();
-    for r in rows {
-        let k = key(r);
-        match out.iter_mut().find(|g| g.name == k) {
-            Some(g) => {
-                g.rows += 1;
-                g.mape += r.error.abs();
-            }
-            None => out.push(GroupSummary {
-                name: k,
-                rows: 1,
-                mape: r.error.abs(),
-            }),
-        }
-    }
-    for g in &mut out {
-        g.mape /= g.rows as f64;
-    }
-    out
+    .summarised()
 }
 
 /// Row `c` scored with the plan `search` finds for it; without a search, skipped: the row

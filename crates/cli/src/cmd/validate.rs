@@ -26,9 +26,11 @@ use super::Format;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Published runs in the `published_runs.csv` schema.
+    /// Published runs in the `published_runs.csv` schema; repeat the flag to score several
+    /// files together (`--runs data/published_runs.csv --runs data/published_runs_2.csv`: the
+    /// MAPE, per-GPU, per-framework and per-source figures over all their rows).
     #[arg(long, default_value = "data/published_runs.csv")]
-    pub runs: PathBuf,
+    pub runs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Print the full evaluation report (as `autoplan evaluate`) of the row with this id
@@ -36,14 +38,19 @@ pub struct Args {
     #[arg(long, value_name = "ID", conflicts_with = "fit")]
     pub explain: Option<String>,
     /// Re-fit the compute-efficiency constants of one GPU architecture (v100, a100, h100) to
-    /// the file's rows on it: a grid over `gemm_eff_max` × `gemm_latency` × `hbm_eff_max`,
-    /// printing the best points by MAPE and the calibrated table's own score.
+    /// the rows of the `--runs` files on it: a grid over `gemm_eff_max` × `gemm_latency` ×
+    /// `hbm_eff_max`, printing the best points by MAPE and the calibrated table's own score,
+    /// and at the best point the MAPE per framework profile and per source family.
     #[arg(long, value_name = "ARCH")]
     pub fit: Option<String>,
     /// Also write the self-contained HTML report (every row predicted against measured) to
     /// this file (docs/report.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["fit", "explain"])]
     pub html: Option<PathBuf>,
+    /// Print the summary tables of docs/validation.md (MAPE per file, per GPU, per framework
+    /// profile and per source family, in Markdown) instead of the rows.
+    #[arg(long, conflicts_with_all = ["fit", "explain", "html"])]
+    pub summary: bool,
     /// The search space (bundled name or TOML) in which the best plan of a row that gives no
     /// parallel degrees is searched.
     #[arg(long, default_value = "default")]
@@ -75,12 +82,43 @@ pub fn bundled_cluster(gpu: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clus
 /// Validate a file of runs against the bundled models and clusters; a row giving no parallel
 /// degrees is scored with the best plan of `space`. Skipped rows in file order.
 pub fn validate_file(path: &Path, space: &Space) -> anyhow::Result<Validation> {
-    let file = load_runs(path)?;
-    let search = |c: &Case| best_plan(c, space);
-    let mut v = validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
-    v.skipped.extend(file.skipped);
-    v.skipped.sort_by_key(|s| s.line);
-    Ok(v)
+    validate_files(std::slice::from_ref(&path.to_path_buf()), space)
+}
+
+/// The rows of every file, in order (an id twice is an error: the summaries would count it
+/// twice), and the rows skipped while reading.
+pub fn load_all(paths: &[PathBuf]) -> anyhow::Result<RunsFile> {
+    let mut all = RunsFile::default();
+    for p in paths {
+        let f = load_runs(p)?;
+        for r in &f.runs {
+            if all.runs.iter().any(|q| q.id == r.id) {
+                bail!("{}: row `{}` is also in an earlier --runs file", p.display(), r.id);
+            }
+        }
+        all.runs.extend(f.runs);
+        all.skipped.extend(f.skipped);
+    }
+    Ok(all)
+}
+
+/// [`validate_file`] over several files scored together.
+pub fn validate_files(paths: &[PathBuf], space: &Space) -> anyhow::Result<Validation> {
+    let mut v = Validation::default();
+    for p in paths {
+        let file = load_runs(p)?;
+        let search = |c: &Case| best_plan(c, space);
+        let mut one =
+            validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
+        one.skipped.extend(file.skipped);
+        one.skipped.sort_by_key(|s| s.line);
+        v.rows.extend(one.rows);
+        v.outliers.extend(one.outliers);
+        v.skipped.extend(one.skipped);
+        v.best_plan.extend(one.best_plan);
+    }
+    load_all(paths)?;
+    Ok(v.summarised())
 }
 
 /// The best plan of `space` for case `c`'s model, cluster (the row's GPU count), global batch,
@@ -130,10 +168,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(arch) = &args.fit {
         return fit_arch(&args.runs, arch, args.format);
     }
-    let v = validate_file(&args.runs, &space_of(&args.space)?)?;
+    let space = space_of(&args.space)?;
+    if args.summary {
+        let md = super::validate_summary::summary(&args.runs, &space)?;
+        print!("{md}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let v = validate_files(&args.runs, &space)?;
     if let Some(path) = &args.html {
-        let runs = load_runs(&args.runs)?;
-        let doc = super::report::validate_document(&v, &runs.runs, &args.runs);
+        let runs = load_all(&args.runs)?;
+        let doc = super::report::validate_document(&v, &runs.runs, &args.runs[0]);
         super::report::write_html(path, &doc)?;
     }
     for r in v
@@ -162,9 +206,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if v.rows.is_empty() && v.outliers.is_empty() && v.best_plan.is_empty() {
         out.flush()?;
+        let files: Vec<String> = args.runs.iter().map(|p| p.display().to_string()).collect();
         bail!(
             "{}: no row could be scored ({} skipped)",
-            args.runs.display(),
+            files.join(", "),
             v.skipped.len()
         );
     }
@@ -172,7 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `--fit ARCH`: the calibration grid (see `autoplan_evaluate::validate::fit`).
-fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<ExitCode> {
     let a = match arch.to_ascii_lowercase().as_str() {
         "v100" => GpuArch::V100,
         "a100" => GpuArch::A100,
@@ -182,7 +227,7 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
     if format == Format::Csv {
         bail!("--fit with --format csv: the grid prints as a table or JSON (--format json)");
     }
-    let runs = load_runs(path)?.runs;
+    let runs = load_all(paths)?.runs;
     // The rows validate scores with their own plan.
     let cases: Vec<_> = runs
         .iter()
@@ -240,8 +285,8 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
 }
 
 /// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.
-fn explain(path: &Path, id: &str, space: &str) -> anyhow::Result<ExitCode> {
-    let file = load_runs(path)?;
+fn explain(paths: &[PathBuf], id: &str, space: &str) -> anyhow::Result<ExitCode> {
+    let file = load_all(paths)?;
     if let Some(s) = file.skipped.iter().find(|s| s.id == id) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }
@@ -249,7 +294,10 @@ fn explain(path: &Path, id: &str, space: &str) -> anyhow::Result<ExitCode> {
         .runs
         .iter()
         .find(|r| r.id == id)
-        .with_context(|| format!("{}: no row with id `{id}`", path.display()))?;
+        .with_context(|| {
+            let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            format!("{}: no row with id `{id}`", files.join(", "))
+        })?;
     if let Some(s) = missing_fact(row) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }
@@ -478,5 +526,13 @@ fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
         .map(|a| format!("{:?} {} rows {:.1}%", a.arch, a.rows, 100.0 * a.mape))
         .collect();
     writeln!(out, "by GPU: {}", by.join(", "))?;
+    let group = |g: &[autoplan_evaluate::validate::GroupSummary]| {
+        g.iter()
+            .map(|a| format!("{} {} rows {:.1}%", a.name, a.rows, 100.0 * a.mape))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(out, "by framework: {}", group(&v.by_framework))?;
+    writeln!(out, "by source: {}", group(&v.by_source))?;
     Ok(())
 }
