@@ -534,5 +534,32 @@ fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
     };
     writeln!(out, "by framework: {}", group(&v.by_framework))?;
     writeln!(out, "by source: {}", group(&v.by_source))?;
+    // What the profile of a row beyond 20% does not price, and what would settle it.
+    let far: Vec<_> = v
+        .rows
+        .iter()
+        .filter(|r| r.error.abs() > 0.20)
+        .filter_map(|r| {
+            let p = autoplan_plan::framework::CostProfile::named(r.framework)?;
+            (!p.not_modelled.is_empty()).then_some((r, p))
+        })
+        .collect();
+    if !far.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "rows beyond 20% and what their framework profile does not price:"
+        )?;
+        for (r, p) in far {
+            writeln!(
+                out,
+                "{:<48} {:>+7.1}%  {}: {}",
+                r.id,
+                100.0 * r.error,
+                p.name,
+                p.not_modelled
+            )?;
+        }
+    }
     Ok(())
 }

@@ -31,6 +31,10 @@ pub struct CostProfile {
     pub fused_attention: bool,
     /// Where each mechanism's value comes from.
     pub source: &'static str,
+    /// What the framework does that costs time and the profile does not price, and what
+    /// measurement would settle it (`validate` prints it beside the profile's rows beyond
+    /// 20%); empty where nothing framework-specific is known to be missing.
+    pub not_modelled: &'static str,
 }
 
 impl CostProfile {
@@ -44,6 +48,7 @@ impl CostProfile {
         fused_attention: true,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
+        not_modelled: "",
     };
 
     /// Megatron-LM v1 (2020; `meg20_` rows): its `LocalDDP` all-reduces the gradients after
@@ -55,6 +60,7 @@ impl CostProfile {
         fused_attention: false,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
+        not_modelled: "",
     };
 
     /// Megatron-LM 2021–22 (`nar21_`, `kor22_`): torch DDP buckets overlap the gradient
@@ -66,6 +72,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         fused_attention: false,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
+        not_modelled: "",
     };
 
     /// Plain Megatron-LM of 2023 run with its defaults (MegaScale's baseline, commit
@@ -81,6 +88,9 @@ impl CostProfile {
         fused_attention: false,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline",
+        not_modelled: "the baseline's flags are Megatron-LM's defaults at the commit, inferred, not \
+                       read (whether it ran the distributed optimizer or FlashAttention); the run's \
+                       arguments would settle them",
     };
 
     /// Megatron-DeepSpeed of 2021–22 (MT-NLG, BLOOM, GPT-NeoX): DeepSpeed reduces ZeRO-0/1
@@ -94,6 +104,13 @@ impl CostProfile {
         fused_attention: false,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels",
+        not_modelled: "DeepSpeed's pipeline engine (blocking send/recv through two-rank \
+                       broadcast groups, one instruction at a time) and DeepSpeed's activation \
+                       checkpointing (which can partition the saved activations over TP and \
+                       gather them before each recompute) are not priced: the rows run 24-37% \
+                       slower per block and micro-batch than these kernels predict. An Nsight \
+                       Systems trace of one pipeline stage of a Megatron-DeepSpeed step on A100 \
+                       would settle their cost",
     };
 
     /// DeepSpeed 0.19.5 (`--framework deepspeed`): gradient reduction after the backward below
@@ -105,6 +122,8 @@ impl CostProfile {
         tp_comm_overlap: false,
         fused_attention: true,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3)",
+        not_modelled: "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
+                       priced as Megatron's 1F1B; a trace of one pipeline stage would settle it",
     };
 
     /// torchtitan (FSDP2): FSDP2 prefetches the next unit's all-gather and overlaps the
@@ -116,6 +135,11 @@ impl CostProfile {
         tp_comm_overlap: false,
         fused_attention: true,
         source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §3.6 (FSDP2)",
+        not_modelled: "torch.compile's fusions, Float8's scaling kernels under FSDP2, PyTorch's \
+                       experimental context-parallel SDPA (all-gather rotation by default, \
+                       frameworks.md §2.1) and the 500 W power cap of the 96 GB H100s are not modelled; \
+                       a trace of one step at 32K (cp 1) and 256K (cp 8), and the GEMM rate under the \
+                       500 W cap, would settle them",
     };
 
     /// llm-foundry / Composer (PyTorch FSDP1, `FULL_SHARD`, `BACKWARD_PRE` prefetch, Flash
@@ -127,6 +151,10 @@ impl CostProfile {
         fused_attention: true,
         source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
                  frameworks.md §3.6",
+        not_modelled: "eager PyTorch elementwise kernels (LayerNorm, GELU, residual adds: each a read \
+                       and a write of the activation, where the model prices fused kernels' traffic) \
+                       and FSDP1's host-side issue of each unit's all-gather (limit_all_gathers) are \
+                       not priced; a trace of one MPT-7B step on 512 H100s would settle the split",
     };
 
     /// Every profile, for listings and tests.
@@ -140,6 +168,13 @@ impl CostProfile {
         CostProfile::TORCHTITAN,
         CostProfile::LLM_FOUNDRY,
     ];
+}
+
+impl CostProfile {
+    /// The profile of this name ([`CostProfile::ALL`]).
+    pub fn named(name: &str) -> Option<CostProfile> {
+        CostProfile::ALL.into_iter().find(|p| p.name == name)
+    }
 }
 
 impl Framework {
