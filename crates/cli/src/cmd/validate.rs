@@ -14,8 +14,8 @@ use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, validate_searching, Case, Figure, FitPoint, SkipKind,
-    Validation,
+    case_of, cluster_name_for, fit, group_mape, recompute_not_given, score, validate_searching,
+    Case, Figure, FitPoint, SkipKind, Validation, OUT_OF_DOMAIN,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -281,7 +281,48 @@ fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<Exi
     if let Some(c) = current.first() {
         line(&mut out, c, "   <- ARCH_TABLE now")?;
     }
+    // The best point's and the table's MAPE by framework profile and source family.
+    for (name, p) in [("best point", points.first()), ("ARCH_TABLE", current.first())] {
+        let Some(p) = p else { continue };
+        let eff = autoplan_cost::compute::ArchEfficiency {
+            gemm_eff_max: p.gemm_eff_max,
+            gemm_latency: p.gemm_latency,
+            hbm_eff_max: p.hbm_eff_max,
+            ..cur
+        };
+        let rows = fit_rows(&cases, a, eff);
+        let group = |g: Vec<autoplan_evaluate::validate::GroupSummary>| {
+            g.iter()
+                .map(|x| format!("{} {} rows {:.1}%", x.name, x.rows, 100.0 * x.mape))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(out, "{name}: by framework: {}", group(group_mape(&rows, |r| r.framework.to_string())))?;
+        writeln!(out, "{name}: by source: {}", group(group_mape(&rows, |r| r.source.clone())))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rows `fit` scores on `arch` (outside the set-aside rows, their recompute given or not
+/// needed), scored under the efficiency constants `eff`; a row that does not run is left out.
+fn fit_rows(
+    cases: &[Case],
+    arch: GpuArch,
+    eff: autoplan_cost::compute::ArchEfficiency,
+) -> Vec<autoplan_evaluate::validate::RowResult> {
+    cases
+        .iter()
+        .filter(|c| {
+            c.cluster.gpu.arch == arch
+                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
+                && recompute_not_given(c).is_none()
+        })
+        .filter_map(|c| {
+            let mut c = c.clone();
+            c.options.efficiency = Some(eff);
+            score(&c).ok()
+        })
+        .collect()
 }
 
 /// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.
