@@ -36,7 +36,7 @@ fn the_validation_doc_holds_what_validate_summary_prints() {
             let new = format!("{}{BEGIN}{out}{}", &doc[..b], &doc[e..]);
             std::fs::write(&path, new).expect("write docs/validation.md");
         } else {
-        panic!(
+            panic!(
             "docs/validation.md's summary differs from `autoplan validate --summary`; \
              regenerate it with UPDATE_DOCS=1 cargo test --test validation_doc\n--- doc\n{held}\n--- now\n{out}"
             );
@@ -60,7 +60,11 @@ fn the_validation_doc_holds_what_validate_summary_prints() {
             std::env::var_os("UPDATE_DOCS").is_some(),
             "README.md's validation headline is not `{want}`; regenerate with UPDATE_DOCS=1"
         );
-        let new = format!("{}(both bundled files: {want}{}", &readme[..at], &readme[end..]);
+        let new = format!(
+            "{}(both bundled files: {want}{}",
+            &readme[..at],
+            &readme[end..]
+        );
         std::fs::write(&readme_path, new).expect("write README.md");
     }
 }

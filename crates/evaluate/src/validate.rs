@@ -20,7 +20,7 @@ mod summary;
 mod wording;
 
 pub use domain::OUT_OF_DOMAIN;
-pub use fit::{fit, FitPoint};
+pub use fit::{fit, fitted_on, FitPoint};
 pub use profile::{row_profile, source_family};
 pub use summary::group_mape;
 use wording::*;

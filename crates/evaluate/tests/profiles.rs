@@ -76,7 +76,10 @@ fn the_profile_reaches_the_rows_plan_and_options() {
             .unwrap_or_else(|s| panic!("{}: {}", r.id, s.reason));
         assert!(!c.plan.tp_overlap, "{}", r.id);
         assert!(!c.options.dp_overlap, "{}", r.id);
-        assert_eq!(c.options.attention, autoplan_evaluate::AttentionKernel::Unfused);
+        assert_eq!(
+            c.options.attention,
+            autoplan_evaluate::AttentionKernel::Unfused
+        );
     }
     // MT-NLG's blank recompute is Megatron-DeepSpeed's full recompute (its TFLOP/s reproduce
     // only with the recompute-inclusive formula).
@@ -133,17 +136,27 @@ fn a_profile_that_overlaps_or_fuses_less_is_never_faster() {
         for p in CostProfile::ALL {
             // A profile without an overlap or fusion of Megatron-Core's is slower or as fast.
             if let Ok(t) = step(&p, &plan) {
-                assert!(t >= core * (1.0 - 1e-9), "{} faster than megatron-core on {plan}", p.name);
+                assert!(
+                    t >= core * (1.0 - 1e-9),
+                    "{} faster than megatron-core on {plan}",
+                    p.name
+                );
                 compared += 1;
             }
         }
         // Each mechanism alone: no DP overlap, no TP overlap, unfused attention.
         let mut one = CostProfile::MEGATRON_CORE;
         one.dp_overlap = false;
-        assert!(step(&one, &plan).unwrap() >= core * (1.0 - 1e-9), "dp overlap, {plan}");
+        assert!(
+            step(&one, &plan).unwrap() >= core * (1.0 - 1e-9),
+            "dp overlap, {plan}"
+        );
         let mut one = CostProfile::MEGATRON_CORE;
         one.tp_comm_overlap = false;
-        assert!(step(&one, &plan).unwrap() >= core * (1.0 - 1e-9), "tp overlap, {plan}");
+        assert!(
+            step(&one, &plan).unwrap() >= core * (1.0 - 1e-9),
+            "tp overlap, {plan}"
+        );
     }
     assert!(compared > 40, "only {compared} plans ran");
 }
@@ -193,17 +206,45 @@ fn frameworks_map_to_their_profiles() {
 fn the_published_files_mape_is_pinned() {
     let one = run("published_runs.csv");
     let two = run("published_runs_2.csv");
-    println!("file 1: {} rows, MAPE {:.2}%", one.rows.len(), 100.0 * one.mape);
-    println!("file 2: {} rows, MAPE {:.2}%", two.rows.len(), 100.0 * two.mape);
-    assert!(one.rows.len() >= 54 && one.mape <= 0.050, "file 1 MAPE {:.2}%", 100.0 * one.mape);
-    assert!(two.rows.len() >= 29 && two.mape <= 0.180, "file 2 MAPE {:.2}%", 100.0 * two.mape);
+    println!(
+        "file 1: {} rows, MAPE {:.2}%",
+        one.rows.len(),
+        100.0 * one.mape
+    );
+    println!(
+        "file 2: {} rows, MAPE {:.2}%",
+        two.rows.len(),
+        100.0 * two.mape
+    );
+    assert!(
+        one.rows.len() >= 54 && one.mape <= 0.050,
+        "file 1 MAPE {:.2}%",
+        100.0 * one.mape
+    );
+    assert!(
+        two.rows.len() >= 29 && two.mape <= 0.180,
+        "file 2 MAPE {:.2}%",
+        100.0 * two.mape
+    );
     // Per profile on the second file: MegaScale's Megatron-LM baseline within 10% each, the
     // profile's MAPE under 6% (it was 28% as Megatron-Core).
-    let base: Vec<_> = two.rows.iter().filter(|r| r.framework == "megatron-lm-2023").collect();
+    let base: Vec<_> = two
+        .rows
+        .iter()
+        .filter(|r| r.framework == "megatron-lm-2023")
+        .collect();
     assert_eq!(base.len(), 4);
     for r in &base {
         assert!(r.error.abs() <= 0.10, "{} {:+.1}%", r.id, 100.0 * r.error);
     }
-    let g = two.by_framework.iter().find(|g| g.name == "megatron-lm-2023").unwrap();
-    assert!(g.mape <= 0.06, "megatron-lm-2023 MAPE {:.1}%", 100.0 * g.mape);
+    let g = two
+        .by_framework
+        .iter()
+        .find(|g| g.name == "megatron-lm-2023")
+        .unwrap();
+    assert!(
+        g.mape <= 0.06,
+        "megatron-lm-2023 MAPE {:.1}%",
+        100.0 * g.mape
+    );
 }

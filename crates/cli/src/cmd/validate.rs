@@ -14,8 +14,8 @@ use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, group_mape, recompute_not_given, score, validate_searching,
-    Case, Figure, FitPoint, SkipKind, Validation, OUT_OF_DOMAIN,
+    case_of, cluster_name_for, fit, fitted_on, group_mape, score, validate_searching, Case, Figure,
+    FitPoint, SkipKind, Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -93,7 +93,11 @@ pub fn load_all(paths: &[PathBuf]) -> anyhow::Result<RunsFile> {
         let f = load_runs(p)?;
         for r in &f.runs {
             if all.runs.iter().any(|q| q.id == r.id) {
-                bail!("{}: row `{}` is also in an earlier --runs file", p.display(), r.id);
+                bail!(
+                    "{}: row `{}` is also in an earlier --runs file",
+                    p.display(),
+                    r.id
+                );
             }
         }
         all.runs.extend(f.runs);
@@ -282,7 +286,10 @@ fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<Exi
         line(&mut out, c, "   <- ARCH_TABLE now")?;
     }
     // The best point's and the table's MAPE by framework profile and source family.
-    for (name, p) in [("best point", points.first()), ("ARCH_TABLE", current.first())] {
+    for (name, p) in [
+        ("best point", points.first()),
+        ("ARCH_TABLE", current.first()),
+    ] {
         let Some(p) = p else { continue };
         let eff = autoplan_cost::compute::ArchEfficiency {
             gemm_eff_max: p.gemm_eff_max,
@@ -297,14 +304,21 @@ fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<Exi
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        writeln!(out, "{name}: by framework: {}", group(group_mape(&rows, |r| r.framework.to_string())))?;
-        writeln!(out, "{name}: by source: {}", group(group_mape(&rows, |r| r.source.clone())))?;
+        writeln!(
+            out,
+            "{name}: by framework: {}",
+            group(group_mape(&rows, |r| r.framework.to_string()))
+        )?;
+        writeln!(
+            out,
+            "{name}: by source: {}",
+            group(group_mape(&rows, |r| r.source.clone()))
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The rows `fit` scores on `arch` (outside the set-aside rows, their recompute given or not
-/// needed), scored under the efficiency constants `eff`; a row that does not run is left out.
+/// The rows `fit` scores on `arch` ([`fitted_on`]), scored under the efficiency constants `eff`; a row that does not run is left out.
 fn fit_rows(
     cases: &[Case],
     arch: GpuArch,
@@ -312,11 +326,7 @@ fn fit_rows(
 ) -> Vec<autoplan_evaluate::validate::RowResult> {
     cases
         .iter()
-        .filter(|c| {
-            c.cluster.gpu.arch == arch
-                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
-                && recompute_not_given(c).is_none()
-        })
+        .filter(|c| fitted_on(c, arch))
         .filter_map(|c| {
             let mut c = c.clone();
             c.options.efficiency = Some(eff);
@@ -331,14 +341,10 @@ fn explain(paths: &[PathBuf], id: &str, space: &str) -> anyhow::Result<ExitCode>
     if let Some(s) = file.skipped.iter().find(|s| s.id == id) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }
-    let row = file
-        .runs
-        .iter()
-        .find(|r| r.id == id)
-        .with_context(|| {
-            let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            format!("{}: no row with id `{id}`", files.join(", "))
-        })?;
+    let row = file.runs.iter().find(|r| r.id == id).with_context(|| {
+        let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        format!("{}: no row with id `{id}`", files.join(", "))
+    })?;
     if let Some(s) = missing_fact(row) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }

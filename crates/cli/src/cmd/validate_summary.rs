@@ -24,7 +24,10 @@ pub fn summary(paths: &[PathBuf], space: &Space) -> anyhow::Result<String> {
     let all = validate_files(paths, space)?;
     let mut s = String::new();
     let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-    writeln!(s, "| file | rows | MAPE | worst row | set aside | skipped |")?;
+    writeln!(
+        s,
+        "| file | rows | MAPE | worst row | set aside | skipped |"
+    )?;
     writeln!(s, "|---|---:|---:|---|---:|---:|")?;
     let mut line = |name: &str, v: &Validation| {
         writeln!(

@@ -51,11 +51,13 @@ pub(super) fn case_plan(
         .zero_stage
         .as_deref()
         .and_then(|t| Zero::from_wording(t, r.gpus_per_node.unwrap_or(8)))
-        .unwrap_or(if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
-            Zero::stage(1)
-        } else {
-            Zero::NONE
-        });
+        .unwrap_or(
+            if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
+                Zero::stage(1)
+            } else {
+                Zero::NONE
+            },
+        );
     let ep = r.ep.unwrap_or(1);
     let moe_tp = r.etp.unwrap_or(1);
     // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:

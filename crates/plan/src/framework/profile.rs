@@ -87,10 +87,10 @@ impl CostProfile {
         tp_comm_overlap: false,
         fused_attention: false,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
-                 (Jiang+24) §3.2-3.3 names these as its additions to the baseline",
-        not_modelled: "the baseline's flags are Megatron-LM's defaults at the commit, inferred, not \
-                       read (whether it ran the distributed optimizer or FlashAttention); the run's \
-                       arguments would settle them",
+                 (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
+                 are the defaults at the commit, inferred: the run's arguments would settle \
+                 them)",
+        not_modelled: "",
     };
 
     /// Megatron-DeepSpeed of 2021–22 (MT-NLG, BLOOM, GPT-NeoX): DeepSpeed reduces ZeRO-0/1
@@ -122,7 +122,8 @@ impl CostProfile {
         tp_comm_overlap: false,
         fused_attention: true,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3)",
-        not_modelled: "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
+        not_modelled:
+            "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
                        priced as Megatron's 1F1B; a trace of one pipeline stage would settle it",
     };
 
