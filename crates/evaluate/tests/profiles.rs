@@ -157,6 +157,12 @@ fn a_profile_that_overlaps_or_fuses_less_is_never_faster() {
             step(&one, &plan).unwrap() >= core * (1.0 - 1e-9),
             "tp overlap, {plan}"
         );
+        let mut one = CostProfile::MEGATRON_CORE;
+        one.zero_grad_all_reduce = true;
+        assert!(
+            step(&one, &plan).unwrap() >= core * (1.0 - 1e-9),
+            "all-reduce, {plan}"
+        );
     }
     assert!(compared > 40, "only {compared} plans ran");
 }
@@ -187,6 +193,13 @@ fn the_dp_overlap_matters_where_the_reduction_is_large() {
             .step_time_s
     };
     assert!(t(&CostProfile::MEGATRON_DEEPSPEED_2022) > 1.01 * t(&CostProfile::MEGATRON_CORE));
+    // DeepSpeed's bucketed all-reduce moves twice a reduce-scatter's bytes: exposed after the
+    // backward, it costs more.
+    let rs = CostProfile {
+        zero_grad_all_reduce: false,
+        ..CostProfile::DEEPSPEED
+    };
+    assert!(t(&CostProfile::DEEPSPEED) > t(&rs));
 }
 
 #[test]

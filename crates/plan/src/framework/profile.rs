@@ -26,6 +26,11 @@ pub struct CostProfile {
     /// What a published row of the profile is evaluated with; what a framework *can* run is
     /// its capability table (`Capabilities::tp_overlap`).
     pub tp_comm_overlap: bool,
+    /// ZeRO-1/2 gradients are reduced by an all-reduce of each bucket, each rank keeping its
+    /// slice, not a reduce-scatter: DeepSpeed's `average_tensor` with its default
+    /// `use_multi_rank_bucket_allreduce` (stage_1_and_2.py @ v0.19.5:L1288-1443; frameworks.md
+    /// §3.5), twice a reduce-scatter's bytes.
+    pub zero_grad_all_reduce: bool,
     /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
     /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
     pub fused_attention: bool,
@@ -45,6 +50,7 @@ impl CostProfile {
         name: "megatron-core",
         dp_overlap: true,
         tp_comm_overlap: true,
+        zero_grad_all_reduce: false,
         fused_attention: true,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
@@ -57,6 +63,7 @@ impl CostProfile {
         name: "megatron-lm-2020",
         dp_overlap: false,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: false,
         fused_attention: false,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
@@ -70,6 +77,7 @@ impl CostProfile {
         name: "megatron-lm-2021",
         dp_overlap: true,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: false,
         fused_attention: false,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
         not_modelled: "",
@@ -85,6 +93,7 @@ impl CostProfile {
         name: "megatron-lm-2023",
         dp_overlap: false,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: false,
         fused_attention: false,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
@@ -101,6 +110,7 @@ impl CostProfile {
         name: "megatron-deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: true,
         fused_attention: false,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels",
@@ -120,6 +130,7 @@ impl CostProfile {
         name: "deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: true,
         fused_attention: true,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3)",
         not_modelled:
@@ -134,6 +145,7 @@ impl CostProfile {
         name: "torchtitan",
         dp_overlap: true,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: false,
         fused_attention: true,
         source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §3.6 (FSDP2)",
         not_modelled: "torch.compile's fusions, Float8's scaling kernels under FSDP2, PyTorch's \
@@ -149,6 +161,7 @@ impl CostProfile {
         name: "llm-foundry",
         dp_overlap: true,
         tp_comm_overlap: false,
+        zero_grad_all_reduce: false,
         fused_attention: true,
         source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
                  frameworks.md §3.6",
