@@ -32,6 +32,7 @@ pub mod balance;
 mod comm;
 mod core;
 mod flops;
+mod profile;
 pub mod runs;
 pub mod validate;
 
@@ -69,6 +70,10 @@ pub struct EvalOptions {
     pub grad_bytes: f64,
     /// Parameters per DDP bucket (Megatron: 40M): the last bucket's reduction is never hidden.
     pub bucket_params: f64,
+    /// ZeRO-1/2 reduce their gradients with an all-reduce of each bucket, every rank keeping
+    /// its slice (DeepSpeed's default, frameworks.md §3.5), instead of a reduce-scatter
+    /// (Megatron's distributed optimizer, FSDP): twice the bytes.
+    pub zero_grad_all_reduce: bool,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -88,6 +93,7 @@ impl Default for EvalOptions {
             dp_overlap: true,
             grad_bytes: 4.0,
             bucket_params: 40e6,
+            zero_grad_all_reduce: false,
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,

@@ -11,14 +11,18 @@ use autoplan_plan::{Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules
 use serde::{Deserialize, Serialize};
 
 pub use crate::runs::{BestPlan, SkipKind};
-use crate::{AttentionKernel, EvalOptions, Evaluator, Infeasible, Metrics};
+use crate::{EvalOptions, Evaluator, Infeasible, Metrics};
 
 mod domain;
 mod fit;
+mod profile;
+mod summary;
 mod wording;
 
 pub use domain::OUT_OF_DOMAIN;
-pub use fit::{fit, FitPoint};
+pub use fit::{fit, fitted_on, FitPoint};
+pub use profile::{row_profile, source_family};
+pub use summary::group_mape;
 use wording::*;
 
 mod case;
@@ -119,6 +123,10 @@ pub struct Case {
     pub measured: f64,
     /// The row names its recompute (blank: evaluated without, see [`recompute_not_given`]).
     pub recompute_stated: bool,
+    /// The framework profile the row ran under ([`row_profile`]'s name).
+    pub framework: &'static str,
+    /// The row's source family ([`source_family`]).
+    pub source: String,
 }
 
 /// The outcome of one row.
@@ -135,6 +143,18 @@ pub struct RowResult {
     pub step_time_s: f64,
     /// The GPU architecture of the row's cluster (whose efficiency constants price it).
     pub gpu_arch: autoplan_cluster::GpuArch,
+    /// The framework profile the row ran under.
+    pub framework: &'static str,
+    /// The row's source family.
+    pub source: String,
+}
+
+/// MAPE of the rows of one framework profile or source family.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub name: String,
+    pub rows: usize,
+    pub mape: f64,
 }
 
 /// MAPE of the rows of one GPU architecture (the unit `validate --fit` calibrates).
@@ -167,7 +187,7 @@ pub struct Skipped {
 }
 
 /// Everything `autoplan validate` prints.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Validation {
     /// Rows inside the calibrated domain (the MAPE is over these).
     pub rows: Vec<RowResult>,
@@ -183,6 +203,10 @@ pub struct Validation {
     pub worst_error: f64,
     /// MAPE per GPU architecture, in the order the architectures first appear.
     pub by_gpu: Vec<ArchSummary>,
+    /// MAPE per framework profile, in the order they first appear.
+    pub by_framework: Vec<GroupSummary>,
+    /// MAPE per source family, in the order they first appear.
+    pub by_source: Vec<GroupSummary>,
 }
 
 /// Source families whose software defaults fill blank cells.
@@ -193,14 +217,22 @@ enum Era {
     /// Megatron-Core / NeMo / Megatron-Bridge / ModelZoo (2024–2025): FlashAttention, SP with TP,
     /// distributed optimizer, TP-comm overlap.
     MegatronCore,
-    /// torchtitan (FSDP2).
+    /// Megatron-DeepSpeed 2021–22 (MT-NLG, BLOOM, GPT-NeoX): full recompute where blank, as
+    /// Megatron-LM of the time; the distributed-optimizer default of Megatron-Core (DeepSpeed's
+    /// ZeRO-1 / BF16 optimizer).
+    MegatronDeepSpeed,
+    /// torchtitan (FSDP2), and every other stack (llm-foundry) whose rows give their sharding.
     Torchtitan,
 }
 
-fn era(id: &str) -> Era {
-    if id.starts_with("meg20") || id.starts_with("nar21") || id.starts_with("kor22") {
+/// The blank-cell defaults of a row's profile ([`row_profile`]).
+fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
+    use autoplan_plan::framework::CostProfile as P;
+    if *p == P::MEGATRON_LM_2020 || *p == P::MEGATRON_LM_2021 {
         Era::Megatron2021
-    } else if id.starts_with("tt_") {
+    } else if *p == P::MEGATRON_DEEPSPEED_2022 {
+        Era::MegatronDeepSpeed
+    } else if *p == P::TORCHTITAN || *p == P::LLM_FOUNDRY {
         Era::Torchtitan
     } else {
         Era::MegatronCore
@@ -368,7 +400,8 @@ pub fn case_of(
     resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
     cluster_for: &dyn Fn(&str, u32, u32) -> Option<Cluster>,
 ) -> Result<Case, Skipped> {
-    let era = era(&r.id);
+    let profile = row_profile(r);
+    let era = era(&profile);
     let id = r.id.as_str();
     let model = case_model(r, era, resolve_model)?;
     let gpn = r.gpus_per_node.unwrap_or(8);
@@ -376,8 +409,8 @@ pub fn case_of(
         Some(c) => c,
         None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
     };
-    let plan = case_plan(r, era, &model);
-    let options = case_options(r, era, &model);
+    let plan = case_plan(r, era, &profile, &model);
+    let options = case_options(r, &profile, &model);
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     Ok(Case {
@@ -388,7 +421,10 @@ pub fn case_of(
         options,
         figure,
         measured,
-        recompute_stated: !rc.trim().is_empty() || era == Era::Megatron2021,
+        recompute_stated: !rc.trim().is_empty()
+            || matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed),
+        framework: profile.name,
+        source: source_family(&r.id),
     })
 }
 
@@ -498,6 +534,8 @@ pub fn score(case: &Case) -> Result<RowResult, Infeasible> {
         memory_peak_gib: m.memory_peak_bytes / crate::GIB,
         step_time_s: m.step_time_s,
         gpu_arch: case.cluster.gpu.arch,
+        framework: case.framework,
+        source: case.source.clone(),
     })
 }
 
@@ -624,41 +662,14 @@ pub fn validate_searching(
             },
         }
     }
-    let mape = if rows.is_empty() {
-        0.0
-    } else {
-        rows.iter().map(|r| r.error.abs()).sum::<f64>() / rows.len() as f64
-    };
-    let worst = rows
-        .iter()
-        .max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
-    let mut by_gpu: Vec<ArchSummary> = Vec::new();
-    for r in &rows {
-        match by_gpu.iter_mut().find(|a| a.arch == r.gpu_arch) {
-            Some(a) => {
-                a.rows += 1;
-                a.mape += r.error.abs();
-            }
-            None => by_gpu.push(ArchSummary {
-                arch: r.gpu_arch,
-                rows: 1,
-                mape: r.error.abs(),
-            }),
-        }
-    }
-    for a in &mut by_gpu {
-        a.mape /= a.rows as f64;
-    }
     Validation {
-        worst: worst.map(|w| w.id.clone()),
-        worst_error: worst.map_or(0.0, |w| w.error),
-        mape,
         rows,
         outliers,
         skipped,
         best_plan: best,
-        by_gpu,
+        ..Validation::default()
     }
+    .summarised()
 }
 
 /// Row `c` scored with the plan `search` finds for it; without a search, skipped: the row

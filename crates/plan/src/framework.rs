@@ -22,7 +22,10 @@ use crate::{
 
 mod checks;
 mod offload;
+mod profile;
 mod tables;
+
+pub use profile::CostProfile;
 
 use checks::*;
 pub use offload::OffloadRules;

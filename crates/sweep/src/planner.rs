@@ -114,9 +114,17 @@ impl Planner for SearchPlanner {
             exhaustive: false,
         };
         // The same path as `autoplan search`: the `Scorer` with its communication floor.
-        let CaseOutcome { scorer, outcome } =
-            search_case_for(&model, &cluster, self.opts, self.target, space, &opts, &())
-                .map_err(infeasible)?;
+        let CaseOutcome { scorer, outcome } = search_case_for(
+            &model,
+            &cluster,
+            // The target framework's cost profile (what it overlaps and fuses).
+            self.opts.with_profile(&self.target.framework.profile()),
+            self.target,
+            space,
+            &opts,
+            &(),
+        )
+        .map_err(infeasible)?;
         let ev = &scorer.exact;
         if outcome.plans.is_empty() {
             const GIB: f64 = 1024.0 * 1024.0 * 1024.0;

@@ -111,15 +111,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let opts = EvalOptions {
-        attention: match args.attention {
-            Attn::Flash => AttentionKernel::Flash,
-            Attn::Unfused => AttentionKernel::Unfused,
-        },
-        dp_overlap: !args.no_dp_overlap,
+    // The framework's cost profile (what it overlaps and fuses), then the explicit flags.
+    let mut opts = EvalOptions {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
-    };
+    }
+    .with_profile(&target.framework.profile());
+    if args.attention == Attn::Unfused {
+        opts.attention = AttentionKernel::Unfused;
+    }
+    if args.no_dp_overlap {
+        opts.dp_overlap = false;
+    }
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
     if let (Some(n), false) = (&note, args.format == Format::Json) {

@@ -114,15 +114,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(f) = &args.fix {
         space.fix(f)?;
     }
+    let target = args.target.target()?;
+    // The framework's cost profile: what it overlaps and fuses.
     let options = EvalOptions {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
-    };
+    }
+    .with_profile(&target.framework.profile());
     if let Some(n) = super::calibration_note(&cluster) {
         eprintln!("{n}");
     }
     check_recompute_entries(&space, &model)?;
-    let target = args.target.target()?;
     let rows_wanted = args.top.max(args.explain.unwrap_or(1));
     let opts = SearchOptions {
         // Folding hides variants: rank more plans than rows (FOLD_DEPTH per row).

@@ -14,8 +14,8 @@ use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, validate_searching, Case, Figure, FitPoint, SkipKind,
-    Validation,
+    case_of, cluster_name_for, fit, fitted_on, group_mape, score, validate_searching, Case, Figure,
+    FitPoint, SkipKind, Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -26,9 +26,11 @@ use super::Format;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Published runs in the `published_runs.csv` schema.
+    /// Published runs in the `published_runs.csv` schema; repeat the flag to score several
+    /// files together (`--runs data/published_runs.csv --runs data/published_runs_2.csv`: the
+    /// MAPE, per-GPU, per-framework and per-source figures over all their rows).
     #[arg(long, default_value = "data/published_runs.csv")]
-    pub runs: PathBuf,
+    pub runs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Print the full evaluation report (as `autoplan evaluate`) of the row with this id
@@ -36,14 +38,19 @@ pub struct Args {
     #[arg(long, value_name = "ID", conflicts_with = "fit")]
     pub explain: Option<String>,
     /// Re-fit the compute-efficiency constants of one GPU architecture (v100, a100, h100) to
-    /// the file's rows on it: a grid over `gemm_eff_max` × `gemm_latency` × `hbm_eff_max`,
-    /// printing the best points by MAPE and the calibrated table's own score.
+    /// the rows of the `--runs` files on it: a grid over `gemm_eff_max` × `gemm_latency` ×
+    /// `hbm_eff_max`, printing the best points by MAPE and the calibrated table's own score,
+    /// and at the best point the MAPE per framework profile and per source family.
     #[arg(long, value_name = "ARCH")]
     pub fit: Option<String>,
     /// Also write the self-contained HTML report (every row predicted against measured) to
     /// this file (docs/report.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["fit", "explain"])]
     pub html: Option<PathBuf>,
+    /// Print the summary tables of docs/validation.md (MAPE per file, per GPU, per framework
+    /// profile and per source family, in Markdown) instead of the rows.
+    #[arg(long, conflicts_with_all = ["fit", "explain", "html"])]
+    pub summary: bool,
     /// The search space (bundled name or TOML) in which the best plan of a row that gives no
     /// parallel degrees is searched.
     #[arg(long, default_value = "default")]
@@ -75,12 +82,47 @@ pub fn bundled_cluster(gpu: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clus
 /// Validate a file of runs against the bundled models and clusters; a row giving no parallel
 /// degrees is scored with the best plan of `space`. Skipped rows in file order.
 pub fn validate_file(path: &Path, space: &Space) -> anyhow::Result<Validation> {
-    let file = load_runs(path)?;
-    let search = |c: &Case| best_plan(c, space);
-    let mut v = validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
-    v.skipped.extend(file.skipped);
-    v.skipped.sort_by_key(|s| s.line);
-    Ok(v)
+    validate_files(std::slice::from_ref(&path.to_path_buf()), space)
+}
+
+/// The rows of every file, in order (an id twice is an error: the summaries would count it
+/// twice), and the rows skipped while reading.
+pub fn load_all(paths: &[PathBuf]) -> anyhow::Result<RunsFile> {
+    let mut all = RunsFile::default();
+    for p in paths {
+        let f = load_runs(p)?;
+        for r in &f.runs {
+            if all.runs.iter().any(|q| q.id == r.id) {
+                bail!(
+                    "{}: row `{}` is also in an earlier --runs file",
+                    p.display(),
+                    r.id
+                );
+            }
+        }
+        all.runs.extend(f.runs);
+        all.skipped.extend(f.skipped);
+    }
+    Ok(all)
+}
+
+/// [`validate_file`] over several files scored together.
+pub fn validate_files(paths: &[PathBuf], space: &Space) -> anyhow::Result<Validation> {
+    let mut v = Validation::default();
+    for p in paths {
+        let file = load_runs(p)?;
+        let search = |c: &Case| best_plan(c, space);
+        let mut one =
+            validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
+        one.skipped.extend(file.skipped);
+        one.skipped.sort_by_key(|s| s.line);
+        v.rows.extend(one.rows);
+        v.outliers.extend(one.outliers);
+        v.skipped.extend(one.skipped);
+        v.best_plan.extend(one.best_plan);
+    }
+    load_all(paths)?;
+    Ok(v.summarised())
 }
 
 /// The best plan of `space` for case `c`'s model, cluster (the row's GPU count), global batch,
@@ -130,10 +172,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(arch) = &args.fit {
         return fit_arch(&args.runs, arch, args.format);
     }
-    let v = validate_file(&args.runs, &space_of(&args.space)?)?;
+    let space = space_of(&args.space)?;
+    if args.summary {
+        let md = super::validate_summary::summary(&args.runs, &space)?;
+        print!("{md}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let v = validate_files(&args.runs, &space)?;
     if let Some(path) = &args.html {
-        let runs = load_runs(&args.runs)?;
-        let doc = super::report::validate_document(&v, &runs.runs, &args.runs);
+        let runs = load_all(&args.runs)?;
+        let doc = super::report::validate_document(&v, &runs.runs, &args.runs[0]);
         super::report::write_html(path, &doc)?;
     }
     for r in v
@@ -162,9 +210,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if v.rows.is_empty() && v.outliers.is_empty() && v.best_plan.is_empty() {
         out.flush()?;
+        let files: Vec<String> = args.runs.iter().map(|p| p.display().to_string()).collect();
         bail!(
             "{}: no row could be scored ({} skipped)",
-            args.runs.display(),
+            files.join(", "),
             v.skipped.len()
         );
     }
@@ -172,7 +221,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `--fit ARCH`: the calibration grid (see `autoplan_evaluate::validate::fit`).
-fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode> {
+fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<ExitCode> {
     let a = match arch.to_ascii_lowercase().as_str() {
         "v100" => GpuArch::V100,
         "a100" => GpuArch::A100,
@@ -182,7 +231,7 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
     if format == Format::Csv {
         bail!("--fit with --format csv: the grid prints as a table or JSON (--format json)");
     }
-    let runs = load_runs(path)?.runs;
+    let runs = load_all(paths)?.runs;
     // The rows validate scores with their own plan.
     let cases: Vec<_> = runs
         .iter()
@@ -236,20 +285,66 @@ fn fit_arch(path: &Path, arch: &str, format: Format) -> anyhow::Result<ExitCode>
     if let Some(c) = current.first() {
         line(&mut out, c, "   <- ARCH_TABLE now")?;
     }
+    // The best point's and the table's MAPE by framework profile and source family.
+    for (name, p) in [
+        ("best point", points.first()),
+        ("ARCH_TABLE", current.first()),
+    ] {
+        let Some(p) = p else { continue };
+        let eff = autoplan_cost::compute::ArchEfficiency {
+            gemm_eff_max: p.gemm_eff_max,
+            gemm_latency: p.gemm_latency,
+            hbm_eff_max: p.hbm_eff_max,
+            ..cur
+        };
+        let rows = fit_rows(&cases, a, eff);
+        let group = |g: Vec<autoplan_evaluate::validate::GroupSummary>| {
+            g.iter()
+                .map(|x| format!("{} {} rows {:.1}%", x.name, x.rows, 100.0 * x.mape))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            out,
+            "{name}: by framework: {}",
+            group(group_mape(&rows, |r| r.framework.to_string()))
+        )?;
+        writeln!(
+            out,
+            "{name}: by source: {}",
+            group(group_mape(&rows, |r| r.source.clone()))
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The rows `fit` scores on `arch` ([`fitted_on`]), scored under the efficiency constants `eff`; a row that does not run is left out.
+fn fit_rows(
+    cases: &[Case],
+    arch: GpuArch,
+    eff: autoplan_cost::compute::ArchEfficiency,
+) -> Vec<autoplan_evaluate::validate::RowResult> {
+    cases
+        .iter()
+        .filter(|c| fitted_on(c, arch))
+        .filter_map(|c| {
+            let mut c = c.clone();
+            c.options.efficiency = Some(eff);
+            score(&c).ok()
+        })
+        .collect()
+}
+
 /// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.
-fn explain(path: &Path, id: &str, space: &str) -> anyhow::Result<ExitCode> {
-    let file = load_runs(path)?;
+fn explain(paths: &[PathBuf], id: &str, space: &str) -> anyhow::Result<ExitCode> {
+    let file = load_all(paths)?;
     if let Some(s) = file.skipped.iter().find(|s| s.id == id) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }
-    let row = file
-        .runs
-        .iter()
-        .find(|r| r.id == id)
-        .with_context(|| format!("{}: no row with id `{id}`", path.display()))?;
+    let row = file.runs.iter().find(|r| r.id == id).with_context(|| {
+        let files: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        format!("{}: no row with id `{id}`", files.join(", "))
+    })?;
     if let Some(s) = missing_fact(row) {
         anyhow::bail!("row `{id}` is skipped: {}", s.reason);
     }
@@ -479,5 +574,40 @@ fn table(out: &mut impl Write, v: &Validation) -> anyhow::Result<()> {
         .map(|a| format!("{:?} {} rows {:.1}%", a.arch, a.rows, 100.0 * a.mape))
         .collect();
     writeln!(out, "by GPU: {}", by.join(", "))?;
+    let group = |g: &[autoplan_evaluate::validate::GroupSummary]| {
+        g.iter()
+            .map(|a| format!("{} {} rows {:.1}%", a.name, a.rows, 100.0 * a.mape))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    writeln!(out, "by framework: {}", group(&v.by_framework))?;
+    writeln!(out, "by source: {}", group(&v.by_source))?;
+    // What the profile of a row beyond 20% does not price, and what would settle it.
+    let far: Vec<_> = v
+        .rows
+        .iter()
+        .filter(|r| r.error.abs() > 0.20)
+        .filter_map(|r| {
+            let p = autoplan_plan::framework::CostProfile::named(r.framework)?;
+            (!p.not_modelled.is_empty()).then_some((r, p))
+        })
+        .collect();
+    if !far.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "rows beyond 20% and what their framework profile does not price:"
+        )?;
+        for (r, p) in far {
+            writeln!(
+                out,
+                "{:<48} {:>+7.1}%  {}: {}",
+                r.id,
+                100.0 * r.error,
+                p.name,
+                p.not_modelled
+            )?;
+        }
+    }
     Ok(())
 }

@@ -213,7 +213,13 @@ impl Evaluator {
         out: &mut DpExposed,
     ) {
         let (p, gb) = (d.params, self.opts.grad_bytes);
-        let rs = self.coll(ReduceScatter, shard, p * gb, x.algo);
+        // DeepSpeed all-reduces each bucket and keeps its slice (`zero_grad_all_reduce`).
+        let reduce = if self.opts.zero_grad_all_reduce {
+            AllReduce
+        } else {
+            ReduceScatter
+        };
+        let rs = self.coll(reduce, shard, p * gb, x.algo);
         let ar = self.cross_all_reduce(d, shard, x);
         let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
         let e_rs = self.dp_hide(d, rs.time + ar.time, d.s.bwd);
@@ -228,8 +234,13 @@ impl Evaluator {
         };
         if S::ENABLED {
             let [w1, w2] = d.names.zero1;
+            let w1 = if self.opts.zero_grad_all_reduce {
+                d.names.all_reduce
+            } else {
+                w1
+            };
             let pass = if every_mb { Pass::Backward } else { Pass::Step };
-            let rs_row = Comm::new(CommKind::Dp, w1, pass, ReduceScatter, shard, p * gb);
+            let rs_row = Comm::new(CommKind::Dp, w1, pass, reduce, shard, p * gb);
             push(sink, rs_row.calls(calls), rs, calls * e_rs);
             if d.cross.size > 1 {
                 let bytes = p * gb / shard.size as f64;

@@ -4,7 +4,12 @@
 use super::*;
 
 /// The plan row `r` ran (era defaults where the row is blank).
-pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
+pub(super) fn case_plan(
+    r: &PublishedRun,
+    era: Era,
+    profile: &autoplan_plan::framework::CostProfile,
+    model: &ModelSpec,
+) -> Plan {
     let tp = r.tp.unwrap_or(1);
     let pp = r.pp.unwrap_or(1);
     let dp = r.dp.unwrap_or(1);
@@ -29,9 +34,12 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         Recompute::Full
     } else if rc.starts_with("selective") {
         Recompute::Selective
-    } else if rc.is_empty() && era == Era::Megatron2021 {
+    } else if rc.is_empty() && matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) {
         // The 2020 README's TFLOP/s reproduce exactly with the recompute-inclusive formula
-        // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations.
+        // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations. So do
+        // Megatron-DeepSpeed's of 2021–22 (MT-NLG's TFLOP/s reproduce only with the
+        // recompute-inclusive formula, published_runs_2_SOURCES.md `mtnlg_530b_*`; BLOOM and
+        // GPT-NeoX name it).
         Recompute::Full
     } else {
         Recompute::None
@@ -43,11 +51,13 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         .zero_stage
         .as_deref()
         .and_then(|t| Zero::from_wording(t, r.gpus_per_node.unwrap_or(8)))
-        .unwrap_or(if era == Era::MegatronCore {
-            Zero::stage(1)
-        } else {
-            Zero::NONE
-        });
+        .unwrap_or(
+            if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
+                Zero::stage(1)
+            } else {
+                Zero::NONE
+            },
+        );
     let ep = r.ep.unwrap_or(1);
     let moe_tp = r.etp.unwrap_or(1);
     // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:
@@ -78,7 +88,8 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
         mbs,
         recompute,
         recompute_modules: modules,
-        tp_overlap: era == Era::MegatronCore,
+        // The profile's runs overlapped TP communication or not (`CostProfile`).
+        tp_overlap: profile.tp_comm_overlap,
         ep_overlap: dualpipe || a2a_overlap,
         // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP"). DualPipe
         // rows ran DeepSeek's own cross-node dispatch (report §3.2.2: IB to the same-index GPU
@@ -94,16 +105,13 @@ pub(super) fn case_plan(r: &PublishedRun, era: Era, model: &ModelSpec) -> Plan {
 }
 
 /// The software settings of row `r`'s era.
-pub(super) fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> EvalOptions {
+pub(super) fn case_options(
+    r: &PublishedRun,
+    profile: &autoplan_plan::framework::CostProfile,
+    model: &ModelSpec,
+) -> EvalOptions {
+    // The overlap and the attention kernel are the profile's (`CostProfile`).
     EvalOptions {
-        attention: if era == Era::Megatron2021 {
-            AttentionKernel::Unfused
-        } else {
-            AttentionKernel::Flash
-        },
-        // Megatron-LM v1 (2020, `meg20_`) all-reduced gradients after the backward pass
-        // (its LocalDDP); from 2021 (`nar21_`: torch DDP) the reduction overlaps backward.
-        dp_overlap: !r.id.starts_with("meg20"),
         grad_bytes: if model.training.precision == Precision::Fp16 {
             2.0
         } else {
@@ -112,6 +120,7 @@ pub(super) fn case_options(r: &PublishedRun, era: Era, model: &ModelSpec) -> Eva
         flops: row_attention_flops(r),
         ..EvalOptions::default()
     }
+    .with_profile(profile)
 }
 
 /// The measured figure of row `r` and its value.

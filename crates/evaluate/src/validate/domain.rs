@@ -27,13 +27,20 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
 
 /// Why torchtitan's long-sequence rows are outside the domain: they are scored (on the bundled
 /// `grand-teton-h100`, the 96 GB / 500 W H100 they ran on, whose clocks under the power cap
-/// are not measured) and printed with their error, but the run is torchtitan's FSDP2 with
-/// `torch.compile`, Float8 linears and PyTorch's experimental context-parallel SDPA, and none
-/// of that framework's behaviour (what FSDP2 overlaps, the CP ring as PyTorch implements it,
-/// compile's fusions) is modelled: the model predicts both too fast (1.6x at 32K, 2.9x at
-/// 256K with cp 8), the gap the torchtitan rows of issue 17 ("frameworks differ") describe.
-/// A framework profile for torchtitan, or a profile of these runs, would settle it.
+/// are not measured) under the torchtitan cost profile (`CostProfile::TORCHTITAN`: FSDP2's
+/// prefetch and reduce-scatter overlap, SDPA's fused attention) and printed with their error,
+/// but the run is torchtitan's FSDP2 with `torch.compile`, Float8 linears and PyTorch's
+/// experimental context-parallel SDPA, and the profile prices none of compile's fusions,
+/// Float8's scaling kernels, the CP path's attention kernel and all-gather rotation
+/// (frameworks.md §2.1), or the capped clocks: the model predicts both too fast (1.6x at 32K,
+/// 2.9x at 256K with cp 8; at 256K the step is attention-bound, about 190 TFLOP/s of hardware
+/// FLOPs per GPU measured
+/// against the SDPA rate measured on a 700 W H100, `results/h100/attention_seq.csv`). A trace
+/// of one step of each run on that hardware, and the attention and GEMM rates under the
+/// 500 W cap, would settle it.
 pub(crate) const TORCHTITAN_LONG_SEQ: &str =
     "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
-     SDPA on 96 GB / 500 W H100s: the framework's overlap, its CP ring and the power-capped \
-     clocks are not modelled (issue 17: framework profiles)";
+     SDPA on 96 GB / 500 W H100s: the torchtitan profile prices FSDP2's overlap, not compile's \
+     fusions, Float8's scaling kernels, the CP path's attention kernel and rotation, or the \
+     power-capped clocks; a trace of one step of each run on that hardware, and the attention \
+     and GEMM rates under the 500 W cap, would settle it";

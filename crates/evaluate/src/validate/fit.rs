@@ -16,9 +16,21 @@ pub struct FitPoint {
     pub worst_error: f64,
 }
 
+/// Whether case `c` is one the constants of `arch` are fitted on: a row on that architecture,
+/// inside the domain ([`OUT_OF_DOMAIN`]), its recompute given or not needed
+/// ([`recompute_not_given`]), and run under a framework profile that prices every mechanism
+/// its framework is known to have (`CostProfile::not_modelled` empty): a row whose error is a
+/// framework's unpriced mechanism would bend the GPU's constants for every other framework.
+pub fn fitted_on(c: &Case, arch: autoplan_cluster::GpuArch) -> bool {
+    c.cluster.gpu.arch == arch
+        && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
+        && recompute_not_given(c).is_none()
+        && autoplan_plan::framework::CostProfile::named(c.framework)
+            .is_none_or(|p| p.not_modelled.is_empty())
+}
+
 /// The calibration procedure of docs/calibration.md ("Compute"): with every link and collective
-/// constant fixed, score the rows on `arch` (outside [`OUT_OF_DOMAIN`], and not the rows
-/// [`recompute_not_given`] skips) for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
+/// constant fixed, score the rows [`fitted_on`] `arch` for every point of the grid `gemm_eff_max × gemm_latency × hbm_eff_max` (the silicon's SMs and tiles and
 /// `hbm_bytes_half` are kept), and return the points ordered by MAPE (ties: smaller worst
 /// error, then the grid order). A point under which a published plan does not run scores as
 /// infinitely wrong. Deterministic.
@@ -30,14 +42,7 @@ pub fn fit(
     hbm_eff: &[f64],
 ) -> Vec<FitPoint> {
     let base = *autoplan_cost::compute::arch_efficiency(arch);
-    let mine: Vec<&Case> = cases
-        .iter()
-        .filter(|c| {
-            c.cluster.gpu.arch == arch
-                && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
-                && recompute_not_given(c).is_none()
-        })
-        .collect();
+    let mine: Vec<&Case> = cases.iter().filter(|c| fitted_on(c, arch)).collect();
     let mut out = Vec::new();
     for &e in eff_max {
         for &l in latency {

@@ -1,0 +1,26 @@
+//! A framework's cost profile ([`autoplan_plan::framework::CostProfile`]) as evaluation
+//! options: the one place the profile's mechanisms reach the evaluator.
+
+use autoplan_plan::framework::CostProfile;
+
+use crate::{AttentionKernel, EvalOptions};
+
+impl EvalOptions {
+    /// These options with the overlap and kernel mechanisms of profile `p`: the DP reduction
+    /// overlapped with the backward or not (`dp_overlap`), ZeRO-1/2's reduction an all-reduce
+    /// or a reduce-scatter, the attention core fused or not.
+    /// The TP overlap is the plan's (`tp_overlap`), which the profile's runs set
+    /// (`CostProfile::tp_comm_overlap`) and the capability table bounds.
+    pub fn with_profile(self, p: &CostProfile) -> EvalOptions {
+        EvalOptions {
+            dp_overlap: p.dp_overlap,
+            zero_grad_all_reduce: p.zero_grad_all_reduce,
+            attention: if p.fused_attention {
+                AttentionKernel::Flash
+            } else {
+                AttentionKernel::Unfused
+            },
+            ..self
+        }
+    }
+}

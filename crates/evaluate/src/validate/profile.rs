@@ -1,0 +1,50 @@
+//! Which framework profile a published row ran under (issue 17 item 4): a rule on the row's
+//! source (its id's source prefix, the `source` column, and the stack its notes name), never on
+//! the row itself. The profile's mechanisms are its evaluation options and the TP overlap of
+//! its plan (`case.rs`).
+
+use autoplan_plan::framework::CostProfile;
+
+use super::PublishedRun;
+
+/// The profile of row `r`:
+///
+/// - `meg20_`: Megatron-LM v1 (2020); `nar21_`, `kor22_`: Megatron-LM 2021–22
+///   (published_runs_SOURCES.md §2).
+/// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan.
+/// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
+/// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
+///   MT-NLG's "DeepSpeed pipeline + Megatron TP", GPT-NeoX, built on DeepSpeed): Megatron-
+///   DeepSpeed of 2021–22.
+/// - A run its notes call "baseline Megatron-LM" (MegaScale's Table 2 baseline, plain
+///   Megatron-LM at commit 285068c8 with its defaults): Megatron-LM 2023.
+/// - Everything else (NVIDIA's NeMo, Megatron-Bridge, ModelZoo, MLPerf and Megatron-LM README
+///   tables; MegaScale's own rows, which overlap all three parallel dimensions' communication
+///   and use FlashAttention-2, Jiang+24 §3.2–3.3; Llama 3, DeepSeek): Megatron-Core.
+pub fn row_profile(r: &PublishedRun) -> CostProfile {
+    let id = r.id.as_str();
+    let source = r.source.to_ascii_lowercase();
+    let text = format!("{source} {}", r.notes.as_deref().unwrap_or("")).to_ascii_lowercase();
+    if id.starts_with("meg20") {
+        CostProfile::MEGATRON_LM_2020
+    } else if id.starts_with("nar21") || id.starts_with("kor22") {
+        CostProfile::MEGATRON_LM_2021
+    } else if id.starts_with("tt_") || source.contains("torchtitan") {
+        CostProfile::TORCHTITAN
+    } else if source.contains("llm-foundry") {
+        CostProfile::LLM_FOUNDRY
+    } else if text.contains("deepspeed") || text.contains("gpt-neox") {
+        CostProfile::MEGATRON_DEEPSPEED_2022
+    } else if text.contains("baseline megatron-lm") {
+        CostProfile::MEGATRON_LM_2023
+    } else {
+        CostProfile::MEGATRON_CORE
+    }
+}
+
+/// The source family of a row, the unit `validate` reports MAPE by: its id's prefix before
+/// the first `_` (`nar21`, `nemo2407`, `bridge2511`, `megascale`, `mpt`, ...), which names
+/// the publication (data/published_runs_SOURCES.md, published_runs_2_SOURCES.md).
+pub fn source_family(id: &str) -> String {
+    id.split('_').next().unwrap_or(id).to_string()
+}
