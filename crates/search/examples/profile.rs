@@ -47,6 +47,12 @@ impl Objective for Counted {
     fn bound(&self, p: &Partial<'_>) -> Bound {
         self.count(p.depth as usize, || self.inner.bound(p))
     }
+    fn time_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.time_bound(p))
+    }
+    fn memory_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.memory_bound(p))
+    }
 }
 
 fn main() {

@@ -483,31 +483,18 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         n
     }
 
-    /// Best first: bound every task (in parallel), cut those over HBM, and order the rest by
-    /// their step-time bound so a tight K-th best is known early. The order only changes how
-    /// much is pruned, never the result. Returns the counters of the bounding and the
-    /// `(bound, task index)` pairs to walk.
+    /// Best first: bound every task's step time (in parallel) and order the tasks by it so a
+    /// tight K-th best is known early. The order only changes how much is pruned, never the
+    /// result; the memory floor is asked for later, only of the tasks the step-time bound does
+    /// not cut (`Ctx::task`). Returns the counters of the bounding and the `(bound, task
+    /// index)` pairs to walk.
     fn best_first(&self, tasks: &[Task]) -> (Local<O::Metrics>, Vec<(f64, usize)>) {
-        let bounded: Vec<(usize, Bound, Local<O::Metrics>)> = tasks
-            .par_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut l = Local::new(0);
-                let b = self.task_bound(t, &mut l);
-                (i, b, l)
-            })
-            .collect();
+        let bounded: Vec<f64> = tasks.par_iter().map(|t| self.task_bound(t)).collect();
         let mut first = Local::new(self.opts.top_k);
-        let mut order: Vec<(f64, usize)> = Vec::with_capacity(tasks.len());
-        for (i, b, l) in bounded {
-            first.stats.add(&l.stats);
-            first.min_memory = first.min_memory.min(l.min_memory);
-            if b.memory_bytes <= self.shape.hbm_bytes || self.opts.exhaustive {
-                order.push((b.step_time_s, i));
-            } else {
-                self.done.fetch_add(1, AtomicOrdering::Relaxed);
-            }
+        if !self.opts.exhaustive {
+            first.stats.nodes += tasks.len() as u64;
         }
+        let mut order: Vec<(f64, usize)> = bounded.into_iter().zip(0..).collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         (first, order)
     }
@@ -537,26 +524,45 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             .reduce(|| Local::new(k), |a, b| a.merge(b, k))
     }
 
-    /// The bound of a task's root (degrees and mbs fixed); counts a memory cut.
-    fn task_bound(&self, t: &Task, l: &mut Local<O::Metrics>) -> Bound {
+    /// The step-time bound of a task's root (degrees and mbs fixed), before any plan is known.
+    fn task_bound(&self, t: &Task) -> f64 {
         if self.opts.exhaustive {
-            return Bound::NONE;
+            return Bound::NONE.step_time_s;
         }
-        let deg = &self.degs[t.deg];
-        let plan = self.root(t);
-        l.stats.nodes += 1;
-        let b = self.obj.bound(&Partial {
-            plan,
+        self.obj.time_bound(&Partial {
+            plan: self.root(t),
             depth: Depth::MicroBatch,
             space: self.space,
             threshold: f64::INFINITY,
-        });
-        if b.memory_bytes > self.shape.hbm_bytes {
-            l.stats.pruned_by_memory += 1;
-            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
-            l.min_memory = l.min_memory.min(b.memory_bytes);
+        })
+    }
+
+    /// Whether a task's root is cut: by its step-time bound `bound` (from `best_first`)
+    /// against the current K-th best, else by its memory floor (asked for only here, so a
+    /// task cut by time costs no memory floor; counted and kept for the no-fit diagnosis).
+    fn root_cut(&self, t: &Task, plan: &Plan, bound: f64, l: &mut Local<O::Metrics>) -> bool {
+        if self.opts.exhaustive {
+            return false;
         }
-        b
+        let below = self.below(&self.degs[t.deg], Depth::MicroBatch);
+        if bound > self.threshold.get() {
+            l.stats.pruned_by_time += 1;
+            l.stats.pruned_plans += below;
+            return true;
+        }
+        let memory = self.obj.memory_bound(&Partial {
+            plan: *plan,
+            depth: Depth::MicroBatch,
+            space: self.space,
+            threshold: self.threshold.get(),
+        });
+        if memory > self.shape.hbm_bytes {
+            l.stats.pruned_by_memory += 1;
+            l.stats.pruned_plans += below;
+            l.min_memory = l.min_memory.min(memory);
+            return true;
+        }
+        false
     }
 
     /// The plan at a task's root: its degrees and mbs, every other field at its first value.
@@ -620,9 +626,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         let deg = &self.degs[t.deg];
         let r = &self.radix;
         let mut plan = self.root(t);
-        if !self.opts.exhaustive && bound > self.threshold.get() {
-            l.stats.pruned_by_time += 1;
-            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
+        if self.root_cut(t, &plan, bound, l) {
             return;
         }
         let base: u128 = DEGREE_KNOBS

@@ -87,6 +87,14 @@ impl Objective for Evaluator {
             ..time_bound(self, partial)
         }
     }
+
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        time_bound(self, partial).step_time_s
+    }
+
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        memory_floor(self, partial)
+    }
 }
 
 /// The memory floor of the module docs: the peak of the completion with every undecided memory
@@ -467,5 +475,19 @@ impl Objective for Scorer {
             b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
         }
         b
+    }
+
+    /// `bound`'s step time without the memory floor: the compute-and-bubble bound, then the
+    /// communication floor where that does not cut.
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial))
+    }
+
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        memory_floor(&self.exact, partial)
     }
 }

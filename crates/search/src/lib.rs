@@ -136,4 +136,14 @@ pub trait Objective: Sync {
         let _ = partial;
         Bound::NONE
     }
+    /// The step-time part of [`Objective::bound`] alone (the search orders its tasks by it
+    /// and asks for the memory floor only of those it does not cut by time). The default is
+    /// `bound`'s; an objective whose memory floor is costly computes the time part alone.
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.bound(partial).step_time_s
+    }
+    /// The memory part of [`Objective::bound`] alone. The default is `bound`'s.
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.bound(partial).memory_bytes
+    }
 }
