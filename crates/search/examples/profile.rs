@@ -50,6 +50,9 @@ impl Objective for Counted {
     fn time_bound(&self, p: &Partial<'_>) -> f64 {
         self.count(p.depth as usize, || self.inner.time_bound(p))
     }
+    fn order_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.order_bound(p))
+    }
     fn memory_bound(&self, p: &Partial<'_>) -> f64 {
         self.count(p.depth as usize, || self.inner.memory_bound(p))
     }

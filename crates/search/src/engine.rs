@@ -483,10 +483,11 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         n
     }
 
-    /// Best first: bound every task's step time (in parallel) and order the tasks by it so a
-    /// tight K-th best is known early. The order only changes how much is pruned, never the
-    /// result; the memory floor is asked for later, only of the tasks the step-time bound does
-    /// not cut (`Ctx::task`). Returns the counters of the bounding and the `(bound, task
+    /// Best first: bound every task's step time cheaply (`Objective::order_bound`, in
+    /// parallel) and order the tasks by it so a tight K-th best is known early. The order only
+    /// changes how much is pruned, never the result; the full step-time bound and the memory
+    /// floor are asked for later, only of the tasks the cheap bound does not cut
+    /// (`Ctx::root_cut`). Returns the counters of the bounding and the `(bound, task
     /// index)` pairs to walk.
     fn best_first(&self, tasks: &[Task]) -> (Local<O::Metrics>, Vec<(f64, usize)>) {
         let bounded: Vec<f64> = tasks.par_iter().map(|t| self.task_bound(t)).collect();
@@ -524,12 +525,13 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             .reduce(|| Local::new(k), |a, b| a.merge(b, k))
     }
 
-    /// The step-time bound of a task's root (degrees and mbs fixed), before any plan is known.
+    /// The cheap step-time bound of a task's root (degrees and mbs fixed), before any plan is
+    /// known.
     fn task_bound(&self, t: &Task) -> f64 {
         if self.opts.exhaustive {
             return Bound::NONE.step_time_s;
         }
-        self.obj.time_bound(&Partial {
+        self.obj.order_bound(&Partial {
             plan: self.root(t),
             depth: Depth::MicroBatch,
             space: self.space,
@@ -537,9 +539,10 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         })
     }
 
-    /// Whether a task's root is cut: by its step-time bound `bound` (from `best_first`)
-    /// against the current K-th best, else by its memory floor (asked for only here, so a
-    /// task cut by time costs no memory floor; counted and kept for the no-fit diagnosis).
+    /// Whether a task's root is cut: by its cheap step-time bound `bound` (from `best_first`)
+    /// against the current K-th best, else by its full step-time bound, else by its memory
+    /// floor (asked for only here, so a task cut by time costs no memory floor; counted and
+    /// kept for the no-fit diagnosis).
     fn root_cut(&self, t: &Task, plan: &Plan, bound: f64, l: &mut Local<O::Metrics>) -> bool {
         if self.opts.exhaustive {
             return false;
@@ -550,12 +553,19 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             l.stats.pruned_plans += below;
             return true;
         }
-        let memory = self.obj.memory_bound(&Partial {
+        let partial = Partial {
             plan: *plan,
             depth: Depth::MicroBatch,
             space: self.space,
             threshold: self.threshold.get(),
-        });
+        };
+        l.stats.nodes += 1;
+        if self.obj.time_bound(&partial) > self.threshold.get() {
+            l.stats.pruned_by_time += 1;
+            l.stats.pruned_plans += below;
+            return true;
+        }
+        let memory = self.obj.memory_bound(&partial);
         if memory > self.shape.hbm_bytes {
             l.stats.pruned_by_memory += 1;
             l.stats.pruned_plans += below;

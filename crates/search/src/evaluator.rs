@@ -298,7 +298,9 @@ impl Scorer {
     /// tried; the overlaps are taken on where open (overlap only hides time: `tp_comm`,
     /// `ep_comm`). The open lists mirror the engine's enumeration (`engine::degrees`): a knob
     /// that cannot matter for the plan takes `Plan::default()`'s value.
-    fn comm_floor(&self, partial: &Partial<'_>) -> f64 {
+    /// With `quick`, `Evaluator::step_floor_quick` instead: no recompute, no DP rest (looser,
+    /// far cheaper).
+    fn comm_floor(&self, partial: &Partial<'_>, quick: bool) -> f64 {
         let s = partial.space;
         let p = partial.plan;
         let d = Plan::default();
@@ -379,7 +381,19 @@ impl Scorer {
                     q.sp = sp;
                     q.placement = pl;
                     q.algo = algo;
-                    let f = self.exact.step_floor(
+                    let f = if quick {
+                        self.exact.step_floor_quick(
+                            &q,
+                            &orders[..n],
+                            recomputes,
+                            schedules,
+                            tpsp,
+                            cpc,
+                            disp,
+                            mts,
+                        )
+                    } else {
+                        self.exact.step_floor(
                         &q,
                         &orders[..n],
                         recomputes,
@@ -389,7 +403,8 @@ impl Scorer {
                         cpc,
                         disp,
                         mts,
-                    );
+                        )
+                    };
                     best = best.min(f);
                 }
             }
@@ -472,7 +487,7 @@ impl Objective for Scorer {
         }
         b.memory_bytes = memory_floor(&self.exact, partial);
         if b.memory_bytes <= self.memory_budget() {
-            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial, false));
         }
         b
     }
@@ -484,7 +499,17 @@ impl Objective for Scorer {
         if t > partial.threshold {
             return t;
         }
-        t.max(self.comm_floor(partial))
+        t.max(self.comm_floor(partial, false))
+    }
+
+    /// The compute-and-bubble bound, then the quick communication floor
+    /// (`Evaluator::step_floor_quick`) where that does not cut.
+    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, true))
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

@@ -142,6 +142,12 @@ pub trait Objective: Sync {
     fn time_bound(&self, partial: &Partial<'_>) -> f64 {
         self.bound(partial).step_time_s
     }
+    /// A cheaper step-time bound than [`Objective::time_bound`], possibly looser (never above
+    /// it): the search bounds every task's root with it up front, orders the tasks by it and
+    /// asks for `time_bound` only of those it does not cut. The default is `time_bound`.
+    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.time_bound(partial)
+    }
     /// The memory part of [`Objective::bound`] alone. The default is `bound`'s.
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
         self.bound(partial).memory_bytes

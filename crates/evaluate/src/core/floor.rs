@@ -101,17 +101,71 @@ impl Evaluator {
         dispatchers: &[Dispatcher],
         schemes: &[MoeTpScheme],
     ) -> f64 {
-        let lists = [orders.len(), recomputes.len(), schedules.len(), zeros.len()];
-        let knobs = [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()];
-        if lists.contains(&0) || knobs.contains(&0) {
-            return 0.0;
-        }
         let knobs = OpenKnobs {
             tp_sp,
             cp_comm,
             dispatchers,
             schemes,
         };
+        self.floor_of(plan, orders, recomputes, schedules, Some(zeros), knobs)
+    }
+
+    /// A cheaper, looser floor of the same completions as [`Evaluator::step_floor`] (the
+    /// ZeRO stage open too): the pipeline with every stage priced without recompute (the
+    /// recompute time and the recomputed forward's communication only add to a stage, and
+    /// `run`'s pipeline time grows with every stage time: module docs) and without the
+    /// once-per-step rest (DP reduction, ZeRO gathers, optimizer step: times, ≥ 0). So
+    /// `step_floor_quick ≤ step_floor` on the same lists; it skips the per-recompute stage
+    /// scans and the DP collectives, the bulk of `step_floor`'s work. A search orders and cuts
+    /// with it first and asks for `step_floor` only where it does not cut.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_floor_quick(
+        &self,
+        plan: &Plan,
+        orders: &[RankOrder],
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+        tp_sp: &[TpSpTransition],
+        cp_comm: &[CpComm],
+        dispatchers: &[Dispatcher],
+        schemes: &[MoeTpScheme],
+    ) -> f64 {
+        let knobs = OpenKnobs {
+            tp_sp,
+            cp_comm,
+            dispatchers,
+            schemes,
+        };
+        self.floor_of(plan, orders, recomputes, schedules, None, knobs)
+    }
+
+    /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
+    /// (`None`: no recompute, no once-per-step rest).
+    fn floor_of(
+        &self,
+        plan: &Plan,
+        orders: &[RankOrder],
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+        zeros: Option<&[Zero]>,
+        knobs: OpenKnobs<'_>,
+    ) -> f64 {
+        let OpenKnobs {
+            tp_sp,
+            cp_comm,
+            dispatchers,
+            schemes,
+        } = knobs;
+        let lists = [
+            orders.len(),
+            recomputes.len(),
+            schedules.len(),
+            zeros.map_or(1, <[Zero]>::len),
+        ];
+        let sizes = [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()];
+        if lists.contains(&0) || sizes.contains(&0) {
+            return 0.0;
+        }
         let mut q = *plan;
         // The open knobs at a value they can take: a partial plan carries placeholders for the
         // undecided ones (e.g. the space's first `moe_tp_scheme` on a dense model, where only
@@ -120,7 +174,7 @@ impl Evaluator {
         q.cp_comm = cp_comm[0];
         q.dispatcher = dispatchers[0];
         q.moe_tp_scheme = schemes[0];
-        let Some(mask) = self.valid_mask(&mut q, recomputes, schedules) else {
+        let Some(mask) = self.valid_mask(&mut q, recomputes, schedules, zeros.is_none()) else {
             return 0.0;
         };
         // Compute, once: `run`'s, which reads none of the open decisions.
@@ -162,19 +216,25 @@ impl Evaluator {
 
     /// The (recompute, schedule, vpp) triples with a valid plan: a bit each (the first 64;
     /// the others are checked where used). Invalid completions have no step time to bound.
-    /// `None` when none of the first 64 is valid and there are no others.
+    /// `None` when none of the first 64 is valid and there are no others. With `first_only`
+    /// (the quick floor, which prices every recompute entry alike) only the first valid
+    /// entry of each schedule.
     fn valid_mask(
         &self,
         q: &mut Plan,
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
+        first_only: bool,
     ) -> Option<u64> {
         let n = schedules.len();
         let mut mask = 0u64;
-        for (ri, &r) in recomputes.iter().enumerate() {
-            for (k, &sv) in schedules.iter().enumerate() {
+        for (k, &sv) in schedules.iter().enumerate() {
+            for (ri, &r) in recomputes.iter().enumerate() {
                 if ri * n + k < 64 && self.valid_with(q, r, sv) {
                     mask |= 1 << (ri * n + k);
+                    if first_only {
+                        break;
+                    }
                 }
             }
         }
@@ -293,7 +353,8 @@ impl Evaluator {
     }
 
     /// For one rank order (context `x`, class costs `costs`): the least over the valid
-    /// (recompute, schedule) pairs of `run`'s step, regrouped as `m·t_max + bubble + rest`.
+    /// (recompute, schedule) pairs of `run`'s step, regrouped as `m·t_max + bubble + rest`;
+    /// with `zs` `None` (`step_floor_quick`) the stages without recompute and no rest.
     #[allow(clippy::too_many_arguments)]
     fn order_floor(
         &self,
@@ -304,7 +365,7 @@ impl Evaluator {
         mask: u64,
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
-        zs: &[Zero],
+        zs: Option<&[Zero]>,
     ) -> f64 {
         let (_, pp_t) = self.pp_hop(x);
         // Per distinct stage layout (the schedules without interleaving share one): the
@@ -339,6 +400,8 @@ impl Evaluator {
             if !ok {
                 continue;
             }
+            // The quick floor prices every stage without recompute (docs above).
+            let r = if zs.is_some() { r } else { none };
             if priced != Some(r) {
                 costs_r = *costs;
                 if r.0 == Recompute::Selective {
@@ -387,10 +450,14 @@ impl Evaluator {
         x: &Ctx,
         costs: &[ClassCost; NCLASS],
         layout: &StageLayout,
-        zeros: &[Zero],
+        zeros: Option<&[Zero]>,
         pp_t: f64,
     ) -> (f64, f64, f64) {
         let scan = self.scan_stages(q, x, costs, layout, pp_t);
+        // The quick floor: no rest (times, ≥ 0).
+        let Some(zeros) = zeros else {
+            return (scan.tmax, scan.sum, 0.0);
+        };
         let micro = x.micro;
         let mut rest = f64::INFINITY;
         for &z in zeros {
