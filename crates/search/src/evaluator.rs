@@ -298,9 +298,10 @@ impl Scorer {
     /// tried; the overlaps are taken on where open (overlap only hides time: `tp_comm`,
     /// `ep_comm`). The open lists mirror the engine's enumeration (`engine::degrees`): a knob
     /// that cannot matter for the plan takes `Plan::default()`'s value.
-    /// With `quick`, `Evaluator::step_floor_quick` instead: no recompute, no DP rest (looser,
-    /// far cheaper).
-    fn comm_floor(&self, partial: &Partial<'_>, quick: bool) -> f64 {
+    /// `detail` picks the evaluator's floor: `step_floor`, or the looser and cheaper
+    /// `step_floor_quick` (no recompute, no DP rest) or `step_floor_compute` (no
+    /// communication either).
+    fn comm_floor(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
         let s = partial.space;
         let p = partial.plan;
         let d = Plan::default();
@@ -381,8 +382,20 @@ impl Scorer {
                     q.sp = sp;
                     q.placement = pl;
                     q.algo = algo;
-                    let f = if quick {
-                        self.exact.step_floor_quick(
+                    let f = match detail {
+                        Detail::Compute => {
+                            // The knobs at a value they can take (the partial plan's may be
+                            // placeholders, `Evaluator::step_floor`).
+                            let r = Plan {
+                                tp_sp_transition: tpsp[0],
+                                cp_comm: cpc[0],
+                                dispatcher: disp[0],
+                                moe_tp_scheme: mts[0],
+                                ..q
+                            };
+                            self.exact.step_floor_compute(&r, recomputes, schedules)
+                        }
+                        Detail::Quick => self.exact.step_floor_quick(
                             &q,
                             &orders[..n],
                             recomputes,
@@ -391,9 +404,8 @@ impl Scorer {
                             cpc,
                             disp,
                             mts,
-                        )
-                    } else {
-                        self.exact.step_floor(
+                        ),
+                        Detail::Full => self.exact.step_floor(
                         &q,
                         &orders[..n],
                         recomputes,
@@ -403,7 +415,7 @@ impl Scorer {
                         cpc,
                         disp,
                         mts,
-                        )
+                        ),
                     };
                     best = best.min(f);
                 }
@@ -438,6 +450,17 @@ fn canonical_orders(s: &Space, ctx: &Context) -> ([RankOrder; MAX_ORDERS], usize
         }
     }
     (out, n)
+}
+
+/// Which of the evaluator's step floors [`Scorer::comm_floor`] asks for, tightest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// `Evaluator::step_floor`.
+    Full,
+    /// `Evaluator::step_floor_quick`.
+    Quick,
+    /// `Evaluator::step_floor_compute`.
+    Compute,
 }
 
 /// (schedule, vpp) pairs [`Scorer::comm_floor`] opens at most.
@@ -487,7 +510,7 @@ impl Objective for Scorer {
         }
         b.memory_bytes = memory_floor(&self.exact, partial);
         if b.memory_bytes <= self.memory_budget() {
-            b.step_time_s = b.step_time_s.max(self.comm_floor(partial, false));
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial, Detail::Full));
         }
         b
     }
@@ -499,17 +522,27 @@ impl Objective for Scorer {
         if t > partial.threshold {
             return t;
         }
-        t.max(self.comm_floor(partial, false))
+        t.max(self.comm_floor(partial, Detail::Full))
     }
 
-    /// The compute-and-bubble bound, then the quick communication floor
-    /// (`Evaluator::step_floor_quick`) where that does not cut.
+    /// The compute-and-bubble bound, then the compute floor (`Evaluator::step_floor_compute`)
+    /// where that does not cut.
     fn order_bound(&self, partial: &Partial<'_>) -> f64 {
         let t = time_bound(&self.exact, partial).step_time_s;
         if t > partial.threshold {
             return t;
         }
-        t.max(self.comm_floor(partial, true))
+        t.max(self.comm_floor(partial, Detail::Compute))
+    }
+
+    /// The compute-and-bubble bound, then the quick communication floor
+    /// (`Evaluator::step_floor_quick`) where that does not cut.
+    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, Detail::Quick))
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

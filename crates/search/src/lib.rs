@@ -27,6 +27,7 @@ mod evaluator;
 pub mod fold;
 pub mod framework;
 mod outcome;
+mod queue;
 pub mod space;
 pub mod testing;
 
@@ -147,6 +148,13 @@ pub trait Objective: Sync {
     /// asks for `time_bound` only of those it does not cut. The default is `time_bound`.
     fn order_bound(&self, partial: &Partial<'_>) -> f64 {
         self.time_bound(partial)
+    }
+    /// A step-time bound between [`Objective::order_bound`] and [`Objective::time_bound`]
+    /// (both inclusive): the search asks for it at a task's root after the ordering bound and
+    /// before the full one, so the full one is computed only where this does not cut. The
+    /// default is `order_bound`.
+    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.order_bound(partial)
     }
     /// The memory part of [`Objective::bound`] alone. The default is `bound`'s.
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

@@ -107,7 +107,7 @@ impl Evaluator {
             dispatchers,
             schemes,
         };
-        self.floor_of(plan, orders, recomputes, schedules, Some(zeros), knobs)
+        self.floor_of(plan, orders, recomputes, schedules, Some(zeros), true, knobs)
     }
 
     /// A cheaper, looser floor of the same completions as [`Evaluator::step_floor`] (the
@@ -136,11 +136,35 @@ impl Evaluator {
             dispatchers,
             schemes,
         };
-        self.floor_of(plan, orders, recomputes, schedules, None, knobs)
+        self.floor_of(plan, orders, recomputes, schedules, None, true, knobs)
+    }
+
+    /// The cheapest floor, below [`Evaluator::step_floor_quick`] for any open rank orders and
+    /// communication knobs: `run`'s pipeline of the stages' compute alone (no communication
+    /// exposed, no pipeline hop, no recompute, no once-per-step rest: each only adds to a stage
+    /// or to the step, module docs). It costs one `class_compute` and a stage scan per stage
+    /// layout; a search orders its tasks by it and asks for the communication floors only of
+    /// those it does not cut.
+    pub fn step_floor_compute(
+        &self,
+        plan: &Plan,
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+    ) -> f64 {
+        let knobs = OpenKnobs {
+            tp_sp: std::slice::from_ref(&plan.tp_sp_transition),
+            cp_comm: std::slice::from_ref(&plan.cp_comm),
+            dispatchers: std::slice::from_ref(&plan.dispatcher),
+            schemes: std::slice::from_ref(&plan.moe_tp_scheme),
+        };
+        let orders = [plan.order];
+        self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
     }
 
     /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
-    /// (`None`: no recompute, no once-per-step rest).
+    /// (`None`: no recompute, no once-per-step rest), [`Evaluator::step_floor_compute`]
+    /// without `comm` either (no communication).
+    #[allow(clippy::too_many_arguments)]
     fn floor_of(
         &self,
         plan: &Plan,
@@ -148,6 +172,7 @@ impl Evaluator {
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
         zeros: Option<&[Zero]>,
+        comm: bool,
         knobs: OpenKnobs<'_>,
     ) -> f64 {
         let OpenKnobs {
@@ -193,7 +218,8 @@ impl Evaluator {
         let mut best = f64::INFINITY;
         for &order in orders {
             q.order = order;
-            let x = self.ctx(&q);
+            // Compute alone reads no group: the plan's own context.
+            let x = if comm { self.ctx(&q) } else { x0 };
             let groups = x.groups();
             if seen[..n_seen].contains(&groups) {
                 continue;
@@ -202,9 +228,20 @@ impl Evaluator {
                 seen[n_seen] = groups;
                 n_seen += 1;
             }
-            let costs = self.class_costs_floor(&mut q, &x, &cc, knobs);
-            let order_best =
-                self.order_floor(&mut q, &x, &x0, &costs, mask, recomputes, schedules, zs);
+            let costs = if comm {
+                self.class_costs_floor(&mut q, &x, &cc, knobs)
+            } else {
+                // Compute alone (`step_floor_compute`).
+                let mut costs = [ClassCost::default(); NCLASS];
+                for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
+                    costs[id as usize] = ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5]);
+                }
+                costs
+            };
+            let pp_t = if comm { self.pp_hop(&x).1 } else { 0.0 };
+            let order_best = self.order_floor(
+                &mut q, &x, &x0, &costs, mask, recomputes, schedules, zs, pp_t,
+            );
             best = best.min(order_best);
         }
         if best.is_finite() {
@@ -354,7 +391,8 @@ impl Evaluator {
 
     /// For one rank order (context `x`, class costs `costs`): the least over the valid
     /// (recompute, schedule) pairs of `run`'s step, regrouped as `m·t_max + bubble + rest`;
-    /// with `zs` `None` (`step_floor_quick`) the stages without recompute and no rest.
+    /// with `zs` `None` (`step_floor_quick`) the stages without recompute and no rest; `pp_t`
+    /// the pipeline hop's seconds (0 for `step_floor_compute`).
     #[allow(clippy::too_many_arguments)]
     fn order_floor(
         &self,
@@ -366,8 +404,8 @@ impl Evaluator {
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
         zs: Option<&[Zero]>,
+        pp_t: f64,
     ) -> f64 {
-        let (_, pp_t) = self.pp_hop(x);
         // Per distinct stage layout (the schedules without interleaving share one): the
         // busiest stage, the stage sum, and the least once-per-step part over the ZeRO
         // stages.
