@@ -508,6 +508,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             key,
             level: 0,
             task,
+            fits: false,
         }));
         let workers = rayon::current_num_threads().max(1);
         (0..workers)
@@ -528,9 +529,10 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
     }
 
     /// One popped task: cut it (by its bound against the current K-th best, or by its memory
-    /// floor, asked for only once its full step-time bound is the least in the queue: a task
-    /// cut by time costs no memory floor; counted and kept for the no-fit diagnosis), push it
-    /// back with a tighter bound (true), or walk it.
+    /// floor, counted and kept for the no-fit diagnosis), push it back with a tighter bound
+    /// (true), or walk it. The memory floor is asked for once the full step-time bound is the
+    /// least in the queue (a task cut by time costs none), or first while no K-th best is
+    /// known (no step-time bound can cut then, and the memory floor is the cheaper one).
     fn step(&self, t: &Task, item: Item, queue: &Queue, l: &mut Local<O::Metrics>) -> bool {
         if !self.opts.exhaustive {
             let below = self.below(&self.degs[t.deg], Depth::MicroBatch);
@@ -548,6 +550,17 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 space: self.space,
                 threshold: self.threshold.get(),
             };
+            let mut fits = item.fits;
+            if !fits && (item.level == FULL || partial.threshold.is_infinite()) {
+                let memory = self.obj.memory_bound(&partial);
+                if memory > self.shape.hbm_bytes {
+                    l.stats.pruned_by_memory += 1;
+                    l.stats.pruned_plans += below;
+                    l.min_memory = l.min_memory.min(memory);
+                    return false;
+                }
+                fits = true;
+            }
             if item.level < FULL {
                 l.stats.nodes += 1;
                 let b = if item.level == 0 {
@@ -562,16 +575,10 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 queue.push(Item {
                     key,
                     level: item.level + 1,
+                    fits,
                     ..item
                 });
                 return true;
-            }
-            let memory = self.obj.memory_bound(&partial);
-            if memory > self.shape.hbm_bytes {
-                l.stats.pruned_by_memory += 1;
-                l.stats.pruned_plans += below;
-                l.min_memory = l.min_memory.min(memory);
-                return false;
             }
         }
         self.task(t, l);

@@ -19,12 +19,14 @@ use std::sync::Mutex;
 pub(crate) const FULL: u8 = 2;
 
 /// A task in the queue: its bound so far, how tight that bound is (0 `order_bound`, 1
-/// `screen_bound`, [`FULL`] `time_bound`) and its index.
+/// `screen_bound`, [`FULL`] `time_bound`), its index, and whether its memory floor is known
+/// to fit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub(crate) key: f64,
     pub(crate) level: u8,
     pub(crate) task: usize,
+    pub(crate) fits: bool,
 }
 
 impl Ord for Item {
@@ -77,14 +79,23 @@ impl Queue {
 mod tests {
     use super::*;
 
+    fn item(key: f64, level: u8, task: usize) -> Item {
+        Item {
+            key,
+            level,
+            task,
+            fits: false,
+        }
+    }
+
     #[test]
     fn pops_least_bound_first_ties_by_task() {
         let q = Queue::new([
-            Item { key: 2.0, level: 0, task: 0 },
-            Item { key: 1.0, level: 0, task: 3 },
-            Item { key: 1.0, level: 0, task: 1 },
+            item(2.0, 0, 0),
+            item(1.0, 0, 3),
+            item(1.0, 0, 1),
         ]);
-        q.push(Item { key: 0.5, level: 1, task: 7 });
+        q.push(item(0.5, 1, 7));
         let order: Vec<usize> = std::iter::from_fn(|| q.pop()).map(|i| i.task).collect();
         assert_eq!(order, vec![7, 1, 3, 0]);
     }
