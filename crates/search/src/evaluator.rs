@@ -16,6 +16,10 @@
 //!   the open recompute modes, schedules and ZeRO stages (admissibility argued in
 //!   `crates/evaluate/src/core/floor.rs`), and here over SP, placement and algorithm mode with
 //!   the overlaps on where open (`Scorer::comm_floor`);
+//! - step time at a task's root, cheaper and looser first (the engine's queue, `queue.rs`):
+//!   `order_bound` with `Evaluator::step_floor_compute` (compute and pipeline only),
+//!   `screen_bound` with `Evaluator::step_floor_quick` (no recompute, no DP rest), `time_bound`
+//!   with `Evaluator::step_floor` (as `bound`, without the memory floor);
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
 //!   value in the space (full recompute, the highest ZeRO stage — and the highest below 3, as
 //!   ZeRO 3's gather buffer can outweigh its sharding —, SP on, the all-reduce TP→SP
@@ -406,15 +410,15 @@ impl Scorer {
                             mts,
                         ),
                         Detail::Full => self.exact.step_floor(
-                        &q,
-                        &orders[..n],
-                        recomputes,
-                        schedules,
-                        zeros,
-                        tpsp,
-                        cpc,
-                        disp,
-                        mts,
+                            &q,
+                            &orders[..n],
+                            recomputes,
+                            schedules,
+                            zeros,
+                            tpsp,
+                            cpc,
+                            disp,
+                            mts,
                         ),
                     };
                     best = best.min(f);

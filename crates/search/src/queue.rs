@@ -90,11 +90,7 @@ mod tests {
 
     #[test]
     fn pops_least_bound_first_ties_by_task() {
-        let q = Queue::new([
-            item(2.0, 0, 0),
-            item(1.0, 0, 3),
-            item(1.0, 0, 1),
-        ]);
+        let q = Queue::new([item(2.0, 0, 0), item(1.0, 0, 3), item(1.0, 0, 1)]);
         q.push(item(0.5, 1, 7));
         let order: Vec<usize> = std::iter::from_fn(|| q.pop()).map(|i| i.task).collect();
         assert_eq!(order, vec![7, 1, 3, 0]);

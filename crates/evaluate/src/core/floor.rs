@@ -31,6 +31,16 @@
 //!
 //! Kept in step with `run` by `crates/search/tests/floor.rs`: with nothing open the floor
 //! equals the step time.
+//!
+//! Two looser, cheaper floors of the same completions share the code
+//! ([`Evaluator::step_floor_quick`], [`Evaluator::step_floor_compute`]): with every stage priced
+//! without recompute and without the once-per-step rest, then without any communication. Each
+//! drops only terms that add to a stage time or to the step (recompute time and the recomputed
+//! forward's exposure, the exposures, the pipeline hop, the DP reduction, ZeRO gathers and
+//! optimizer step are all ≥ 0), and the pipeline time grows with every stage time (above), so
+//! `step_floor_compute ≤ step_floor_quick ≤ step_floor`. The search bounds every task root
+//! with the compute floor (one `class_compute`, about one evaluation's work) and asks for the
+//! others only where it does not cut.
 
 use autoplan_cluster::GroupPlacement;
 use autoplan_plan::knob::{Context, Knob};
@@ -107,7 +117,15 @@ impl Evaluator {
             dispatchers,
             schemes,
         };
-        self.floor_of(plan, orders, recomputes, schedules, Some(zeros), true, knobs)
+        self.floor_of(
+            plan,
+            orders,
+            recomputes,
+            schedules,
+            Some(zeros),
+            true,
+            knobs,
+        )
     }
 
     /// A cheaper, looser floor of the same completions as [`Evaluator::step_floor`] (the
