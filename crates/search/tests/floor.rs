@@ -147,6 +147,10 @@ proptest! {
         );
         prop_assert!(quick <= all_zeros, "quick {quick} > {all_zeros} for {plan}");
         prop_assert!(quick > 0.0, "no quick floor for the valid {plan}");
+        // The compute floor (no communication) is below the quick one on any open lists.
+        let compute = ev.step_floor_compute(&plan, &recomputes, &schedules);
+        prop_assert!(compute <= quick, "compute {compute} > quick {quick} for {plan}");
+        prop_assert!(compute > 0.0, "no compute floor for the valid {plan}");
     }
 }
 
