@@ -47,6 +47,18 @@ impl Objective for Counted {
     fn bound(&self, p: &Partial<'_>) -> Bound {
         self.count(p.depth as usize, || self.inner.bound(p))
     }
+    fn time_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.time_bound(p))
+    }
+    fn order_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.order_bound(p))
+    }
+    fn screen_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.screen_bound(p))
+    }
+    fn memory_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.memory_bound(p))
+    }
 }
 
 fn main() {

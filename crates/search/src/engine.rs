@@ -24,6 +24,7 @@ use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{Plan, Schedule};
 use rayon::prelude::*;
 
+use crate::queue::{Item, Queue, FULL};
 use crate::{
     Bound, Depth, NoFit, Objective, Observer, Outcome, Partial, Ranked, Reject, SearchOptions,
     Shape, Space, Stats,
@@ -483,52 +484,42 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         n
     }
 
-    /// Best first: bound every task (in parallel), cut those over HBM, and order the rest by
-    /// their step-time bound so a tight K-th best is known early. The order only changes how
-    /// much is pruned, never the result. Returns the counters of the bounding and the
-    /// `(bound, task index)` pairs to walk.
+    /// Best first: bound every task's step time cheaply (`Objective::order_bound`, in
+    /// parallel), the keys of the walk's queue ([`crate::queue`]: the tighter bounds and the
+    /// memory floor are asked for there, only of the tasks that reach its front uncut).
+    /// Returns the counters of the bounding and the `(bound, task index)` pairs, sorted.
     fn best_first(&self, tasks: &[Task]) -> (Local<O::Metrics>, Vec<(f64, usize)>) {
-        let bounded: Vec<(usize, Bound, Local<O::Metrics>)> = tasks
-            .par_iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut l = Local::new(0);
-                let b = self.task_bound(t, &mut l);
-                (i, b, l)
-            })
-            .collect();
+        let bounded: Vec<f64> = tasks.par_iter().map(|t| self.task_bound(t)).collect();
         let mut first = Local::new(self.opts.top_k);
-        let mut order: Vec<(f64, usize)> = Vec::with_capacity(tasks.len());
-        for (i, b, l) in bounded {
-            first.stats.add(&l.stats);
-            first.min_memory = first.min_memory.min(l.min_memory);
-            if b.memory_bytes <= self.shape.hbm_bytes || self.opts.exhaustive {
-                order.push((b.step_time_s, i));
-            } else {
-                self.done.fetch_add(1, AtomicOrdering::Relaxed);
-            }
+        if !self.opts.exhaustive {
+            first.stats.nodes += tasks.len() as u64;
         }
+        let mut order: Vec<(f64, usize)> = bounded.into_iter().zip(0..).collect();
         order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         (first, order)
     }
 
-    /// Walk the ordered tasks on the worker threads, each taking the next task when it is
-    /// done with one, and merge their top-K lists.
+    /// Walk the tasks on the worker threads from the queue of `order`'s bounds
+    /// ([`crate::queue`]), each worker taking the task of least bound when it is done with
+    /// one, and merge their top-K lists.
     fn walk(&self, tasks: &[Task], order: &[(f64, usize)]) -> Local<O::Metrics> {
         let k = self.opts.top_k;
-        let next = AtomicU64::new(0);
+        let queue = Queue::new(order.iter().map(|&(key, task)| Item {
+            key,
+            level: 0,
+            task,
+            fits: false,
+        }));
         let workers = rayon::current_num_threads().max(1);
         (0..workers)
             .into_par_iter()
             .with_max_len(1)
             .map(|_| {
                 let mut l = Local::new(k);
-                loop {
-                    let i = next.fetch_add(1, AtomicOrdering::Relaxed) as usize;
-                    let Some(&(bound, t)) = order.get(i) else {
-                        break;
-                    };
-                    self.task(&tasks[t], bound, &mut l);
+                while let Some(item) = queue.pop() {
+                    if self.step(&tasks[item.task], item, &queue, &mut l) {
+                        continue;
+                    }
                     let done = self.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
                     self.observer.progress(done, self.total);
                 }
@@ -537,26 +528,75 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             .reduce(|| Local::new(k), |a, b| a.merge(b, k))
     }
 
-    /// The bound of a task's root (degrees and mbs fixed); counts a memory cut.
-    fn task_bound(&self, t: &Task, l: &mut Local<O::Metrics>) -> Bound {
-        if self.opts.exhaustive {
-            return Bound::NONE;
+    /// One popped task: cut it (by its bound against the current K-th best, or by its memory
+    /// floor, counted and kept for the no-fit diagnosis), push it back with a tighter bound
+    /// (true), or walk it. The memory floor is asked for once the full step-time bound is the
+    /// least in the queue (a task cut by time costs none), or first while no K-th best is
+    /// known (no step-time bound can cut then, and the memory floor is the cheaper one).
+    fn step(&self, t: &Task, item: Item, queue: &Queue, l: &mut Local<O::Metrics>) -> bool {
+        if !self.opts.exhaustive {
+            let below = self.below(&self.degs[t.deg], Depth::MicroBatch);
+            let cut_by_time = |l: &mut Local<O::Metrics>| {
+                l.stats.pruned_by_time += 1;
+                l.stats.pruned_plans += below;
+                false
+            };
+            if item.key > self.threshold.get() {
+                return cut_by_time(l);
+            }
+            let partial = Partial {
+                plan: self.root(t),
+                depth: Depth::MicroBatch,
+                space: self.space,
+                threshold: self.threshold.get(),
+            };
+            let mut fits = item.fits;
+            if !fits && (item.level == FULL || partial.threshold.is_infinite()) {
+                let memory = self.obj.memory_bound(&partial);
+                if memory > self.shape.hbm_bytes {
+                    l.stats.pruned_by_memory += 1;
+                    l.stats.pruned_plans += below;
+                    l.min_memory = l.min_memory.min(memory);
+                    return false;
+                }
+                fits = true;
+            }
+            if item.level < FULL {
+                l.stats.nodes += 1;
+                let b = if item.level == 0 {
+                    self.obj.screen_bound(&partial)
+                } else {
+                    self.obj.time_bound(&partial)
+                };
+                let key = item.key.max(b);
+                if key > self.threshold.get() {
+                    return cut_by_time(l);
+                }
+                queue.push(Item {
+                    key,
+                    level: item.level + 1,
+                    fits,
+                    ..item
+                });
+                return true;
+            }
         }
-        let deg = &self.degs[t.deg];
-        let plan = self.root(t);
-        l.stats.nodes += 1;
-        let b = self.obj.bound(&Partial {
-            plan,
+        self.task(t, l);
+        false
+    }
+
+    /// The cheap step-time bound of a task's root (degrees and mbs fixed), before any plan is
+    /// known.
+    fn task_bound(&self, t: &Task) -> f64 {
+        if self.opts.exhaustive {
+            return Bound::NONE.step_time_s;
+        }
+        self.obj.order_bound(&Partial {
+            plan: self.root(t),
             depth: Depth::MicroBatch,
             space: self.space,
             threshold: f64::INFINITY,
-        });
-        if b.memory_bytes > self.shape.hbm_bytes {
-            l.stats.pruned_by_memory += 1;
-            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
-            l.min_memory = l.min_memory.min(b.memory_bytes);
-        }
-        b
+        })
     }
 
     /// The plan at a task's root: its degrees and mbs, every other field at its first value.
@@ -615,16 +655,11 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
 
     /// One task's depth-first walk: recompute → schedule/vpp → ZeRO, bounding each node, then
     /// the leaf knobs of every surviving ZeRO node.
-    fn task(&self, t: &Task, bound: f64, l: &mut Local<O::Metrics>) {
+    fn task(&self, t: &Task, l: &mut Local<O::Metrics>) {
         let s = self.space;
         let deg = &self.degs[t.deg];
         let r = &self.radix;
         let mut plan = self.root(t);
-        if !self.opts.exhaustive && bound > self.threshold.get() {
-            l.stats.pruned_by_time += 1;
-            l.stats.pruned_plans += self.below(deg, Depth::MicroBatch);
-            return;
-        }
         let base: u128 = DEGREE_KNOBS
             .iter()
             .zip(deg.idx)

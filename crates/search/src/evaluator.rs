@@ -16,6 +16,10 @@
 //!   the open recompute modes, schedules and ZeRO stages (admissibility argued in
 //!   `crates/evaluate/src/core/floor.rs`), and here over SP, placement and algorithm mode with
 //!   the overlaps on where open (`Scorer::comm_floor`);
+//! - step time at a task's root, cheaper and looser first (the engine's queue, `queue.rs`):
+//!   `order_bound` with `Evaluator::step_floor_compute` (compute and pipeline only),
+//!   `screen_bound` with `Evaluator::step_floor_quick` (no recompute, no DP rest), `time_bound`
+//!   with `Evaluator::step_floor` (as `bound`, without the memory floor);
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
 //!   value in the space (full recompute, the highest ZeRO stage — and the highest below 3, as
 //!   ZeRO 3's gather buffer can outweigh its sharding —, SP on, the all-reduce TP→SP
@@ -89,6 +93,14 @@ impl Objective for Evaluator {
             memory_bytes: memory_floor(self, partial),
             ..time_bound(self, partial)
         }
+    }
+
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        time_bound(self, partial).step_time_s
+    }
+
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        memory_floor(self, partial)
     }
 }
 
@@ -296,7 +308,10 @@ impl Scorer {
     /// tried; the overlaps are taken on where open (overlap only hides time: `tp_comm`,
     /// `ep_comm`). The open lists mirror the engine's enumeration (`engine::degrees`): a knob
     /// that cannot matter for the plan takes `Plan::default()`'s value.
-    fn comm_floor(&self, partial: &Partial<'_>) -> f64 {
+    /// `detail` picks the evaluator's floor: `step_floor`, or the looser and cheaper
+    /// `step_floor_quick` (no recompute, no DP rest) or `step_floor_compute` (no
+    /// communication either).
+    fn comm_floor(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
         let s = partial.space;
         let p = partial.plan;
         let d = Plan::default();
@@ -377,17 +392,41 @@ impl Scorer {
                     q.sp = sp;
                     q.placement = pl;
                     q.algo = algo;
-                    let f = self.exact.step_floor(
-                        &q,
-                        &orders[..n],
-                        recomputes,
-                        schedules,
-                        zeros,
-                        tpsp,
-                        cpc,
-                        disp,
-                        mts,
-                    );
+                    let f = match detail {
+                        Detail::Compute => {
+                            // The knobs at a value they can take (the partial plan's may be
+                            // placeholders, `Evaluator::step_floor`).
+                            let r = Plan {
+                                tp_sp_transition: tpsp[0],
+                                cp_comm: cpc[0],
+                                dispatcher: disp[0],
+                                moe_tp_scheme: mts[0],
+                                ..q
+                            };
+                            self.exact.step_floor_compute(&r, recomputes, schedules)
+                        }
+                        Detail::Quick => self.exact.step_floor_quick(
+                            &q,
+                            &orders[..n],
+                            recomputes,
+                            schedules,
+                            tpsp,
+                            cpc,
+                            disp,
+                            mts,
+                        ),
+                        Detail::Full => self.exact.step_floor(
+                            &q,
+                            &orders[..n],
+                            recomputes,
+                            schedules,
+                            zeros,
+                            tpsp,
+                            cpc,
+                            disp,
+                            mts,
+                        ),
+                    };
                     best = best.min(f);
                 }
             }
@@ -421,6 +460,17 @@ fn canonical_orders(s: &Space, ctx: &Context) -> ([RankOrder; MAX_ORDERS], usize
         }
     }
     (out, n)
+}
+
+/// Which of the evaluator's step floors [`Scorer::comm_floor`] asks for, tightest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// `Evaluator::step_floor`.
+    Full,
+    /// `Evaluator::step_floor_quick`.
+    Quick,
+    /// `Evaluator::step_floor_compute`.
+    Compute,
 }
 
 /// (schedule, vpp) pairs [`Scorer::comm_floor`] opens at most.
@@ -470,8 +520,42 @@ impl Objective for Scorer {
         }
         b.memory_bytes = memory_floor(&self.exact, partial);
         if b.memory_bytes <= self.memory_budget() {
-            b.step_time_s = b.step_time_s.max(self.comm_floor(partial));
+            b.step_time_s = b.step_time_s.max(self.comm_floor(partial, Detail::Full));
         }
         b
+    }
+
+    /// `bound`'s step time without the memory floor: the compute-and-bubble bound, then the
+    /// communication floor where that does not cut.
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, Detail::Full))
+    }
+
+    /// The compute-and-bubble bound, then the compute floor (`Evaluator::step_floor_compute`)
+    /// where that does not cut.
+    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, Detail::Compute))
+    }
+
+    /// The compute-and-bubble bound, then the quick communication floor
+    /// (`Evaluator::step_floor_quick`) where that does not cut.
+    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, Detail::Quick))
+    }
+
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        memory_floor(&self.exact, partial)
     }
 }

@@ -28,6 +28,7 @@ pub mod fold;
 pub mod framework;
 mod outcome;
 pub mod pareto;
+mod queue;
 pub mod space;
 pub mod testing;
 pub mod train;
@@ -137,5 +138,28 @@ pub trait Objective: Sync {
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         let _ = partial;
         Bound::NONE
+    }
+    /// The step-time part of [`Objective::bound`] alone (the search orders its tasks by it
+    /// and asks for the memory floor only of those it does not cut by time). The default is
+    /// `bound`'s; an objective whose memory floor is costly computes the time part alone.
+    fn time_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.bound(partial).step_time_s
+    }
+    /// A cheaper step-time bound than [`Objective::time_bound`], possibly looser (never above
+    /// it): the search bounds every task's root with it up front, orders the tasks by it and
+    /// asks for `time_bound` only of those it does not cut. The default is `time_bound`.
+    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.time_bound(partial)
+    }
+    /// A step-time bound between [`Objective::order_bound`] and [`Objective::time_bound`]
+    /// (both inclusive): the search asks for it at a task's root after the ordering bound and
+    /// before the full one, so the full one is computed only where this does not cut. The
+    /// default is `order_bound`.
+    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.order_bound(partial)
+    }
+    /// The memory part of [`Objective::bound`] alone. The default is `bound`'s.
+    fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.bound(partial).memory_bytes
     }
 }

@@ -54,7 +54,8 @@ pub struct Stats {
     pub space_plans: u64,
     /// Parallel tasks (degree tuple × micro-batch size).
     pub tasks: u64,
-    /// Interior nodes of the tree whose bounds were computed.
+    /// Bounds computed at interior nodes of the tree (a task's root counts once per level of
+    /// its bound: the ordering bound, then the screening and full ones where asked for).
     pub nodes: u64,
     /// Subtrees cut because their step-time bound exceeded the K-th best.
     pub pruned_by_time: u64,

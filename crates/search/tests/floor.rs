@@ -122,6 +122,35 @@ proptest! {
         );
         prop_assert!(f <= own, "{f} > {own} for {plan}: opening knobs raised the floor");
         prop_assert!(f > 0.0, "no floor for the valid {plan}");
+        // The quick floor (no recompute, no once-per-step rest) is below the full one on the
+        // same lists (the ZeRO stages all open), and still a floor.
+        let quick = ev.step_floor_quick(
+            &plan,
+            &orders,
+            &recomputes,
+            &schedules,
+            &tpsp,
+            &cpc,
+            &disp,
+            &mts,
+        );
+        let all_zeros = ev.step_floor(
+            &plan,
+            &orders,
+            &recomputes,
+            &schedules,
+            &space.zero,
+            &tpsp,
+            &cpc,
+            &disp,
+            &mts,
+        );
+        prop_assert!(quick <= all_zeros, "quick {quick} > {all_zeros} for {plan}");
+        prop_assert!(quick > 0.0, "no quick floor for the valid {plan}");
+        // The compute floor (no communication) is below the quick one on any open lists.
+        let compute = ev.step_floor_compute(&plan, &recomputes, &schedules);
+        prop_assert!(compute <= quick, "compute {compute} > quick {quick} for {plan}");
+        prop_assert!(compute > 0.0, "no compute floor for the valid {plan}");
     }
 }
 
@@ -161,6 +190,11 @@ proptest! {
             let p = Partial { plan: common::partial(&plan, &leaves, &space, depth), depth, space: &space, threshold: f64::INFINITY };
             let b = s.bound(&p);
             prop_assert!(b.step_time_s <= m.0, "{depth:?}: {} > {} for {plan}", b.step_time_s, m.0);
+            // The parts the engine asks for separately at a task's root, each admissible, the
+            // cheap ordering bound below the full one.
+            let (t, o) = (s.time_bound(&p), s.order_bound(&p));
+            prop_assert!(t <= m.0 && o <= t, "{depth:?}: order {o}, time {t}, step {} for {plan}", m.0);
+            prop_assert!(s.memory_bound(&p) <= m.1, "{depth:?}: memory bound over {} for {plan}", m.1);
             prop_assert!(b.memory_bytes <= m.1, "{depth:?}: memory {} > {} for {plan}", b.memory_bytes, m.1);
         }
     }

@@ -31,6 +31,16 @@
 //!
 //! Kept in step with `run` by `crates/search/tests/floor.rs`: with nothing open the floor
 //! equals the step time.
+//!
+//! Two looser, cheaper floors of the same completions share the code
+//! ([`Evaluator::step_floor_quick`], [`Evaluator::step_floor_compute`]): with every stage priced
+//! without recompute and without the once-per-step rest, then without any communication. Each
+//! drops only terms that add to a stage time or to the step (recompute time and the recomputed
+//! forward's exposure, the exposures, the pipeline hop, the DP reduction, ZeRO gathers and
+//! optimizer step are all ≥ 0), and the pipeline time grows with every stage time (above), so
+//! `step_floor_compute ≤ step_floor_quick ≤ step_floor`. The search bounds every task root
+//! with the compute floor (one `class_compute`, about one evaluation's work) and asks for the
+//! others only where it does not cut.
 
 use autoplan_cluster::GroupPlacement;
 use autoplan_plan::knob::{Context, Knob};
@@ -103,11 +113,6 @@ impl Evaluator {
         dispatchers: &[Dispatcher],
         schemes: &[MoeTpScheme],
     ) -> f64 {
-        let lists = [orders.len(), recomputes.len(), schedules.len(), zeros.len()];
-        let knobs = [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()];
-        if lists.contains(&0) || knobs.contains(&0) {
-            return 0.0;
-        }
         let knobs = OpenKnobs {
             tp_sp,
             cp_comm,
@@ -115,6 +120,98 @@ impl Evaluator {
             schemes,
             schedules,
         };
+        self.floor_of(
+            plan,
+            orders,
+            recomputes,
+            schedules,
+            Some(zeros),
+            true,
+            knobs,
+        )
+    }
+
+    /// A cheaper, looser floor of the same completions as [`Evaluator::step_floor`] (the
+    /// ZeRO stage open too): the pipeline with every stage priced without recompute (the
+    /// recompute time and the recomputed forward's communication only add to a stage, and
+    /// `run`'s pipeline time grows with every stage time: module docs) and without the
+    /// once-per-step rest (DP reduction, ZeRO gathers, optimizer step: times, ≥ 0). So
+    /// `step_floor_quick ≤ step_floor` on the same lists; it skips the per-recompute stage
+    /// scans and the DP collectives, the bulk of `step_floor`'s work. A search orders and cuts
+    /// with it first and asks for `step_floor` only where it does not cut.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_floor_quick(
+        &self,
+        plan: &Plan,
+        orders: &[RankOrder],
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+        tp_sp: &[TpSpTransition],
+        cp_comm: &[CpComm],
+        dispatchers: &[Dispatcher],
+        schemes: &[MoeTpScheme],
+    ) -> f64 {
+        let knobs = OpenKnobs {
+            tp_sp,
+            cp_comm,
+            dispatchers,
+            schemes,
+        };
+        self.floor_of(plan, orders, recomputes, schedules, None, true, knobs)
+    }
+
+    /// The cheapest floor, below [`Evaluator::step_floor_quick`] for any open rank orders and
+    /// communication knobs: `run`'s pipeline of the stages' compute alone (no communication
+    /// exposed, no pipeline hop, no recompute, no once-per-step rest: each only adds to a stage
+    /// or to the step, module docs). It costs one `class_compute` and a stage scan per stage
+    /// layout; a search orders its tasks by it and asks for the communication floors only of
+    /// those it does not cut.
+    pub fn step_floor_compute(
+        &self,
+        plan: &Plan,
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+    ) -> f64 {
+        let knobs = OpenKnobs {
+            tp_sp: std::slice::from_ref(&plan.tp_sp_transition),
+            cp_comm: std::slice::from_ref(&plan.cp_comm),
+            dispatchers: std::slice::from_ref(&plan.dispatcher),
+            schemes: std::slice::from_ref(&plan.moe_tp_scheme),
+        };
+        let orders = [plan.order];
+        self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
+    }
+
+    /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
+    /// (`None`: no recompute, no once-per-step rest), [`Evaluator::step_floor_compute`]
+    /// without `comm` either (no communication).
+    #[allow(clippy::too_many_arguments)]
+    fn floor_of(
+        &self,
+        plan: &Plan,
+        orders: &[RankOrder],
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+        zeros: Option<&[Zero]>,
+        comm: bool,
+        knobs: OpenKnobs<'_>,
+    ) -> f64 {
+        let OpenKnobs {
+            tp_sp,
+            cp_comm,
+            dispatchers,
+            schemes,
+        } = knobs;
+        let lists = [
+            orders.len(),
+            recomputes.len(),
+            schedules.len(),
+            zeros.map_or(1, <[Zero]>::len),
+        ];
+        let sizes = [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()];
+        if lists.contains(&0) || sizes.contains(&0) {
+            return 0.0;
+        }
         let mut q = *plan;
         // The open knobs at a value they can take: a partial plan carries placeholders for the
         // undecided ones (e.g. the space's first `moe_tp_scheme` on a dense model, where only
@@ -123,7 +220,7 @@ impl Evaluator {
         q.cp_comm = cp_comm[0];
         q.dispatcher = dispatchers[0];
         q.moe_tp_scheme = schemes[0];
-        let Some(mask) = self.valid_mask(&mut q, recomputes, schedules) else {
+        let Some(mask) = self.valid_mask(&mut q, recomputes, schedules, zeros.is_none()) else {
             return 0.0;
         };
         // Compute, once: `run`'s, which reads none of the open decisions.
@@ -142,7 +239,8 @@ impl Evaluator {
         let mut best = f64::INFINITY;
         for &order in orders {
             q.order = order;
-            let x = self.ctx(&q);
+            // Compute alone reads no group: the plan's own context.
+            let x = if comm { self.ctx(&q) } else { x0 };
             let groups = x.groups();
             if seen[..n_seen].contains(&groups) {
                 continue;
@@ -151,9 +249,20 @@ impl Evaluator {
                 seen[n_seen] = groups;
                 n_seen += 1;
             }
-            let costs = self.class_costs_floor(&mut q, &x, &cc, knobs);
-            let order_best =
-                self.order_floor(&mut q, &x, &x0, &costs, mask, recomputes, schedules, zs);
+            let costs = if comm {
+                self.class_costs_floor(&mut q, &x, &cc, knobs)
+            } else {
+                // Compute alone (`step_floor_compute`).
+                let mut costs = [ClassCost::default(); NCLASS];
+                for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
+                    costs[id as usize] = ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5]);
+                }
+                costs
+            };
+            let pp_t = if comm { self.pp_hop(&x).1 } else { 0.0 };
+            let order_best = self.order_floor(
+                &mut q, &x, &x0, &costs, mask, recomputes, schedules, zs, pp_t,
+            );
             best = best.min(order_best);
         }
         if best.is_finite() {
@@ -165,19 +274,25 @@ impl Evaluator {
 
     /// The (recompute, schedule, vpp) triples with a valid plan: a bit each (the first 64;
     /// the others are checked where used). Invalid completions have no step time to bound.
-    /// `None` when none of the first 64 is valid and there are no others.
+    /// `None` when none of the first 64 is valid and there are no others. With `first_only`
+    /// (the quick floor, which prices every recompute entry alike) only the first valid
+    /// entry of each schedule.
     fn valid_mask(
         &self,
         q: &mut Plan,
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
+        first_only: bool,
     ) -> Option<u64> {
         let n = schedules.len();
         let mut mask = 0u64;
-        for (ri, &r) in recomputes.iter().enumerate() {
-            for (k, &sv) in schedules.iter().enumerate() {
+        for (k, &sv) in schedules.iter().enumerate() {
+            for (ri, &r) in recomputes.iter().enumerate() {
                 if ri * n + k < 64 && self.valid_with(q, r, sv) {
                     mask |= 1 << (ri * n + k);
+                    if first_only {
+                        break;
+                    }
                 }
             }
         }
@@ -310,7 +425,9 @@ impl Evaluator {
     }
 
     /// For one rank order (context `x`, class costs `costs`): the least over the valid
-    /// (recompute, schedule) pairs of `run`'s step, regrouped as `m·t_max + bubble + rest`.
+    /// (recompute, schedule) pairs of `run`'s step, regrouped as `m·t_max + bubble + rest`;
+    /// with `zs` `None` (`step_floor_quick`) the stages without recompute and no rest; `pp_t`
+    /// the pipeline hop's seconds (0 for `step_floor_compute`).
     #[allow(clippy::too_many_arguments)]
     fn order_floor(
         &self,
@@ -321,9 +438,9 @@ impl Evaluator {
         mask: u64,
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
-        zs: &[Zero],
+        zs: Option<&[Zero]>,
+        pp_t: f64,
     ) -> f64 {
-        let (_, pp_t) = self.pp_hop(x);
         // Per distinct stage layout (the schedules without interleaving share one): the
         // busiest stage, the stage sum, and the least once-per-step part over the ZeRO
         // stages.
@@ -356,6 +473,8 @@ impl Evaluator {
             if !ok {
                 continue;
             }
+            // The quick floor prices every stage without recompute (docs above).
+            let r = if zs.is_some() { r } else { none };
             if priced != Some(r) {
                 costs_r = *costs;
                 if r.0 == Recompute::Selective {
@@ -405,10 +524,14 @@ impl Evaluator {
         x: &Ctx,
         costs: &[ClassCost; NCLASS],
         layout: &StageLayout,
-        zeros: &[Zero],
+        zeros: Option<&[Zero]>,
         pp_t: f64,
     ) -> (f64, f64, f64) {
         let scan = self.scan_stages(q, x, costs, layout, pp_t);
+        // The quick floor: no rest (times, ≥ 0).
+        let Some(zeros) = zeros else {
+            return (scan.tmax, scan.sum, 0.0);
+        };
         let micro = x.micro;
         let mut rest = f64::INFINITY;
         for &z in zeros {

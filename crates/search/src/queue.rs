@@ -1,0 +1,98 @@
+//! The task queue of the search: lazy best-first refinement of the task roots' step-time
+//! bounds.
+//!
+//! Every task enters with its cheapest bound (`Objective::order_bound`, level 0). The workers
+//! pop the task of least bound; a task whose bound is not yet the full one is bounded one
+//! level tighter (`screen_bound`, then `time_bound`) and pushed back with the larger of its old
+//! and new bounds (both admissible), so a task is walked only when its full bound is the least
+//! in the queue: the walk order of ordering every task by its full bound, but with the
+//! expensive bounds asked for only of the tasks that reach the front before the K-th best
+//! cuts them. The order only changes how much is pruned, never the result (the bounds are
+//! admissible).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+/// The level of the full step-time bound (`Objective::time_bound`): a task popped at it is
+/// walked.
+pub(crate) const FULL: u8 = 2;
+
+/// A task in the queue: its bound so far, how tight that bound is (0 `order_bound`, 1
+/// `screen_bound`, [`FULL`] `time_bound`), its index, and whether its memory floor is known
+/// to fit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Item {
+    pub(crate) key: f64,
+    pub(crate) level: u8,
+    pub(crate) task: usize,
+    pub(crate) fits: bool,
+}
+
+impl Ord for Item {
+    /// Reversed, so the max-heap pops the least bound first, ties by task index then level
+    /// (a total order: the pops of one thread are deterministic).
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .key
+            .total_cmp(&self.key)
+            .then(other.task.cmp(&self.task))
+            .then(other.level.cmp(&self.level))
+    }
+}
+
+impl PartialOrd for Item {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Item {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Item {}
+
+/// The shared queue (a mutex-guarded binary heap: one push or pop per bound of a few thousand
+/// instructions or more, so the lock is never the bottleneck).
+pub(crate) struct Queue(Mutex<BinaryHeap<Item>>);
+
+impl Queue {
+    pub(crate) fn new(items: impl IntoIterator<Item = Item>) -> Queue {
+        Queue(Mutex::new(items.into_iter().collect()))
+    }
+
+    /// The task of least bound, `None` when the queue is empty (a task another worker is
+    /// bounding may still come back: that worker walks it).
+    pub(crate) fn pop(&self) -> Option<Item> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    pub(crate) fn push(&self, item: Item) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: f64, level: u8, task: usize) -> Item {
+        Item {
+            key,
+            level,
+            task,
+            fits: false,
+        }
+    }
+
+    #[test]
+    fn pops_least_bound_first_ties_by_task() {
+        let q = Queue::new([item(2.0, 0, 0), item(1.0, 0, 3), item(1.0, 0, 1)]);
+        q.push(item(0.5, 1, 7));
+        let order: Vec<usize> = std::iter::from_fn(|| q.pop()).map(|i| i.task).collect();
+        assert_eq!(order, vec![7, 1, 3, 0]);
+    }
+}
