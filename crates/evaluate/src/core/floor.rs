@@ -156,6 +156,7 @@ impl Evaluator {
             cp_comm,
             dispatchers,
             schemes,
+            schedules,
         };
         self.floor_of(plan, orders, recomputes, schedules, None, true, knobs)
     }
@@ -177,6 +178,7 @@ impl Evaluator {
             cp_comm: std::slice::from_ref(&plan.cp_comm),
             dispatchers: std::slice::from_ref(&plan.dispatcher),
             schemes: std::slice::from_ref(&plan.moe_tp_scheme),
+            schedules,
         };
         let orders = [plan.order];
         self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
@@ -201,6 +203,7 @@ impl Evaluator {
             cp_comm,
             dispatchers,
             schemes,
+            schedules: _,
         } = knobs;
         let lists = [
             orders.len(),
