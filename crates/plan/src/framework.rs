@@ -21,6 +21,7 @@ use crate::{
 };
 
 mod checks;
+mod launch;
 mod tables;
 
 use checks::*;
@@ -350,7 +351,11 @@ impl Framework {
         check_recompute(&c, plan, &refuse)?;
         check_experts(&c, plan, &ctx, &refuse)?;
         check_order(&c, plan, &ctx, &refuse)?;
-        Ok(())
+        match self {
+            Framework::TorchTitan => launch::check_torchtitan(plan, model, &ctx, &refuse),
+            Framework::DeepSpeed => launch::check_deepspeed(plan, model, &refuse),
+            _ => Ok(()),
+        }
     }
 }
 
