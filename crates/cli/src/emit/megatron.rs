@@ -286,7 +286,7 @@ fn recompute_from_flags(p: &mut Plan, get: &Get, num: &Num) -> Result<(), String
 
 /// Whether two plans agree on every knob `framework`'s export expresses: the knobs that matter
 /// for the model (the collective algorithm aside: `--emit nccl`'s), the rank order up to
-/// dimensions of size 1, the stage layout by the blocks of each stage.
+/// dimensions of size 1, the stage layout by the blocks of each pipeline rank.
 pub fn same_expressed(a: &Plan, b: &Plan, model: &ModelSpec) -> Result<(), String> {
     use autoplan_plan::Knob;
     let moe = model.moe.is_some();
@@ -314,11 +314,18 @@ pub fn same_expressed(a: &Plan, b: &Plan, model: &ModelSpec) -> Result<(), Strin
             Knob::Order.value(b)
         ));
     }
-    if super::stages(a, model) != super::stages(b, model) {
+    // The blocks of each pipeline rank (how a rank's blocks go over its virtual stages is
+    // the split's: Megatron's exporter writes a blocks-only layout of the account-for shape
+    // as that split).
+    let ranks = |p: &Plan| {
+        p.stage_blocks(model)
+            .map(|l| (0..l.pp).map(|r| l.blocks(r)).collect::<Vec<u32>>())
+    };
+    if ranks(a) != ranks(b) {
         return Err(format!(
-            "stage layout: {:?} vs {:?}",
-            super::stages(a, model),
-            super::stages(b, model)
+            "blocks per stage: {:?} vs {:?}",
+            ranks(a),
+            ranks(b)
         ));
     }
     Ok(())
