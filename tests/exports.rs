@@ -10,10 +10,7 @@ use autoplan::cluster::resolve_cluster;
 use autoplan::emit::{self, megatron::same_expressed, ExportError};
 use autoplan::evaluate::EvalOptions;
 use autoplan::graph::{resolve_model, ModelSpec};
-use autoplan::plan::{
-    CpComm, Dim, Dispatcher, Framework, PipelineSplit, Plan, RankOrder, Recompute,
-    RecomputeModules, Schedule, Zero,
-};
+use autoplan::plan::{Framework, Plan};
 use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 
 /// The export of `plan` in `framework`'s format.
@@ -59,102 +56,16 @@ fn round_trip(fw: Framework, plan: &Plan, model: &ModelSpec) {
     }
 }
 
-/// A deterministic stream of numbers (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
-
-/// A random plan: every knob drawn from values autoplan prices (valid or not).
-fn random_plan(r: &mut Rng) -> Plan {
-    let schedule = r.pick(&[
-        Schedule::OneF1B,
-        Schedule::OneF1B,
-        Schedule::Interleaved,
-        Schedule::ZeroBubble,
-        Schedule::DualPipe,
-    ]);
-    let vpp = if schedule == Schedule::Interleaved {
-        r.pick(&[2, 3, 4])
-    } else {
-        1
-    };
-    let recompute = r.pick(&[Recompute::None, Recompute::Selective, Recompute::Full]);
-    let stage = r.pick(&[0u8, 1, 2, 3, 3]);
-    let mut zero = Zero::stage(stage);
-    if stage == 3 && r.next() % 3 == 0 {
-        zero = Zero::NORESHARD;
-    }
-    if stage >= 1 && r.next() % 4 == 0 {
-        zero = zero.hsdp(r.pick(&[2, 4, 8]));
-    }
-    let uneven = r.next() % 4 == 0;
-    Plan {
-        tp: r.pick(&[1, 1, 2, 4, 8]),
-        sp: r.next() % 3 != 0,
-        cp: r.pick(&[1, 1, 1, 2, 4]),
-        cp_comm: r.pick(&[
-            CpComm::Ring,
-            CpComm::AllToAll,
-            CpComm::AllGather,
-            CpComm::Hierarchical { a2a: 2 },
-        ]),
-        dp: r.pick(&[1, 2, 4, 8, 16]),
-        zero,
-        pp: r.pick(&[1, 1, 2, 4, 8]),
-        schedule,
-        vpp,
-        first_stage_layers: uneven.then(|| r.pick(&[1, 2, 3, 5])),
-        last_stage_layers: uneven.then(|| r.pick(&[1, 2, 3, 5])),
-        pipeline_split: r.pick(&[
-            PipelineSplit::Blocks,
-            PipelineSplit::Blocks,
-            PipelineSplit::EmbeddingLoss,
-            PipelineSplit::Embedding,
-        ]),
-        ep: r.pick(&[1, 2, 4, 8]),
-        moe_tp: r.pick(&[1, 1, 2]),
-        mbs: r.pick(&[1, 2, 4]),
-        recompute,
-        recompute_modules: RecomputeModules(r.pick(&[1u8, 1, 3, 9, 33, 17])),
-        recompute_layers: (recompute == Recompute::Full && r.next() % 4 == 0).then_some(1),
-        dispatcher: r.pick(&[
-            Dispatcher::AllToAll,
-            Dispatcher::AllGather,
-            Dispatcher::DeepEp,
-        ]),
-        order: r.pick(&[
-            RankOrder::default(),
-            RankOrder([Dim::Tp, Dim::Cp, Dim::Pp, Dim::Dp]),
-            RankOrder([Dim::Tp, Dim::Dp, Dim::Cp, Dim::Pp]),
-        ]),
-        tp_overlap: r.next() % 2 == 0,
-        ep_overlap: r.next() % 2 == 0,
-        ..Plan::default()
-    }
-}
-
 /// Random plans `fw` runs on a dense, an MoE and an MLA model: each exports and reads back;
 /// those it refuses are refused by the export with the table's reason. Returns how many round
 /// trips ran.
 fn random_round_trips(fw: Framework, seed: u64) -> usize {
-    let mut rng = Rng(seed);
+    let mut rng = common::plans::Rng(seed);
     let mut ran = 0;
     for name in ["llama3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gpt3-175b"] {
         let model = resolve_model(name).expect("bundled model");
         for _ in 0..40000 {
-            let plan = random_plan(&mut rng);
+            let plan = common::plans::random_plan(&mut rng);
             let Ok(gpus) = u32::try_from(plan.gpus()) else {
                 continue;
             };

@@ -354,7 +354,8 @@ impl Framework {
         match self {
             Framework::TorchTitan => launch::check_torchtitan(plan, model, &ctx, &refuse),
             Framework::DeepSpeed => launch::check_deepspeed(plan, model, &refuse),
-            _ => Ok(()),
+            Framework::MegatronCore { .. } => launch::check_megatron(plan, model, &ctx, &refuse),
+            Framework::Any => Ok(()),
         }
     }
 }

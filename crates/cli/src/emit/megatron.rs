@@ -37,13 +37,45 @@ pub fn emit(plan: &Plan, model: &ModelSpec, framework: Framework) -> Result<Stri
             _ => lines.push(f),
         }
     }
-    Ok(format!("{}\n", lines.join(" \\\n  ")))
+    let env = if plan.zero.shards_grads() || plan.ep_overlap && plan.ep > 1 {
+        // FSDP asserts the variable is not 1, the EP overlap wants more than one connection
+        // (args.py @ core_v0.19.0:L1014-1015,L1143-1144; frameworks.md §1.3, §1.6).
+        "# environment: CUDA_DEVICE_MAX_CONNECTIONS unset (FSDP and the EP overlap need more \
+         than one connection)\n"
+    } else if plan.tp > 1 || plan.cp > 1 {
+        // TP or CP on Hopper and earlier asserts it (args.py @ core_v0.19.0:L1413-1439;
+        // frameworks.md §1.3); harmless on Blackwell.
+        "# environment: CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+    } else {
+        ""
+    };
+    Ok(format!("{env}{}\n", lines.join(" \\\n  ")))
+}
+
+/// The environment an export asks for (`# environment: VAR=VALUE` lines).
+pub fn environment(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# environment: "))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The flags and values of an export, comments and line continuations dropped.
+pub fn words(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| l.split_whitespace())
+        .filter(|w| *w != "\\")
+        .map(String::from)
+        .collect()
 }
 
 /// The plan Megatron-LM flags describe, for `model` on `gpus` GPUs (the flags carry no world
 /// size: `dp` is what the GPUs leave). The inverse of [`emit`]; an unknown flag is an error.
 pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
-    let words: Vec<&str> = text.split_whitespace().filter(|w| *w != "\\").collect();
+    let owned = words(text);
+    let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     // (flag, its values) in order.
     let mut flags: Vec<(&str, Vec<&str>)> = Vec::new();
     for w in &words {
@@ -109,6 +141,9 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
     } else if has("--use-torch-fsdp2") && has("--torch-fsdp2-no-reshard-after-forward") {
         Zero::NORESHARD
     } else if has("--use-megatron-fsdp") {
+        if get("--ckpt-format").as_deref() != Some(&["fsdp_dtensor"]) {
+            return Err("--use-megatron-fsdp without --ckpt-format fsdp_dtensor".into());
+        }
         match get("--data-parallel-sharding-strategy").as_deref() {
             Some(["optim_grads"]) => Zero::stage(2),
             Some(["optim_grads_params"]) => Zero::stage(3),
@@ -177,8 +212,10 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         "--num-distributed-optimizer-instances",
         "--use-torch-fsdp2",
         "--torch-fsdp2-no-reshard-after-forward",
+        "--no-gradient-accumulation-fusion",
         "--use-megatron-fsdp",
         "--data-parallel-sharding-strategy",
+        "--ckpt-format",
         "--overlap-grad-reduce",
         "--overlap-param-gather",
         "--cp-comm-type",

@@ -14,6 +14,7 @@
 
 pub mod deepspeed;
 pub mod megatron;
+pub mod megatron_model;
 pub mod torchtitan;
 
 use autoplan_graph::ModelSpec;

@@ -1,4 +1,4 @@
-//! The rules torchtitan and DeepSpeed apply when they launch a job that the per-knob capability
+//! The rules Megatron-Core, torchtitan and DeepSpeed apply when they launch a job that the per-knob capability
 //! rows do not capture: rules across knobs and the model (the sequence length against tp·cp,
 //! the FSDP and expert meshes, DeepEP's conditions, FP8 with compile or TP, the even pipeline
 //! split). `--emit torchtitan|deepspeed` writes only plans that pass them, and the search ranks
@@ -106,6 +106,46 @@ pub(super) fn check_deepspeed(
             "split the blocks over the pipeline stages other than evenly",
             "pipeline partition methods uniform/parameters only, config.py @ v0.19.5:L417-430; \
              frameworks.md §3.4",
+        ));
+    }
+    Ok(())
+}
+
+/// Megatron-Core's rules across knobs, the model and its precision (frameworks.md §1.4; the
+/// FP8 rule read in the megatron-core 0.19.2 wheel that `tools/megatron_check` runs).
+pub(super) fn check_megatron(
+    plan: &Plan,
+    model: &ModelSpec,
+    ctx: &Context,
+    refuse: &Refuse,
+) -> Result<(), Refusal> {
+    let precision = model.training.precision;
+    // Torch-FSDP2 (`zero=3-noreshard`) asserts untied embeddings and no FP16 (args.py @
+    // core_v0.19.0:L997-1030, core_v0.14.0:L567-593).
+    if Knob::Zero.matters(ctx)
+        && plan.zero.keeps_gathered()
+        && (model.tied_embeddings || precision == Precision::Fp16)
+    {
+        return Err(refuse(
+            Knob::Zero,
+            "run Torch-FSDP2 (zero=3-noreshard) with tied embeddings or in FP16",
+            "--use-torch-fsdp2 requires --untie-embeddings-and-output-weights and not --fp16, \
+             args.py @ core_v0.19.0:L997-1030; frameworks.md §1.4",
+        ));
+    }
+    // FP8 with delayed scaling cannot recompute `moe_act` or `layernorm`
+    // (transformer_config.py @ core_v0.19.2:L1821-1827).
+    if precision == Precision::Fp8
+        && plan.recompute == Recompute::Selective
+        && (plan.recompute_modules.has(RecomputeModules::MOE_ACT)
+            || plan.recompute_modules.has(RecomputeModules::LAYERNORM))
+    {
+        return Err(refuse(
+            Knob::Recompute,
+            "recompute moe_act or layernorm in FP8 with delayed scaling",
+            "\"Delayed scaling does not support moe_act and layernorm recompute for fp8\", \
+             transformer_config.py @ core_v0.19.2:L1821-1827 (the megatron-core 0.19.2 wheel; \
+             tools/megatron_check)",
         ));
     }
     Ok(())
