@@ -325,10 +325,6 @@ impl Framework {
     /// Knobs that cannot matter for the plan ([`Knob::matters`]) are not judged. Does not
     /// allocate (the search calls it for every plan it scores).
     pub fn check(self, plan: &Plan, model: &ModelSpec) -> Result<(), Refusal> {
-        if self == Framework::Any {
-            return Ok(());
-        }
-        let c = self.capabilities();
         let ctx = Context::new(plan, model.moe.is_some());
         let refuse = |knob: Knob, reason: &'static str, source: &'static str| Refusal {
             framework: self,
@@ -338,6 +334,10 @@ impl Framework {
             source,
             precision: None,
         };
+        if self == Framework::Any {
+            return launch::check_any(plan, model, &ctx, &refuse);
+        }
+        let c = self.capabilities();
         // The precision first: it refuses every plan of the model.
         if !c.precisions.is_empty() && !c.precisions.contains(&model.training.precision) {
             return Err(Refusal {

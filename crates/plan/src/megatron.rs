@@ -253,10 +253,10 @@ impl Plan {
             }
             3 if z.keeps_gathered() => {
                 flags.push("--use-torch-fsdp2".into());
+                flags.push("--torch-fsdp2-no-reshard-after-forward".into());
                 // Torch-FSDP2 asserts gradient-accumulation fusion off (args.py @
                 // core_v0.19.0:L997-1030; frameworks.md §1.4).
                 flags.push("--no-gradient-accumulation-fusion".into());
-                flags.push("--torch-fsdp2-no-reshard-after-forward".into());
             }
             2 | 3 => {
                 flags.push("--use-megatron-fsdp".into());

@@ -132,7 +132,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.check(&model, cluster.gpus()),
         target.framework.check(&plan, &model),
     ) {
-        let hint = "evaluate it anyway with --framework any";
+        let hint = if target.framework == autoplan_plan::Framework::Any {
+            "no framework runs it and autoplan cannot price it"
+        } else {
+            "evaluate it anyway with --framework any"
+        };
         if args.format == Format::Json {
             serde_json::to_writer_pretty(
                 &mut out,

@@ -150,3 +150,29 @@ pub(super) fn check_megatron(
     }
     Ok(())
 }
+
+/// The one rule of `any`, the theoretical space: a plan no framework runs whose time autoplan
+/// cannot price. The interleaved schedule's bubble, `(pp−1)/vpp` of 1F1B's
+/// ([`Schedule::bubble`]), holds for micro-batches issued in groups of pp (Narayanan et al. 2021
+/// §2.2.1, the schedule Megatron-Core runs with `microbatch_group_size_per_vp_stage = pp`); with a
+/// count that is not a multiple of pp the last group is partial and that formula does not hold.
+/// Megatron-Core asserts the multiple (schedules.py @ core_v0.19.0:L1133-1152) and the other
+/// rows refuse it, so `any` refuses it too rather than price it wrongly.
+pub(super) fn check_any(
+    plan: &Plan,
+    model: &ModelSpec,
+    ctx: &Context,
+    refuse: &Refuse,
+) -> Result<(), Refusal> {
+    let micro = plan.microbatches(model);
+    if Knob::Vpp.matters(ctx) && micro > 0 && !micro.is_multiple_of(plan.pp) {
+        return Err(refuse(
+            Knob::Vpp,
+            "price the interleaved schedule with a micro-batch count that is not a multiple of pp",
+            "the interleaved bubble (pp−1)/vpp holds for micro-batches in groups of pp \
+             (Narayanan et al. 2021 §2.2.1); Megatron-Core asserts the multiple, schedules.py @ \
+             core_v0.19.0:L1133-1152; docs/frameworks.md",
+        ));
+    }
+    Ok(())
+}
