@@ -9,7 +9,8 @@
 //! test writes the cases, says why it skips the check, and passes: a plain `cargo test` needs
 //! no Python.
 
-mod common;
+#[path = "common/plans.rs"]
+mod plans;
 
 use std::path::PathBuf;
 
@@ -46,9 +47,9 @@ fn capability(arch: GpuArch) -> [u32; 2] {
 
 /// What every run passes besides the model and the plan: a mock data set and the null
 /// tokenizer (no files), an iteration count and a learning rate; and RoPE without its fused
-/// kernel, which needs Transformer Engine (`transformer_config.py @ core_v0.19.0`: "install TE
-/// >= 1.4"), absent from the check's CPU environment (its wheels build against CUDA). No plan
-/// knob depends on the fusion.
+/// kernel, which needs Transformer Engine ("install TE ≥ 1.4", `transformer_config.py @
+/// core_v0.19.2`), absent from the check's CPU environment (its PyTorch extension builds against
+/// CUDA). No plan knob depends on the fusion.
 const RUN: [&str; 10] = [
     "--no-rope-fusion",
     "--mock-data",
@@ -88,12 +89,12 @@ fn case(
 fn cases() -> Vec<serde_json::Value> {
     let fw = Framework::default();
     let mut out = Vec::new();
-    let mut rng = common::plans::Rng(0x18);
+    let mut rng = plans::Rng(0x18);
     for m in ["llama3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gpt3-175b"] {
         let model = resolve_model(m).expect("bundled model");
         let mut n = 0;
         while n < 15 {
-            let plan = common::plans::random_plan(&mut rng);
+            let plan = plans::random_plan(&mut rng);
             let ok = u32::try_from(plan.gpus())
                 .is_ok_and(|g| plan.check(&model, g).is_ok() && fw.check(&plan, &model).is_ok());
             if ok {

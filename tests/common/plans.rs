@@ -41,16 +41,16 @@ pub fn random_plan(r: &mut Rng) -> Plan {
     let recompute = r.pick(&[Recompute::None, Recompute::Selective, Recompute::Full]);
     let stage = r.pick(&[0u8, 1, 2, 3, 3]);
     let mut zero = Zero::stage(stage);
-    if stage == 3 && r.next() % 3 == 0 {
+    if stage == 3 && r.next().is_multiple_of(3) {
         zero = Zero::NORESHARD;
     }
-    if stage >= 1 && r.next() % 4 == 0 {
+    if stage >= 1 && r.next().is_multiple_of(4) {
         zero = zero.hsdp(r.pick(&[2, 4, 8]));
     }
-    let uneven = r.next() % 4 == 0;
+    let uneven = r.next().is_multiple_of(4);
     Plan {
         tp: r.pick(&[1, 1, 2, 4, 8]),
-        sp: r.next() % 3 != 0,
+        sp: !r.next().is_multiple_of(3),
         cp: r.pick(&[1, 1, 1, 2, 4]),
         cp_comm: r.pick(&[
             CpComm::Ring,
@@ -76,7 +76,7 @@ pub fn random_plan(r: &mut Rng) -> Plan {
         mbs: r.pick(&[1, 2, 4]),
         recompute,
         recompute_modules: RecomputeModules(r.pick(&[1u8, 1, 3, 9, 33, 17])),
-        recompute_layers: (recompute == Recompute::Full && r.next() % 4 == 0).then_some(1),
+        recompute_layers: (recompute == Recompute::Full && r.next().is_multiple_of(4)).then_some(1),
         dispatcher: r.pick(&[
             Dispatcher::AllToAll,
             Dispatcher::AllGather,
@@ -87,8 +87,8 @@ pub fn random_plan(r: &mut Rng) -> Plan {
             RankOrder([Dim::Tp, Dim::Cp, Dim::Pp, Dim::Dp]),
             RankOrder([Dim::Tp, Dim::Dp, Dim::Cp, Dim::Pp]),
         ]),
-        tp_overlap: r.next() % 2 == 0,
-        ep_overlap: r.next() % 2 == 0,
+        tp_overlap: r.next().is_multiple_of(2),
+        ep_overlap: r.next().is_multiple_of(2),
         ..Plan::default()
     }
 }

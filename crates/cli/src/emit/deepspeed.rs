@@ -240,7 +240,7 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
             model.training.seq_len
         ));
     }
-    if mbs == 0 || gas == 0 || g % (mbs * gas) != 0 {
+    if mbs == 0 || gas == 0 || u64::from(g) % (u64::from(mbs) * u64::from(gas)) != 0 {
         return Err("train_batch_size is not micro · accumulation · dp".into());
     }
     let zero = cfg
@@ -276,7 +276,7 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         } else {
             CpComm::Ring
         },
-        dp: g / (mbs * gas),
+        dp: (u64::from(g) / (u64::from(mbs) * u64::from(gas))) as u32,
         zero: Zero::stage(stage as u8).hsdp(group),
         pp,
         mbs,

@@ -110,11 +110,11 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         ep_overlap: has("--overlap-moe-expert-parallel-comm"),
         ..Plan::default()
     };
-    let per = p.tp * p.cp * p.pp;
-    if per == 0 || !gpus.is_multiple_of(per) {
+    let per = u64::from(p.tp) * u64::from(p.cp) * u64::from(p.pp);
+    if per == 0 || !u64::from(gpus).is_multiple_of(per) {
         return Err(format!("{gpus} GPUs do not divide by tp·cp·pp = {per}"));
     }
-    p.dp = gpus / per;
+    p.dp = (u64::from(gpus) / per) as u32;
     if num("--global-batch-size", 0)? != model.training.global_batch {
         return Err(format!(
             "--global-batch-size: the model's is {}",

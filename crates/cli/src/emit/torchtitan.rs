@@ -232,7 +232,7 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
     let int = |t: &toml::Table, k: &str, default: i64| -> Result<u32, String> {
         match t.get(k) {
             None => Ok(default as u32),
-            Some(toml::Value::Integer(v)) if *v >= 1 => Ok(*v as u32),
+            Some(toml::Value::Integer(v)) if *v >= 1 && *v <= i64::from(u32::MAX) => Ok(*v as u32),
             Some(v) => Err(format!("{k} = {v}: expected an integer ≥ 1")),
         }
     };
@@ -263,7 +263,9 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
     p.tp_overlap = boolean(&par, "enable_async_tensor_parallel")?;
     let replicate = int(&par, "data_parallel_replicate_degree", 1)?;
     let shard = int(&par, "data_parallel_shard_degree", 1)?;
-    p.dp = replicate * shard;
+    p.dp = replicate
+        .checked_mul(shard)
+        .ok_or("data_parallel_replicate_degree · data_parallel_shard_degree overflows")?;
     let key = par.contains_key("fsdp_reshard_after_forward");
     let reshard = match text_of(&par, "fsdp_reshard_after_forward", "default")?.as_str() {
         "always" => true,
@@ -322,7 +324,7 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
     }
     if p.pp > 1 {
         p.mbs = int(&par, "pipeline_parallel_microbatch_size", 1)?;
-        if local * p.dp != g {
+        if u64::from(local) * u64::from(p.dp) != u64::from(g) {
             return Err(format!(
                 "local_batch_size = {local}: with PP, global_batch_size / dp = {}",
                 g / p.dp
@@ -351,6 +353,18 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
             })
             .collect::<Result<Vec<u32>, String>>()?;
         let per_rank = counts.len() as u32 / p.pp;
+        let expected = match p.schedule {
+            Schedule::Interleaved => per_rank.max(2),
+            Schedule::DualPipe => 2,
+            _ => 1,
+        };
+        if counts.len() as u64 != u64::from(p.pp) * u64::from(expected) {
+            return Err(format!(
+                "module_fqns_per_model_part: {} stages on pp {} under {name}",
+                counts.len(),
+                p.pp
+            ));
+        }
         p.vpp = if p.schedule == Schedule::Interleaved {
             per_rank
         } else {
@@ -361,10 +375,10 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         })?;
     } else {
         p.mbs = local;
-        if g % (local * p.dp) != 0 {
+        let per = u64::from(local) * u64::from(p.dp);
+        if u64::from(g) % per != 0 {
             return Err(format!(
-                "global_batch_size = {g} is not a multiple of local_batch_size·dp = {}",
-                local * p.dp
+                "global_batch_size = {g} is not a multiple of local_batch_size·dp = {per}"
             ));
         }
     }
