@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+pub mod plans;
+
 /// Run `autoplan ARGS`: its exit code (None when killed by a signal), stdout and stderr.
 pub fn autoplan(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_autoplan"))

@@ -2,6 +2,7 @@
 //! the workspace crates so top-level tests and benches can reach them as `autoplan::...`.
 
 pub mod cmd;
+pub mod emit;
 pub mod exit;
 mod fmt;
 pub mod outfile;

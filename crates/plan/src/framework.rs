@@ -23,6 +23,7 @@ use crate::{
 mod checks;
 mod offload;
 mod profile;
+mod launch;
 mod tables;
 
 pub use profile::CostProfile;
@@ -332,10 +333,6 @@ impl Framework {
     /// Knobs that cannot matter for the plan ([`Knob::matters`]) are not judged. Does not
     /// allocate (the search calls it for every plan it scores).
     pub fn check(self, plan: &Plan, model: &ModelSpec) -> Result<(), Refusal> {
-        if self == Framework::Any {
-            return Ok(());
-        }
-        let c = self.capabilities();
         let ctx = Context::new(plan, model.moe.is_some());
         let refuse = |knob: Knob, reason: &'static str, source: &'static str| Refusal {
             framework: self,
@@ -345,6 +342,10 @@ impl Framework {
             source,
             precision: None,
         };
+        if self == Framework::Any {
+            return launch::check_any(plan, model, &ctx, &refuse);
+        }
+        let c = self.capabilities();
         // The precision first: it refuses every plan of the model.
         if !c.precisions.is_empty() && !c.precisions.contains(&model.training.precision) {
             return Err(Refusal {
@@ -359,7 +360,12 @@ impl Framework {
         check_experts(&c, plan, &ctx, &refuse)?;
         check_order(&c, plan, &ctx, &refuse)?;
         offload::check_offload(&c, plan, &refuse)?;
-        Ok(())
+        match self {
+            Framework::TorchTitan => launch::check_torchtitan(plan, model, &ctx, &refuse),
+            Framework::DeepSpeed => launch::check_deepspeed(plan, model, &refuse),
+            Framework::MegatronCore { .. } => launch::check_megatron(plan, model, &ctx, &refuse),
+            Framework::Any => Ok(()),
+        }
     }
 }
 

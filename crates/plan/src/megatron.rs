@@ -255,9 +255,15 @@ impl Plan {
             3 if z.keeps_gathered() => {
                 flags.push("--use-torch-fsdp2".into());
                 flags.push("--torch-fsdp2-no-reshard-after-forward".into());
+                // Torch-FSDP2 asserts gradient-accumulation fusion off (args.py @
+                // core_v0.19.0:L997-1030; frameworks.md §1.4).
+                flags.push("--no-gradient-accumulation-fusion".into());
             }
             2 | 3 => {
                 flags.push("--use-megatron-fsdp".into());
+                // Megatron-FSDP asserts the `fsdp_dtensor` checkpoint format (args.py @
+                // core_v0.19.0:L1145-1146, core_v0.14.0:L638-639; frameworks.md §1.4).
+                kv_push(a, "--ckpt-format", "fsdp_dtensor".into());
                 kv_push(
                     a,
                     "--data-parallel-sharding-strategy",

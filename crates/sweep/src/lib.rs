@@ -87,6 +87,8 @@ pub struct Case {
     pub space: String,
     /// Plans kept for this case.
     pub top_k: u32,
+    /// The framework its plans must run in, as `--framework` spells it (`Framework::spec`).
+    pub framework: String,
 }
 
 impl Case {

@@ -22,6 +22,7 @@ pub const COLUMNS: &[&str] = &[
     "global_batch",
     "space",
     "top_k",
+    "framework",
     // Outcome.
     "status",
     "reason",
@@ -76,7 +77,7 @@ pub(crate) fn col(name: &str) -> usize {
 }
 
 /// Columns that identify a case (everything before `status`).
-pub(crate) const KEY_COLUMNS: usize = 8;
+pub(crate) const KEY_COLUMNS: usize = 9;
 /// Columns of the plan (`tp` ..= `ep_overlap`).
 pub(crate) fn plan_columns() -> std::ops::Range<usize> {
     col("tp")..col("step_time_s")
@@ -116,6 +117,9 @@ pub(crate) fn check_row(row: &[String]) -> Result<(), String> {
             // A name that reads as a number (`inf`, `nan`, `1e3`) names no input.
             "model" | "cluster" | "space" if v.is_empty() || v.parse::<f64>().is_ok() => {
                 return bad(c, "a name")
+            }
+            "framework" if v.parse::<autoplan_plan::Framework>().is_err() => {
+                return bad(c, "a framework as --framework takes it")
             }
             "status" => {}
             // An infeasible case's row has its reason and nothing after `plans`.
@@ -179,6 +183,7 @@ pub(crate) fn key_fields(case: &Case) -> [String; KEY_COLUMNS] {
         case.global_batch.to_string(),
         case.space.clone(),
         case.top_k.to_string(),
+        case.framework.clone(),
     ]
 }
 

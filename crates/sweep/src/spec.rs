@@ -197,6 +197,8 @@ impl SweepSpec {
                                     global_batch,
                                     space: space.clone(),
                                     top_k: self.top_k,
+                                    // `sweep --framework` sets it (cmd/sweep.rs).
+                                    framework: autoplan_plan::Framework::default().spec(),
                                 };
                                 // Two entries naming the same cluster at the same size would
                                 // give two cases with the same keys: `diff` could not tell them

@@ -497,7 +497,8 @@ fn evaluate(rng: &mut Rng, c: &Corpus) -> Draft {
     }
     d.format(rng, 40);
     if rng.chance(10) {
-        d.flag("--emit", "megatron");
+        let f = *rng.pick(&["megatron", "torchtitan", "deepspeed", "nccl"]);
+        d.flag("--emit", f);
     }
     d
 }

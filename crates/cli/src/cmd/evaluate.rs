@@ -40,9 +40,10 @@ pub struct Args {
     pub no_dp_overlap: bool,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print the plan as launch arguments of a framework (megatron), or the algorithm and
-    /// protocol it assumed for every collective as an NCCL tuner config (nccl), instead of the
-    /// report.
+    /// Print the plan as a framework's launch configuration (megatron flags, torchtitan TOML,
+    /// deepspeed JSON and Megatron-DeepSpeed arguments), or the algorithm and protocol it
+    /// assumed for every collective as an NCCL tuner config (nccl), instead of the report. A
+    /// plan the framework cannot run is refused with the rule and its source.
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
 }
@@ -55,12 +56,35 @@ pub enum Attn {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Emit {
-    /// Megatron-LM `pretrain_gpt.py` flags.
+    /// Megatron-LM `pretrain_gpt.py` flags (the Megatron-Core version of --framework).
     Megatron,
+    /// torchtitan v0.2.2's TOML job config.
+    Torchtitan,
+    /// DeepSpeed 0.19.5's JSON config with the Megatron-DeepSpeed arguments, as a shell
+    /// script.
+    Deepspeed,
     /// NCCL's example tuner plugin CSV (`NCCL_TUNER_CONFIG_FILE`), with NCCL ≥ 2.24's
     /// per-function `NCCL_ALGO` / `NCCL_PROTO` in its comments where one choice per function
     /// is enough (docs/cli.md "evaluate --emit nccl").
     Nccl,
+}
+
+impl Emit {
+    /// The framework export of `plan`; `None` for `nccl`, which needs the evaluated report.
+    /// The Megatron-Core version is `framework`'s where it names one.
+    pub fn framework_export(
+        self,
+        plan: &Plan,
+        model: &autoplan_graph::ModelSpec,
+        framework: autoplan_plan::Framework,
+    ) -> Option<Result<String, crate::emit::ExportError>> {
+        Some(match self {
+            Emit::Megatron => crate::emit::megatron::emit(plan, model, framework),
+            Emit::Torchtitan => crate::emit::torchtitan::emit(plan, model),
+            Emit::Deepspeed => crate::emit::deepspeed::emit(plan, model),
+            Emit::Nccl => return None,
+        })
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -83,31 +107,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let target = args.target.target()?;
 
-    if let Some(Emit::Megatron) = args.emit {
-        // Only a valid plan is exported: no flag for a knob the model has no use for.
-        plan.check(&model, cluster.gpus())
-            .with_context(|| format!("--plan {:?}: not exported", args.plan))?;
-        // The Megatron-Core version of --framework (the default version under another one);
-        // what its capability row refuses is refused with the same reason.
-        let version = match target.framework {
-            f @ autoplan_plan::Framework::MegatronCore { .. } => f,
-            _ => autoplan_plan::Framework::default(),
-        };
-        let flags = plan
-            .megatron_args_for(&model, version)
-            .with_context(|| "the plan has no Megatron-LM equivalent")?;
-        // One `--flag value` per line, continued shell-style.
-        let mut lines: Vec<String> = Vec::new();
-        for f in flags {
-            match lines.last_mut() {
-                Some(l) if !f.starts_with("--") => {
-                    l.push(' ');
-                    l.push_str(&f);
-                }
-                _ => lines.push(f),
-            }
-        }
-        writeln!(out, "{}", lines.join(" \\\n  "))?;
+    if let Some(export) = args
+        .emit
+        .and_then(|e| e.framework_export(&plan, &model, target.framework))
+    {
+        // Only a plan the format's framework runs is exported, with the table's reason
+        // otherwise; no flag for a knob the model has no use for.
+        let text = export.with_context(|| format!("--plan {:?}: not exported", args.plan))?;
+        write!(out, "{text}")?;
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -134,7 +141,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.check(&model, cluster.gpus()),
         target.framework.check(&plan, &model),
     ) {
-        let hint = "evaluate it anyway with --framework any";
+        let hint = if target.framework == autoplan_plan::Framework::Any {
+            "no framework runs it and autoplan cannot price it"
+        } else {
+            "evaluate it anyway with --framework any"
+        };
         if args.format == Format::Json {
             serde_json::to_writer_pretty(
                 &mut out,
@@ -235,7 +246,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `--emit nccl`: the tuner config of the collectives the report booked (every distinct
 /// collective, size range and group shape; frameworks.md §4.3), the per-function env values
 /// where they suffice (§4.2), and the point-to-point calls NCCL's tuner does not see.
-fn nccl_config(
+pub(crate) fn nccl_config(
     out: &mut impl Write,
     plan_str: &str,
     ev: &Evaluator,

@@ -19,6 +19,7 @@ use crate::exit::Infeasible;
 use crate::fmt::{serde_name, GIB};
 use autoplan_search::Space;
 
+mod emit;
 mod nofit;
 mod offload;
 mod output;
@@ -83,6 +84,11 @@ pub struct Args {
     /// Evaluate every plan of the space (no pruning): slower, same answer.
     #[arg(long)]
     pub exhaustive: bool,
+    /// Print plan --explain N (default 1) as a framework's launch configuration or an NCCL
+    /// tuner config, as `evaluate --emit` does, instead of the ranking (megatron uses the
+    /// Megatron-Core version of --framework).
+    #[arg(long, value_enum)]
+    pub emit: Option<super::evaluate::Emit>,
     /// Also write the self-contained HTML report (ranking, breakdowns, plan --explain N or 1
     /// in full) to this file (docs/report.md).
     #[arg(long, value_name = "FILE")]
@@ -180,7 +186,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => Box::new(std::io::stdout().lock()),
     };
     let out = &mut sink;
-    write(out, &args, &scorer, &space, &outcome, &variants, explained)?;
+    match (args.emit, outcome.plans.is_empty()) {
+        (Some(e), false) => emit::export(out, &args, e, &scorer, &outcome)?,
+        _ => write(out, &args, &scorer, &space, &outcome, &variants, explained)?,
+    }
     out.flush()?;
     if outcome.plans.is_empty() {
         let mut why = why_nothing(&scorer, &space, &outcome);

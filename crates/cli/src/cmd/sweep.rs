@@ -240,8 +240,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.spec.display()
         );
     }
-    let planner = SearchPlanner::load(&spec)?.with_target(args.target.target()?);
-    let cases = spec.cases(|name| planner.cluster_gpus(name))?;
+    let target = args.target.target()?;
+    let planner = SearchPlanner::load(&spec)?.with_target(target);
+    // Every row records the framework its plans run in.
+    let cases: Vec<_> = spec
+        .cases(|name| planner.cluster_gpus(name))?
+        .into_iter()
+        .map(|c| autoplan_sweep::Case {
+            framework: target.framework.spec(),
+            ..c
+        })
+        .collect();
     let shard = args.shard.unwrap_or(Shard::ALL);
     let mine = shard.select(&cases);
     let opts = FileOptions {

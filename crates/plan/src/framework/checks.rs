@@ -93,7 +93,12 @@ pub(super) fn check_data_parallel(
                 s.zero3_noreshard && (s.noreshard_with_pp_ep || (plan.pp == 1 && plan.ep == 1))
             }
             (3, false) => s.zero3 && (s.zero23_with_pp || plan.pp == 1),
-            (3, true) => s.hsdp3 && (s.zero23_with_pp || plan.pp == 1),
+            // HSDP groups keeping the parameters gathered need the no-reshard mode too.
+            (3, true) => {
+                s.hsdp3
+                    && (s.zero23_with_pp || plan.pp == 1)
+                    && (!z.keeps_gathered() || s.zero3_noreshard)
+            }
             _ => false,
         };
         if !ok {
