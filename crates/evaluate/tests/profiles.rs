@@ -285,5 +285,9 @@ fn nvl72_rows_are_pinned() {
         assert!(e.abs() <= bound, "{id} {:+.1}%", 100.0 * e);
     }
     let e = err("dsv3_gb200_guide_baseline");
-    assert!((0.0..=0.70).contains(&e), "guide baseline {:+.1}%", 100.0 * e);
+    assert!(
+        (0.0..=0.70).contains(&e),
+        "guide baseline {:+.1}%",
+        100.0 * e
+    );
 }
