@@ -24,6 +24,7 @@
 pub mod bundled;
 pub mod file;
 pub mod host;
+mod segment;
 pub use host::{Host, HostLink};
 
 pub use bundled::{bundled_cluster_text, bundled_clusters, resolve_cluster, ResolveError};

@@ -96,6 +96,39 @@ fn ep64_inside_one_nvl72_is_nvlink_only() {
     assert_eq!(s.metrics.step_time_s, r.metrics.step_time_s);
 }
 
+/// A 256-GPU job on NVL72 racks with EP = 64 and PP = 4 (the published GB200 Qwen3-235B and
+/// DeepSeek-V3 plans): filling 72-GPU racks consecutively would cut three of the four EP
+/// groups across two racks (ranks 64..127 straddle rank 72); the job runs in segments of 16
+/// trays per rack (`Cluster::job_domain_gpus`, Slurm's block topology), so every EP group is
+/// inside one rack and its all-to-alls never touch the network.
+#[test]
+fn ep64_of_a_256_gpu_job_on_nvl72_racks_stays_in_one_rack() {
+    use autoplan_cluster::GroupPlacement;
+    let c = resolve_cluster("gb200-nvl72x4")
+        .unwrap()
+        .with_gpus(256)
+        .unwrap();
+    assert_eq!((c.nodes, c.domain_gpus()), (64, 72));
+    // The MoE grid, innermost first: moe_tp, ep, edp, pp.
+    let grid = [1, 64, 1, 4];
+    let ep_dim = [false, true, false, false];
+    // Consecutive filling of whole racks: the bound of a misaligned grid spans two racks.
+    assert_eq!(GroupPlacement::of(72, &grid, &ep_dim).nodes, 2);
+    assert_eq!(c.job_domain_gpus(&[&grid]), 64);
+    let m = model("qwen3-30b-a3b", 256);
+    let plan = "tp=1,pp=4,ep=64,dp=64,mbs=1,recompute=full,zero=1";
+    let r = report(&m, &c, plan);
+    let (ep, intra) = comm(&r, CommKind::Ep);
+    assert!(intra && ep > 0.0);
+    assert!(r
+        .comm
+        .iter()
+        .filter(|c| c.kind == CommKind::Ep)
+        .all(|g| g.group.size == 64 && g.group.nodes == 1));
+    let s = report(&m, &slow_network(&c), plan);
+    assert_eq!(comm(&s, CommKind::Ep).0, ep);
+}
+
 #[test]
 fn a_144_way_group_crosses_racks_and_pays_the_network() {
     let c = resolve_cluster("gb200-nvl72x4").unwrap();

@@ -235,7 +235,7 @@ fn the_published_files_mape_is_pinned() {
         100.0 * one.mape
     );
     assert!(
-        two.rows.len() >= 29 && two.mape <= 0.180,
+        two.rows.len() >= 29 && two.mape <= 0.160,
         "file 2 MAPE {:.2}%",
         100.0 * two.mape
     );
@@ -259,5 +259,35 @@ fn the_published_files_mape_is_pinned() {
         g.mape <= 0.06,
         "megatron-lm-2023 MAPE {:.1}%",
         100.0 * g.mape
+    );
+}
+
+/// The NVL72 rows (issue 17): EP groups of 64 inside one rack (`Cluster::job_domain_gpus`)
+/// bring GB200's Qwen3-235B and DeepSeek-V3 rows from -52% and -44% to within 15%, and the
+/// GB300 twin stays within 10%. The DeepSeek-V3 guide's unoptimised baseline stays
+/// over-predicted (docs/validation.md names what it lacks); pinned so it cannot drift further.
+#[test]
+fn nvl72_rows_are_pinned() {
+    let two = run("published_runs_2.csv");
+    let err = |id: &str| {
+        two.rows
+            .iter()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("{id} not scored"))
+            .error
+    };
+    for (id, bound) in [
+        ("mzoo_gb200_mxfp8_qwen3_235b", 0.15),
+        ("bridge2511_gb200_DeepSeekV3_256gpu_bf16", 0.15),
+        ("mzoo_gb300_mxfp8_qwen3_235b", 0.10),
+    ] {
+        let e = err(id);
+        assert!(e.abs() <= bound, "{id} {:+.1}%", 100.0 * e);
+    }
+    let e = err("dsv3_gb200_guide_baseline");
+    assert!(
+        (0.0..=0.70).contains(&e),
+        "guide baseline {:+.1}%",
+        100.0 * e
     );
 }

@@ -88,8 +88,6 @@ pub(super) fn hop(g: GroupPlacement) -> GroupPlacement {
 
 impl Evaluator {
     pub(super) fn ctx(&self, plan: &Plan) -> Ctx {
-        // Groups are placed on NVLink domains (a host, or an NVL72 rack of 18 hosts).
-        let gpn = self.cluster.domain_gpus();
         let edp = plan.edp().max(1);
         let tp = plan.tp.max(1);
         let cp = plan.cp.max(1);
@@ -113,6 +111,9 @@ impl Evaluator {
         let dense = order.map(dense_deg);
         let moe = order.map(moe_deg);
         let sel = |dims: &[Dim]| order.map(|d| dims.contains(&d));
+        // Groups are placed on NVLink domains (a host, or an NVL72 rack of 18 hosts), as many
+        // GPUs of each as the job's grids align with (`Cluster::job_domain_gpus`).
+        let gpn = self.cluster.job_domain_gpus(&[&dense[..], &moe[..]]);
         let g_tp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Tp]));
         let g_cp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp]));
         let g_dp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp, Dim::Dp]));
