@@ -21,9 +21,9 @@ use crate::{
 };
 
 mod checks;
+mod launch;
 mod offload;
 mod profile;
-mod launch;
 mod tables;
 
 pub use profile::CostProfile;
