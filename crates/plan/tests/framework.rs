@@ -50,11 +50,12 @@ fn the_export_refuses_with_the_tables_reason() {
     assert!(plan.megatron_args_for(&m, Framework::TorchTitan).is_err());
     // torchtitan runs DualPipe (as DualPipeV) with FSDP2, not the distributed optimizer, and
     // not full recompute with its EP overlap.
-    // (DeepSeek-V3 trains in FP8 with delayed scaling, which torchtitan has not.)
+    // (DeepSeek-V3 trains in FP8 with block scaling, which torchtitan has not: its Float8 is
+    // tensorwise current scaling or MXFP8, frameworks.md §2.5.)
     let r = Framework::TorchTitan
         .check(&plan, &m)
         .expect_err("precision");
-    assert_eq!(r.setting(), "precision=fp8");
+    assert_eq!(r.setting(), "precision=fp8-block");
     let mut training = m.training.clone();
     training.precision = autoplan_graph::Precision::Bf16;
     let m = m.with_training(training).expect("bf16");
