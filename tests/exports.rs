@@ -260,3 +260,78 @@ fn exports_refuse_with_the_table_reason() {
         "{err}"
     );
 }
+
+/// The optimizer offload in each export (issue 19 item 1): DeepSpeed writes ZeRO-Offload's
+/// `zero_optimization.offload_optimizer` (a `ratio` below 1, on stage 3 only) and reads it
+/// back; Megatron writes its flags and reads them back; torchtitan refuses with the table's
+/// reason (its `enable_cpu_offload` moves the parameters too).
+#[test]
+fn optimizer_offload_exports_and_reads_back() {
+    let model = resolve_model("llama3-8b").expect("bundled model");
+    for (fw, zero, pct) in [
+        (Framework::DeepSpeed, 3, 25),
+        (Framework::DeepSpeed, 3, 100),
+        (Framework::DeepSpeed, 1, 100),
+        (Framework::default(), 1, 50),
+        (Framework::default(), 1, 100),
+    ] {
+        let plan = Plan {
+            dp: 8,
+            zero: autoplan::plan::Zero::stage(zero),
+            offload_optimizer: pct,
+            ..Plan::default()
+        };
+        let text = export(fw, &plan, &model).unwrap_or_else(|e| panic!("{plan}: {e}"));
+        let back = parse(fw, &text, &model, 8).unwrap_or_else(|e| panic!("{plan}: {e}"));
+        assert_eq!(back.offload_optimizer, pct, "{fw} `{plan}`:\n{text}");
+        if fw == Framework::DeepSpeed {
+            let ratio = format!("\"ratio\": {}", f64::from(pct) / 100.0);
+            assert!(text.contains("\"offload_optimizer\""), "{text}");
+            assert!(text.contains("\"device\": \"cpu\""), "{text}");
+            assert_eq!(text.contains(&ratio), pct < 100, "{ratio}\n{text}");
+        } else {
+            assert!(text.contains("--optimizer-cpu-offload"), "{text}");
+        }
+    }
+    // Without offload the export writes none.
+    let plain = Plan {
+        dp: 8,
+        zero: autoplan::plan::Zero::stage(3),
+        ..Plan::default()
+    };
+    let text = export(Framework::DeepSpeed, &plain, &model).expect("exports");
+    assert!(!text.contains("offload_optimizer"), "{text}");
+    // A ratio below 1 off stage 3, and torchtitan at all, are refused with the table's reason.
+    for (fw, zero, pct, why) in [
+        (Framework::DeepSpeed, 1, 50, "offload_config.py"),
+        (Framework::TorchTitan, 3, 100, "enable_cpu_offload"),
+    ] {
+        let plan = Plan {
+            dp: 8,
+            zero: autoplan::plan::Zero::stage(zero),
+            offload_optimizer: pct,
+            ..Plan::default()
+        };
+        let refusal = fw.check(&plan, &model).expect_err("refused");
+        match export(fw, &plan, &model) {
+            Err(ExportError::Refused(r)) => {
+                assert_eq!(*r, refusal);
+                assert!(r.to_string().contains(why), "{r}");
+            }
+            other => panic!("{fw} `{plan}`: {other:?}"),
+        }
+    }
+    // A read-back refuses what autoplan does not price: an NVMe tier, a ratio off the grid.
+    let text = export(Framework::DeepSpeed, &plain, &model).expect("exports");
+    for (dict, why) in [
+        (r#""device": "nvme""#, "cpu"),
+        (r#""device": "cpu", "ratio": 0.125"#, "ratio"),
+    ] {
+        let bad = text.replace(
+            "\"stage\": 3",
+            &format!("\"stage\": 3, \"offload_optimizer\": {{{dict}}}"),
+        );
+        let e = parse(Framework::DeepSpeed, &bad, &model, 8).expect_err("refused");
+        assert!(e.contains(why), "{e}");
+    }
+}
