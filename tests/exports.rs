@@ -64,7 +64,7 @@ fn random_round_trips(fw: Framework, seed: u64) -> usize {
     let mut ran = 0;
     for name in ["llama3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gpt3-175b"] {
         let model = resolve_model(name).expect("bundled model");
-        for _ in 0..40000 {
+        for _ in 0..60000 {
             let plan = common::plans::random_plan(&mut rng);
             let Ok(gpus) = u32::try_from(plan.gpus()) else {
                 continue;
@@ -333,5 +333,57 @@ fn optimizer_offload_exports_and_reads_back() {
         );
         let e = parse(Framework::DeepSpeed, &bad, &model, 8).expect_err("refused");
         assert!(e.contains(why), "{e}");
+    }
+}
+
+/// Parameter offload in each export: DeepSpeed writes ZeRO-Infinity's
+/// `zero_optimization.offload_param`, torchtitan `[training] enable_cpu_offload` (parameters,
+/// gradients and optimizer state together), both read back; Megatron-Core refuses it with the
+/// table's reason, and torchtitan refuses the optimizer offload without it.
+#[test]
+fn parameter_offload_exports_and_reads_back() {
+    let model = resolve_model("llama3-8b").expect("bundled model");
+    let plan = Plan {
+        dp: 8,
+        zero: autoplan::plan::Zero::stage(3),
+        offload_optimizer: 100,
+        offload_params: true,
+        ..Plan::default()
+    };
+    for (fw, key) in [
+        (Framework::DeepSpeed, "\"offload_param\""),
+        (Framework::TorchTitan, "enable_cpu_offload = true"),
+    ] {
+        let text = export(fw, &plan, &model).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        assert!(text.contains(key), "{fw}:\n{text}");
+        let back = parse(fw, &text, &model, 8).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        assert!(
+            back.offload_params && back.offload_optimizer == 100,
+            "{fw}: {back}"
+        );
+        let kept = Plan {
+            offload_params: false,
+            ..plan
+        };
+        if let Ok(text) = export(fw, &kept, &model) {
+            assert!(!text.contains(key), "{fw}:\n{text}");
+            assert!(!parse(fw, &text, &model, 8).unwrap().offload_params);
+        }
+    }
+    for (fw, p, why) in [
+        (Framework::default(), plan, "--optimizer-cpu-offload"),
+        (
+            Framework::TorchTitan,
+            Plan {
+                offload_params: false,
+                ..plan
+            },
+            "enable_cpu_offload",
+        ),
+    ] {
+        match export(fw, &p, &model) {
+            Err(ExportError::Refused(r)) => assert!(r.to_string().contains(why), "{r}"),
+            other => panic!("{fw} `{p}`: {other:?}"),
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! config.py @ v0.19.5:L924-927, §3.1), `bf16`/`fp16` (§3.2), `zero_optimization` with its
 //! stage, buckets and overlap (§3.3; MiCS `mics_shard_size` for HSDP groups) and, with full
 //! recompute, `activation_checkpointing`; with `offload_optimizer`, ZeRO-Offload's
-//! `zero_optimization.offload_optimizer` (§3.3). DeepSpeed runs one pipeline schedule (1F1B), no EP,
+//! `zero_optimization.offload_optimizer` (§3.3); with `offload_params`, ZeRO-Infinity's
+//! `zero_optimization.offload_param`. DeepSpeed runs one pipeline schedule (1F1B), no EP,
 //! no TP overlap and no selective recompute: its capability table refuses those plans. The
 //! collective algorithms are `--emit nccl`'s.
 
@@ -84,6 +85,11 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     }
     if plan.offload_optimizer > 0 {
         zero["offload_optimizer"] = offload_optimizer(plan.offload_optimizer);
+    }
+    if plan.offload_params {
+        // ZeRO-Infinity's parameter offload to CPU memory, stage 3 only (§3.3), pinned
+        // buffers (the v0.19.5 default, written out).
+        zero["offload_param"] = json!({ "device": "cpu", "pin_memory": true });
     }
     let mut cfg = json!({
         "train_batch_size": g,
@@ -303,6 +309,19 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         None => 0,
         Some(o) => read_offload_optimizer(o)?,
     };
+    let offload_params = match zero.get("offload_param") {
+        None => false,
+        Some(o) => match o.get("device").and_then(|d| d.as_str()).unwrap_or("none") {
+            "none" => false,
+            "cpu" => true,
+            other => {
+                return Err(format!(
+                    "zero_optimization.offload_param.device = {other:?}: autoplan prices `cpu` \
+                     (host memory) only"
+                ))
+            }
+        },
+    };
     if value("--zero-stage")? != Some(stage) {
         return Err("--zero-stage differs from zero_optimization.stage".into());
     }
@@ -331,6 +350,7 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         dp: (u64::from(g) / (u64::from(mbs) * u64::from(gas))) as u32,
         zero: Zero::stage(stage as u8).hsdp(group),
         offload_optimizer,
+        offload_params,
         pp,
         mbs,
         recompute: if full {
