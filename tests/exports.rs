@@ -64,7 +64,7 @@ fn random_round_trips(fw: Framework, seed: u64) -> usize {
     let mut ran = 0;
     for name in ["llama3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gpt3-175b"] {
         let model = resolve_model(name).expect("bundled model");
-        for _ in 0..40000 {
+        for _ in 0..60000 {
             let plan = common::plans::random_plan(&mut rng);
             let Ok(gpus) = u32::try_from(plan.gpus()) else {
                 continue;
@@ -259,4 +259,131 @@ fn exports_refuse_with_the_table_reason() {
             && err.contains("pipe/schedule.py"),
         "{err}"
     );
+}
+
+/// The optimizer offload in each export (issue 19 item 1): DeepSpeed writes ZeRO-Offload's
+/// `zero_optimization.offload_optimizer` (a `ratio` below 1, on stage 3 only) and reads it
+/// back; Megatron writes its flags and reads them back; torchtitan refuses with the table's
+/// reason (its `enable_cpu_offload` moves the parameters too).
+#[test]
+fn optimizer_offload_exports_and_reads_back() {
+    let model = resolve_model("llama3-8b").expect("bundled model");
+    for (fw, zero, pct) in [
+        (Framework::DeepSpeed, 3, 25),
+        (Framework::DeepSpeed, 3, 100),
+        (Framework::DeepSpeed, 1, 100),
+        (Framework::default(), 1, 50),
+        (Framework::default(), 1, 100),
+    ] {
+        let plan = Plan {
+            dp: 8,
+            zero: autoplan::plan::Zero::stage(zero),
+            offload_optimizer: pct,
+            ..Plan::default()
+        };
+        let text = export(fw, &plan, &model).unwrap_or_else(|e| panic!("{plan}: {e}"));
+        let back = parse(fw, &text, &model, 8).unwrap_or_else(|e| panic!("{plan}: {e}"));
+        assert_eq!(back.offload_optimizer, pct, "{fw} `{plan}`:\n{text}");
+        if fw == Framework::DeepSpeed {
+            let ratio = format!("\"ratio\": {}", f64::from(pct) / 100.0);
+            assert!(text.contains("\"offload_optimizer\""), "{text}");
+            assert!(text.contains("\"device\": \"cpu\""), "{text}");
+            assert_eq!(text.contains(&ratio), pct < 100, "{ratio}\n{text}");
+        } else {
+            assert!(text.contains("--optimizer-cpu-offload"), "{text}");
+        }
+    }
+    // Without offload the export writes none.
+    let plain = Plan {
+        dp: 8,
+        zero: autoplan::plan::Zero::stage(3),
+        ..Plan::default()
+    };
+    let text = export(Framework::DeepSpeed, &plain, &model).expect("exports");
+    assert!(!text.contains("offload_optimizer"), "{text}");
+    // A ratio below 1 off stage 3, and torchtitan at all, are refused with the table's reason.
+    for (fw, zero, pct, why) in [
+        (Framework::DeepSpeed, 1, 50, "offload_config.py"),
+        (Framework::TorchTitan, 3, 100, "enable_cpu_offload"),
+    ] {
+        let plan = Plan {
+            dp: 8,
+            zero: autoplan::plan::Zero::stage(zero),
+            offload_optimizer: pct,
+            ..Plan::default()
+        };
+        let refusal = fw.check(&plan, &model).expect_err("refused");
+        match export(fw, &plan, &model) {
+            Err(ExportError::Refused(r)) => {
+                assert_eq!(*r, refusal);
+                assert!(r.to_string().contains(why), "{r}");
+            }
+            other => panic!("{fw} `{plan}`: {other:?}"),
+        }
+    }
+    // A read-back refuses what autoplan does not price: an NVMe tier, a ratio off the grid.
+    let text = export(Framework::DeepSpeed, &plain, &model).expect("exports");
+    for (dict, why) in [
+        (r#""device": "nvme""#, "cpu"),
+        (r#""device": "cpu", "ratio": 0.125"#, "ratio"),
+    ] {
+        let bad = text.replace(
+            "\"stage\": 3",
+            &format!("\"stage\": 3, \"offload_optimizer\": {{{dict}}}"),
+        );
+        let e = parse(Framework::DeepSpeed, &bad, &model, 8).expect_err("refused");
+        assert!(e.contains(why), "{e}");
+    }
+}
+
+/// Parameter offload in each export: DeepSpeed writes ZeRO-Infinity's
+/// `zero_optimization.offload_param`, torchtitan `[training] enable_cpu_offload` (parameters,
+/// gradients and optimizer state together), both read back; Megatron-Core refuses it with the
+/// table's reason, and torchtitan refuses the optimizer offload without it.
+#[test]
+fn parameter_offload_exports_and_reads_back() {
+    let model = resolve_model("llama3-8b").expect("bundled model");
+    let plan = Plan {
+        dp: 8,
+        zero: autoplan::plan::Zero::stage(3),
+        offload_optimizer: 100,
+        offload_params: true,
+        ..Plan::default()
+    };
+    for (fw, key) in [
+        (Framework::DeepSpeed, "\"offload_param\""),
+        (Framework::TorchTitan, "enable_cpu_offload = true"),
+    ] {
+        let text = export(fw, &plan, &model).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        assert!(text.contains(key), "{fw}:\n{text}");
+        let back = parse(fw, &text, &model, 8).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        assert!(
+            back.offload_params && back.offload_optimizer == 100,
+            "{fw}: {back}"
+        );
+        let kept = Plan {
+            offload_params: false,
+            ..plan
+        };
+        if let Ok(text) = export(fw, &kept, &model) {
+            assert!(!text.contains(key), "{fw}:\n{text}");
+            assert!(!parse(fw, &text, &model, 8).unwrap().offload_params);
+        }
+    }
+    for (fw, p, why) in [
+        (Framework::default(), plan, "--optimizer-cpu-offload"),
+        (
+            Framework::TorchTitan,
+            Plan {
+                offload_params: false,
+                ..plan
+            },
+            "enable_cpu_offload",
+        ),
+    ] {
+        match export(fw, &p, &model) {
+            Err(ExportError::Refused(r)) => assert!(r.to_string().contains(why), "{r}"),
+            other => panic!("{fw} `{p}`: {other:?}"),
+        }
+    }
 }

@@ -89,6 +89,11 @@ pub fn random_plan(r: &mut Rng) -> Plan {
         ]),
         tp_overlap: r.next().is_multiple_of(2),
         ep_overlap: r.next().is_multiple_of(2),
+        // Optimizer offload (percent in host memory): none half the time, else a fraction or
+        // all of it.
+        offload_optimizer: r.pick(&[0u8, 0, 0, 25, 50, 100]),
+        // Parameter offload: valid with zero=3 and offload_optimizer=1 only.
+        offload_params: r.next().is_multiple_of(6),
         ..Plan::default()
     }
 }

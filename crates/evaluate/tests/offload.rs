@@ -219,3 +219,136 @@ fn offload_never_speeds_a_plan_on_a_grid() {
     }
     assert!(compared >= 100, "{compared}");
 }
+
+/// Parameter offload (`offload_params`) beside the whole optimizer on the host: random plans of
+/// ZeRO-3 (resharding or not).
+fn param_plans() -> impl Strategy<Value = Plan> {
+    (plans(), prop::bool::ANY).prop_map(|(p, reshard)| Plan {
+        zero: if reshard {
+            Zero::stage(3)
+        } else {
+            Zero::NORESHARD
+        },
+        offload_optimizer: 100,
+        offload_params: true,
+        ..p
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Parameter offload never makes a plan faster than the same plan without it when both
+    /// fit; it moves the parameter and gradient shards to the host.
+    #[test]
+    fn param_offload_never_speeds_a_plan(plan in param_plans(), moe in prop::bool::ANY) {
+        let m = resolve_model(if moe { "mixtral-8x7b" } else { "llama3-8b" }).unwrap();
+        let c = resolve_cluster("a100x64").unwrap();
+        let ev = Evaluator::new(&m, &c, EvalOptions::default());
+        let kept = Plan { offload_params: false, ..plan };
+        if let (Ok(a), Ok(b)) = (ev.memory_breakdown(&plan), ev.memory_breakdown(&kept)) {
+            prop_assert!(a.host > b.host, "{plan}: host {} vs {}", a.host, b.host);
+            prop_assert_eq!(a.grads, 0.0);
+            prop_assert!(a.weights < b.weights, "{plan}");
+        }
+        if let (Ok(off), Ok(on_gpu)) = (ev.evaluate(&plan), ev.evaluate(&kept)) {
+            prop_assert!(
+                off.step_time_s >= on_gpu.step_time_s * (1.0 - 1e-12),
+                "{plan}: {} < {}", off.step_time_s, on_gpu.step_time_s
+            );
+        }
+    }
+
+    /// More host memory never removes a plan that offloads its parameters.
+    #[test]
+    fn more_host_memory_never_removes_a_param_offload_plan(
+        plan in param_plans(), shrink in 0.001f64..1.0, k in 1.0f64..16.0
+    ) {
+        let m = resolve_model("llama3-8b").unwrap();
+        let c = with_host_memory(&resolve_cluster("a100x64").unwrap(), shrink);
+        let small = Evaluator::new(&m, &c, EvalOptions::default()).evaluate(&plan);
+        let big = Evaluator::new(&m, &with_host_memory(&c, k), EvalOptions::default()).evaluate(&plan);
+        if let Ok(s) = small {
+            let b = big.unwrap();
+            prop_assert_eq!(s.step_time_s, b.step_time_s);
+        }
+    }
+}
+
+/// Parameter offload on a grid, counting the pairs compared: never faster, the exposed
+/// transfers in the breakdown's offload item, and a slower host link lengthens it.
+#[test]
+fn param_offload_never_speeds_a_plan_on_a_grid() {
+    let c = resolve_cluster("a100x64").unwrap();
+    let mut slow = c.clone();
+    slow.host.as_mut().unwrap().link_bw /= 100.0;
+    let mut compared = 0;
+    for name in ["llama3-8b", "mixtral-8x7b"] {
+        let m = resolve_model(name).unwrap();
+        let ev = Evaluator::new(&m, &c, EvalOptions::default());
+        let ev_slow = Evaluator::new(&m, &slow, EvalOptions::default());
+        for (tp, pp, ep) in [(1, 1, 1), (2, 2, 1), (8, 1, 8), (4, 4, 2)] {
+            for zero in [Zero::stage(3), Zero::NORESHARD] {
+                for recompute in [Recompute::None, Recompute::Full] {
+                    let kept = Plan {
+                        tp,
+                        sp: tp > 1,
+                        pp,
+                        dp: 64 / (tp * pp),
+                        ep: if name == "llama3-8b" { 1 } else { ep },
+                        zero,
+                        recompute,
+                        offload_optimizer: 100,
+                        ..Plan::default()
+                    };
+                    let Ok(base) = ev.report(&kept) else {
+                        continue;
+                    };
+                    let p = Plan {
+                        offload_params: true,
+                        ..kept
+                    };
+                    let Ok(r) = ev.report(&p) else {
+                        continue;
+                    };
+                    assert!(r.metrics.step_time_s >= base.metrics.step_time_s, "{p}");
+                    assert!(r.breakdown.offload_s > base.breakdown.offload_s, "{p}");
+                    let s = ev_slow.report(&p).unwrap();
+                    assert!(s.breakdown.offload_s > r.breakdown.offload_s, "{p}");
+                    // The rest of the step is the same (up to the rounding of taking the
+                    // offload item back out of the step).
+                    let (a, b) = (s.breakdown.compute_s, r.breakdown.compute_s);
+                    assert!((a - b).abs() <= 1e-9 * b, "{p}: {a} vs {b}");
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared >= 20, "{compared}");
+}
+
+/// `offload_params` is refused without a parameter shard or without the whole optimizer on
+/// the host (`Plan::check`), with the rule named.
+#[test]
+fn param_offload_needs_zero3_and_the_optimizer_on_the_host() {
+    let m = resolve_model("llama3-8b").unwrap();
+    let c = resolve_cluster("a100x64").unwrap();
+    let ev = Evaluator::new(&m, &c, EvalOptions::default());
+    for (plan, needs) in [
+        (
+            "dp=64,zero=2,offload_optimizer=1,offload_params=on",
+            "zero=3",
+        ),
+        (
+            "dp=64,zero=3,offload_optimizer=0.5,offload_params=on",
+            "offload_optimizer=1",
+        ),
+    ] {
+        let p: Plan = plan.parse().unwrap();
+        let e = ev.evaluate(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("offload_params=on needs") && e.contains(needs),
+            "{e}"
+        );
+    }
+}

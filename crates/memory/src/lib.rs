@@ -155,7 +155,8 @@ pub struct MemoryBreakdown {
     /// Largest one-layer buffer: MoE dispatch, ZeRO-3 parameter gather.
     pub transient: f64,
     pub reserve: f64,
-    /// Host memory this GPU's process uses for offloaded state (`offload_optimizer`), bytes;
+    /// Host memory this GPU's process uses for offloaded state (`offload_optimizer`,
+    /// `offload_params`), bytes;
     /// not part of `total` (HBM).
     #[serde(skip_serializing_if = "is_zero")]
     pub host: f64,
@@ -318,7 +319,7 @@ impl ModelMemory {
     /// The most host memory a GPU of `plan` uses for offloaded state (max over the stages
     /// [`ModelMemory::breakdown`] compares), bytes; 0 without offload.
     pub fn host_peak(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
-        if plan.offload_optimizer == 0 {
+        if plan.offload_optimizer == 0 && !plan.offload_params {
             return 0.0;
         }
         let pp = plan.pp.max(1);

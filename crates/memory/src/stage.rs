@@ -90,21 +90,36 @@ impl ModelMemory {
         // weights and main gradients.
         let off = plan.offload_fraction();
         let optimizer = ob * opt_params * (1.0 - off);
-        let host = off * opt_params * (ob + HOST_GRAD_BYTES);
+        let mut host = off * opt_params * (ob + HOST_GRAD_BYTES);
+        // Parameter offload (`offload_params`, ZeRO-Infinity's `offload_param` / FSDP's
+        // `CPUOffloadPolicy`, frameworks.md §3.3, §2.2; `autoplan_plan::offload_params`): the
+        // ZeRO-3 shard of the 16-bit parameters and of the gradients lives in host memory; HBM
+        // keeps the gathered working set (the transient below; without resharding, the
+        // gathered copy kept from forward to backward) only.
+        let (mut weights, mut grads) = (weights, grads);
+        if plan.offload_params && s3 {
+            let shard = wb * (p.dense / d_dense + p.expert / d_exp);
+            host += shard + grads;
+            weights -= shard;
+            grads = 0.0;
+        }
         let extra = p.o_extra * per_param(d_dense);
 
         // Transient: ZeRO-3 resharding after forward gathers one block at a time (when it is
         // sharded), MoE dispatch buffers.
         let mut transient: f64 = 0.0;
-        if zero.gathers_in_backward() {
+        if zero.gathers_in_backward() || plan.offload_params {
             let mut gather = 0.0;
-            if d_dense > 1.0 {
+            if d_dense > 1.0 || plan.offload_params {
                 gather += wb * p.largest_dense_block;
             }
-            if d_exp > 1.0 {
+            if d_exp > 1.0 || plan.offload_params {
                 gather += wb * p.largest_expert_block;
             }
-            transient = gather;
+            // Offloaded parameters come up a block ahead of their use: two blocks resident
+            // (Calculon's double buffer for an offloaded class, calculon.md, "Offload
+            // (tier 2)").
+            transient = gather * if plan.offload_params { 2.0 } else { 1.0 };
         }
         let has_moe =
             moe > 0.0 || (stage + 1 == pp && self.mtp_block_is_moe && self.mtp_modules > 0.0);

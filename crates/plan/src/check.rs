@@ -13,6 +13,9 @@ use crate::{PipelineSplit, Plan, RecomputeModules, Schedule};
 /// Why a plan cannot run a model on a cluster. Every variant carries the numbers involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
+    /// `offload_params` without what autoplan prices it with (`offload_params.rs`).
+    #[error("offload_params=on needs {needs}")]
+    OffloadParams { needs: &'static str },
     #[error("{dim} is 0")]
     ZeroDegree { dim: &'static str },
     #[error("the plan uses tp·cp·dp·pp = {plan} GPUs but the cluster has {gpus}")]
@@ -445,7 +448,8 @@ impl Plan {
                 });
             }
         }
-        self.check_recompute(model)
+        self.check_recompute(model)?;
+        self.check_offload_params()
     }
 
     /// Every degree at least 1, their product the cluster's GPU count, and a ZeRO stage.

@@ -291,6 +291,8 @@ pub enum Knob {
     EpOverlap,
     /// Optimizer state offloaded to host memory, a fraction (`crate::offload`).
     OffloadOptimizer,
+    /// ZeRO-3's parameter shard in host memory (`crate::offload_params`).
+    OffloadParams,
 }
 
 /// What `algo=` accepts.
@@ -377,7 +379,7 @@ fn parse_placement(key: &'static str, v: &str) -> Result<PlacementPolicy, ParseE
 
 impl Knob {
     /// Every knob, in the plan string's order (`Display`, [`crate::parse::KEYS`]).
-    pub const ALL: [Knob; 26] = [
+    pub const ALL: [Knob; 27] = [
         Knob::Tp,
         Knob::Cp,
         Knob::Dp,
@@ -404,6 +406,7 @@ impl Knob {
         Knob::TpOverlap,
         Knob::EpOverlap,
         Knob::OffloadOptimizer,
+        Knob::OffloadParams,
     ];
 
     /// The knobs a search decides, as the digits of its plan key, most significant first: the
@@ -480,6 +483,7 @@ impl Knob {
             Knob::TpOverlap => "tp_overlap",
             Knob::EpOverlap => "ep_overlap",
             Knob::OffloadOptimizer => "offload_optimizer",
+            Knob::OffloadParams => "offload_params",
         }
     }
 
@@ -558,6 +562,7 @@ impl Knob {
             Knob::Order => p.order = v.parse()?,
             Knob::Placement => p.placement = parse_placement(key, v)?,
             Knob::OffloadOptimizer => p.offload_optimizer = crate::offload::parse(key, v)?,
+            Knob::OffloadParams => p.offload_params = flag(key, v)?,
         }
         Ok(())
     }
@@ -593,6 +598,7 @@ impl Knob {
             Knob::Order => p.order.to_string(),
             Knob::Placement => placement_name(p.placement),
             Knob::OffloadOptimizer => crate::offload::name(p.offload_optimizer),
+            Knob::OffloadParams => on(p.offload_params).into(),
         }
     }
 
@@ -650,6 +656,7 @@ impl Knob {
             Knob::Order => a.order == b.order,
             Knob::Placement => a.placement == b.placement,
             Knob::OffloadOptimizer => a.offload_optimizer == b.offload_optimizer,
+            Knob::OffloadParams => a.offload_params == b.offload_params,
         }
     }
 
@@ -685,6 +692,7 @@ impl Knob {
             Knob::Order => to.order = from.order,
             Knob::Placement => to.placement = from.placement,
             Knob::OffloadOptimizer => to.offload_optimizer = from.offload_optimizer,
+            Knob::OffloadParams => to.offload_params = from.offload_params,
         }
     }
 
@@ -704,8 +712,9 @@ impl Knob {
             | Knob::RecomputeLayers
             | Knob::Algo
             | Knob::Order
-            // Offload moves optimizer state to the host whatever the degrees.
-            | Knob::OffloadOptimizer => true,
+            // Offload moves optimizer state (and parameters) to the host whatever the degrees.
+            | Knob::OffloadOptimizer
+            | Knob::OffloadParams => true,
             // A dense model has no expert degrees.
             Knob::Ep | Knob::MoeTp => moe,
             // Sequence parallelism, the TP→SP transition and TP overlap shard or move TP

@@ -32,6 +32,7 @@ pub mod framework;
 pub mod knob;
 mod megatron;
 pub mod offload;
+pub mod offload_params;
 pub mod parse;
 pub mod zero;
 
@@ -318,6 +319,10 @@ pub struct Plan {
     /// CPU running its step (Megatron-Core `--optimizer-offload-fraction`; [`offload`]).
     #[serde(default)]
     pub offload_optimizer: u8,
+    /// ZeRO-3's parameter shard (and its gradient shard) kept in host memory, brought up for
+    /// each gather ([`offload_params`]).
+    #[serde(default)]
+    pub offload_params: bool,
 }
 
 impl Plan {
@@ -362,6 +367,7 @@ impl Default for Plan {
             tp_overlap: false,
             ep_overlap: false,
             offload_optimizer: 0,
+            offload_params: false,
         }
     }
 }

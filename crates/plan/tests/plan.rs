@@ -48,6 +48,7 @@ fn parses_every_key() {
         tp_overlap: true,
         ep_overlap: true,
         offload_optimizer: 0,
+        offload_params: false,
     };
     assert_eq!(p, want);
     assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
@@ -739,10 +740,11 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         proptest::option::of(0u32..4),
         1u8..128,
         0u8..=100,
+        proptest::bool::ANY,
     );
     (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
         let (sp, zero, recompute, schedule, first, last, rl, tpo, epo, split) = knobs;
-        let (cpa, tra, sg, ag, algo, order, bal, modules, offload_optimizer) = comm;
+        let (cpa, tra, sg, ag, algo, order, bal, modules, offload_optimizer, offload_params) = comm;
         Plan {
             tp,
             sp,
@@ -786,6 +788,7 @@ fn any_plan() -> impl Strategy<Value = Plan> {
             tp_overlap: tpo,
             ep_overlap: epo,
             offload_optimizer,
+            offload_params,
         }
     })
 }

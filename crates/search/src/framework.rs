@@ -127,7 +127,9 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     }
     // Optimizer offload: none where the framework never runs it (no offload is always a
     // plan); the rules that depend on the ZeRO stage are the leaf check's.
-    if !c.offload.optimizer {
+    // The search never offloads parameters: a framework that offloads the optimizer only
+    // with them (torchtitan) offloads nothing here.
+    if !c.offload.optimizer || c.offload.together {
         s.offload_optimizer = vec![0];
     } else if (c.offload.needs_zero1 || c.offload.needs_zero || c.offload.partial_needs_zero3)
         && !s.offload_optimizer.contains(&0)

@@ -6,7 +6,9 @@
 //! The JSON: the three batch keys (`train_batch_size = micro · accumulation · dp`,
 //! config.py @ v0.19.5:L924-927, §3.1), `bf16`/`fp16` (§3.2), `zero_optimization` with its
 //! stage, buckets and overlap (§3.3; MiCS `mics_shard_size` for HSDP groups) and, with full
-//! recompute, `activation_checkpointing`. DeepSpeed runs one pipeline schedule (1F1B), no EP,
+//! recompute, `activation_checkpointing`; with `offload_optimizer`, ZeRO-Offload's
+//! `zero_optimization.offload_optimizer` (§3.3); with `offload_params`, ZeRO-Infinity's
+//! `zero_optimization.offload_param`. DeepSpeed runs one pipeline schedule (1F1B), no EP,
 //! no TP overlap and no selective recompute: its capability table refuses those plans. The
 //! collective algorithms are `--emit nccl`'s.
 
@@ -80,6 +82,14 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
             z.to_string(),
             "shard groups (MiCS) exist at stage 3 only",
         ));
+    }
+    if plan.offload_optimizer > 0 {
+        zero["offload_optimizer"] = offload_optimizer(plan.offload_optimizer);
+    }
+    if plan.offload_params {
+        // ZeRO-Infinity's parameter offload to CPU memory, stage 3 only (§3.3), pinned
+        // buffers (the v0.19.5 default, written out).
+        zero["offload_param"] = json!({ "device": "cpu", "pin_memory": true });
     }
     let mut cfg = json!({
         "train_batch_size": g,
@@ -184,6 +194,50 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     Ok(s)
 }
 
+/// `zero_optimization.offload_optimizer` for `pct` percent of the optimizer state in host
+/// memory (frameworks.md §3.3, `deepspeed/runtime/zero/offload_config.py @ v0.19.5`): the CPU
+/// device, pinned buffers (the v0.19.5 default, written out so the file says what runs) and,
+/// below all of it, `ratio` (the capability table admits that on stage 3 only, `L388-393`).
+fn offload_optimizer(pct: u8) -> serde_json::Value {
+    let mut o = json!({ "device": "cpu", "pin_memory": true });
+    if pct < 100 {
+        o["ratio"] = (f64::from(pct) / 100.0).into();
+    }
+    o
+}
+
+/// The percent of the optimizer state an `offload_optimizer` dict puts in host memory: `cpu`
+/// only (`none` is no offload; autoplan prices no NVMe tier), `ratio` 1.0 when absent (its
+/// default, §3.3).
+fn read_offload_optimizer(o: &serde_json::Value) -> Result<u8, String> {
+    let device = o.get("device").and_then(|d| d.as_str()).unwrap_or("none");
+    match device {
+        "none" => return Ok(0),
+        "cpu" => {}
+        other => {
+            return Err(format!(
+                "zero_optimization.offload_optimizer.device = {other:?}: autoplan prices \
+                 `cpu` (host memory) only"
+            ))
+        }
+    }
+    match o.get("ratio") {
+        None => Ok(100),
+        Some(r) => {
+            let text = r
+                .as_f64()
+                .map(|x| x.to_string())
+                .ok_or("zero_optimization.offload_optimizer.ratio: expected a number")?;
+            autoplan_plan::offload::parse("ratio", &text).map_err(|_| {
+                format!(
+                    "zero_optimization.offload_optimizer.ratio = {text}: expected a fraction \
+                     in [0, 1] in steps of 0.01"
+                )
+            })
+        }
+    }
+}
+
 /// The plan an [`emit`] script describes, for `model` (whose batch and sequence length it must
 /// carry).
 pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
@@ -251,6 +305,23 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         None => 0,
         Some(_) => num(zero, "mics_shard_size")?,
     };
+    let offload_optimizer = match zero.get("offload_optimizer") {
+        None => 0,
+        Some(o) => read_offload_optimizer(o)?,
+    };
+    let offload_params = match zero.get("offload_param") {
+        None => false,
+        Some(o) => match o.get("device").and_then(|d| d.as_str()).unwrap_or("none") {
+            "none" => false,
+            "cpu" => true,
+            other => {
+                return Err(format!(
+                    "zero_optimization.offload_param.device = {other:?}: autoplan prices `cpu` \
+                     (host memory) only"
+                ))
+            }
+        },
+    };
     if value("--zero-stage")? != Some(stage) {
         return Err("--zero-stage differs from zero_optimization.stage".into());
     }
@@ -278,6 +349,8 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         },
         dp: (u64::from(g) / (u64::from(mbs) * u64::from(gas))) as u32,
         zero: Zero::stage(stage as u8).hsdp(group),
+        offload_optimizer,
+        offload_params,
         pp,
         mbs,
         recompute: if full {

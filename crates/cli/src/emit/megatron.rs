@@ -152,6 +152,7 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
     } else {
         Zero::NONE
     };
+    p.offload_optimizer = offload_from_flags(&get, &has)?;
     if let Some(v) = get("--cp-comm-type") {
         p.cp_comm = match v.as_slice() {
             ["a2a+p2p"] => {
@@ -223,6 +224,10 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         "--moe-token-dispatcher-type",
         "--moe-enable-deepep",
         "--use-tp-pp-dp-mapping",
+        "--optimizer-cpu-offload",
+        "--optimizer-offload-fraction",
+        "--overlap-cpu-optimizer-d2h-h2d",
+        "--use-precision-aware-optimizer",
     ];
     if let Some((f, _)) = flags.iter().find(|(f, _)| !KNOWN.contains(f)) {
         return Err(format!("{f}: not a flag --emit megatron writes"));
@@ -288,6 +293,36 @@ fn stages_from_flags(p: &mut Plan, model: &ModelSpec, get: &Get, num: &Num) -> R
         p.schedule = Schedule::Interleaved;
     }
     Ok(())
+}
+
+/// Optimizer offload (frameworks.md §1.9): `--optimizer-cpu-offload` with its fraction (the
+/// CLI default 1.0 where absent), the percent in host memory. The evaluator prices it with
+/// the transfers overlapped and Megatron requires the precision-aware optimizer
+/// (`args.py @ core_v0.19.0:L1803-1811`): both flags must be there.
+fn offload_from_flags(get: &Get, has: &dyn Fn(&str) -> bool) -> Result<u8, String> {
+    if !has("--optimizer-cpu-offload") {
+        if has("--optimizer-offload-fraction") {
+            return Err("--optimizer-offload-fraction without --optimizer-cpu-offload".into());
+        }
+        return Ok(0);
+    }
+    for needed in [
+        "--use-precision-aware-optimizer",
+        "--overlap-cpu-optimizer-d2h-h2d",
+    ] {
+        if !has(needed) {
+            return Err(format!("--optimizer-cpu-offload without {needed}"));
+        }
+    }
+    match get("--optimizer-offload-fraction").as_deref() {
+        None => Ok(100),
+        Some([f]) => autoplan_plan::offload::parse("offload_optimizer", f).map_err(|_| {
+            format!("--optimizer-offload-fraction {f}: expected 0 to 1 in steps of 0.01")
+        }),
+        Some(v) => Err(format!(
+            "--optimizer-offload-fraction: one value, got {v:?}"
+        )),
+    }
 }
 
 /// Recompute: granularity, modules, method and block count.

@@ -73,6 +73,11 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     kv(&mut t, "local_batch_size", local);
     kv(&mut t, "global_batch_size", g);
     kv(&mut t, "seq_len", model.training.seq_len);
+    if plan.offload_params {
+        // FSDP's `CPUOffloadPolicy`: parameters, gradients and optimizer state on the CPU
+        // (§2.2); the table admits it only with `offload_optimizer=1`.
+        kv(&mut t, "enable_cpu_offload", true);
+    }
     let mp = match precision {
         Precision::Fp32 => "float32",
         _ => "bfloat16",
@@ -258,6 +263,10 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         moe_tp: int(&par, "expert_tensor_parallel_degree", 1)?,
         ..Plan::default()
     };
+    if boolean(&training, "enable_cpu_offload")? {
+        p.offload_params = true;
+        p.offload_optimizer = 100;
+    }
     // Sequence parallelism is applied with TP (§2.1).
     p.sp = p.tp > 1;
     p.tp_overlap = boolean(&par, "enable_async_tensor_parallel")?;

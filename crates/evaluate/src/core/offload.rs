@@ -22,6 +22,22 @@
 //!     rate. Since a host tier is never faster per GPU than HBM (cluster validation), the
 //!     offloaded share never steps faster than on the GPU: offload never shortens a step.
 
+//!
+//! Parameter offload (`offload_params`: DeepSpeed ZeRO-Infinity `offload_param`, frameworks.md
+//! §3.3; torchtitan `enable_cpu_offload`, FSDP `CPUOffloadPolicy`, §2.2) adds, per
+//! micro-batch ([`Evaluator::param_offload_per_mb`]): the GPU's parameter shard comes up over
+//! the host link (H2D) before each ZeRO-3 all-gather, forward and, when resharded, backward; the
+//! reduce-scattered gradient shard goes down (D2H) after the backward. The framework prefetches
+//! the next unit while the current one computes, so, as Calculon prices an offloaded tier
+//! (calculon.md, "Offload (tier 2)": exposed = max(0, transfer − block time)), a pass exposes
+//! what its transfers take beyond the pass's compute, and at least the first block's share
+//! (nothing runs before it arrives). The transfers use the copy engines and the host link,
+//! beside the all-gathers on NVLink/the network, so they hide behind the same compute. The
+//! optimizer step still prices the whole optimizer offload as above, its gradient download and
+//! weight upload included: with the parameters and gradients already on the host those
+//! transfers do not run, so the step is an upper bound (the notes have no measured
+//! ZeRO-Infinity step to set it by).
+
 use autoplan_memory::MemoryBreakdown;
 use autoplan_plan::Plan;
 
@@ -70,10 +86,35 @@ impl Evaluator {
         })
     }
 
+    /// The exposed host-link time of one micro-batch of a plan that offloads its parameters
+    /// (module docs), seconds; 0 without parameter offload (or a host tier).
+    pub(super) fn param_offload_per_mb(&self, plan: &Plan, x: &Ctx, pmax: &StageTime) -> f64 {
+        if !plan.offload_params || !plan.zero.shards_params() {
+            return 0.0;
+        }
+        let Some(host) = self.cluster.host else {
+            return 0.0;
+        };
+        let z = plan.zero;
+        let d_dense = z.shard_size(x.g_dp.size.max(1)).max(1) as f64;
+        let d_exp = z.shard_size(x.g_edp.size.max(1)).max(1) as f64;
+        let shard = pmax.params_dense / d_dense + pmax.params_expert / d_exp;
+        let link = host.link_bw_per_gpu();
+        let up = shard * self.mem.weight_bytes() / link;
+        let down = shard * self.opts.grad_bytes / link;
+        // Forward: the shard comes up; backward: again when resharded, while the gradient
+        // shard goes down (the link is full duplex).
+        let back = if z.gathers_in_backward() { up } else { 0.0 };
+        let backward = back.max(down);
+        let units = f64::from(pmax.blocks.max(1));
+        let exposed = |t: f64, window: f64| (t - window).max(t / units).max(0.0);
+        exposed(up, pmax.fwd) + exposed(backward, pmax.bwd)
+    }
+
     /// The host memory check: the offloaded state of the most loaded GPU against its share of
     /// the node's host memory.
     pub(super) fn check_host(&self, plan: &Plan, m: &MemoryBreakdown) -> Result<(), Infeasible> {
-        if plan.offload_optimizer == 0 {
+        if plan.offload_optimizer == 0 && !plan.offload_params {
             return Ok(());
         }
         let need = self.mem.host_peak(plan, &self.mem_opts).max(m.host);

@@ -45,7 +45,9 @@ impl Evaluator {
         if let Some(o) = offload {
             rest.optimizer = o.gpu_optimizer;
         }
-        let offload_s = offload.map_or(0.0, |o| o.offload);
+        // Parameter offload: the host-link transfers of every micro-batch (`offload.rs`).
+        let offload_s = offload.map_or(0.0, |o| o.offload)
+            + micro * self.param_offload_per_mb(plan, &x, &scan.pmax);
         let pipeline = micro * (scan.tmax + rest.dp.per_mb) + bubble;
         let step = pipeline + rest.dp.step + rest.optimizer + offload_s;
         if S::ENABLED {

@@ -1,5 +1,5 @@
-//! Which offloads to host memory a framework runs (the `offload_optimizer` knob), each rule
-//! with its source.
+//! Which offloads to host memory a framework runs (the `offload_optimizer` and
+//! `offload_params` knobs), each rule with its source.
 
 use super::*;
 use checks::Refuse;
@@ -15,6 +15,11 @@ pub struct OffloadRules {
     pub needs_zero: bool,
     /// A fraction below 1 only with ZeRO stage 3 (DeepSpeed `ratio < 1`).
     pub partial_needs_zero3: bool,
+    /// Parameter offload (`offload_params`; `Plan::check` asks a parameter shard and the
+    /// whole optimizer on the host of every framework).
+    pub params: bool,
+    /// The optimizer offloaded only together with the parameters (torchtitan's one switch).
+    pub together: bool,
 }
 
 impl OffloadRules {
@@ -24,18 +29,34 @@ impl OffloadRules {
         needs_zero1: false,
         needs_zero: false,
         partial_needs_zero3: false,
+        params: true,
+        together: false,
     };
 }
 
 /// The offload knob against the framework's rules.
 pub(super) fn check_offload(c: &Capabilities, plan: &Plan, refuse: &Refuse) -> Result<(), Refusal> {
     let pct = plan.offload_optimizer;
+    let r = c.offload;
+    if plan.offload_params && !r.params {
+        return Err(refuse(
+            Knob::OffloadParams,
+            "offload the parameters to host memory",
+            match c.framework {
+                Framework::MegatronCore { .. } => {
+                    "Megatron-Core's CPU offload flags move the optimizer state only \
+                     (--optimizer-cpu-offload, args.py @ core_v0.19.0:L2781-2790); \
+                     frameworks.md §1.9"
+                }
+                _ => "frameworks.md",
+            },
+        ));
+    }
     if pct == 0 {
         return Ok(());
     }
-    let r = c.offload;
     let k = Knob::OffloadOptimizer;
-    if !r.optimizer {
+    if !r.optimizer || r.together && !plan.offload_params {
         return Err(refuse(
             k,
             "offload the optimizer state alone to host memory",

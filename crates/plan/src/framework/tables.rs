@@ -98,6 +98,9 @@ pub(super) fn megatron(fw: Framework, minor: u8) -> Capabilities {
             needs_zero1: true,
             needs_zero: false,
             partial_needs_zero3: false,
+            // No parameter offload (frameworks.md §1.9 lists optimizer offload only).
+            params: false,
+            together: false,
         },
     }
 }
@@ -163,12 +166,15 @@ pub(super) fn torchtitan(fw: Framework) -> Capabilities {
         kv_head_replication: true,
         library: None,
         // `enable_cpu_offload` offloads parameters and gradients with the optimizer state
-        // (FSDP CPUOffloadPolicy; frameworks.md §2.2): no optimizer-only offload.
+        // (FSDP CPUOffloadPolicy; frameworks.md §2.2): both or neither, no optimizer-only
+        // offload.
         offload: OffloadRules {
-            optimizer: false,
+            optimizer: true,
             needs_zero1: false,
             needs_zero: false,
             partial_needs_zero3: false,
+            params: true,
+            together: true,
         },
     }
 }
@@ -231,6 +237,10 @@ pub(super) fn deepspeed(fw: Framework) -> Capabilities {
             needs_zero1: false,
             needs_zero: true,
             partial_needs_zero3: true,
+            // `zero_optimization.offload_param`: stage 3 only (§3.3), which `Plan::check`
+            // asks of every parameter offload.
+            params: true,
+            together: false,
         },
     }
 }

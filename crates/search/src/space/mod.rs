@@ -564,7 +564,8 @@ impl Space {
             Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit => {
+            | Knob::PipelineSplit
+            | Knob::OffloadParams => {
                 return Err(format!(
                     "`{}` is not a decision of the search (use `autoplan evaluate --plan`)",
                     knob.key()
@@ -603,7 +604,8 @@ impl Space {
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit => 0,
+            | Knob::PipelineSplit
+            | Knob::OffloadParams => 0,
         }
     }
 
@@ -638,7 +640,8 @@ impl Space {
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit => {}
+            | Knob::PipelineSplit
+            | Knob::OffloadParams => {}
         }
     }
 }

@@ -29,7 +29,10 @@ pub(super) fn widened(
     if !o.plans.is_empty() || o.no_fit.is_none() || space.offload_optimizer != [0] {
         return None;
     }
-    if cluster.host.is_none() || !target.framework.capabilities().offload.optimizer {
+    if cluster.host.is_none()
+        || !target.framework.capabilities().offload.optimizer
+        || target.framework.capabilities().offload.together
+    {
         return None;
     }
     let mut s = space.clone();
