@@ -107,16 +107,7 @@ fn random_deepspeed_plans_round_trip() {
     assert!(n >= 300, "only {n} random plans DeepSpeed runs");
 }
 
-/// (model, cluster, space): the README's case, the four search goldens, the three.
-const CASES: [(&str, &str, &str); 7] = [
-    ("deepseek-v3", "h800x2048", "default"),
-    ("llama3-8b", "a100x64", "default"),
-    ("gpt3-175b", "a100x1024", "default"),
-    ("mixtral-8x22b", "h100x256", "moe"),
-    ("llama3-70b", "dgx-h100", "default"),
-    ("llama3.1-405b", "h100x16384", "default"),
-    ("deepseek-v2", "a100x64", "default"),
-];
+use common::cases::CASES;
 
 /// Every top-10 plan of every case ranked for `fw` exports and reads back; returns the plans
 /// and the cases `fw` ranks nothing for (a precision it does not train in, with that reason).

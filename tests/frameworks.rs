@@ -4,22 +4,15 @@
 //! Megatron-Core succeeds, and under `any` the export refuses exactly what the table refuses,
 //! with the table's reason.
 
+mod common;
+
 use autoplan::cluster::resolve_cluster;
 use autoplan::evaluate::EvalOptions;
 use autoplan::graph::{resolve_model, ModelSpec};
 use autoplan::plan::{Framework, Plan};
 use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 
-/// (model, cluster, space): the README's case, the four search goldens, the three.
-const CASES: [(&str, &str, &str); 7] = [
-    ("deepseek-v3", "h800x2048", "default"),
-    ("llama3-8b", "a100x64", "default"),
-    ("gpt3-175b", "a100x1024", "default"),
-    ("mixtral-8x22b", "h100x256", "moe"),
-    ("llama3-70b", "dgx-h100", "default"),
-    ("llama3.1-405b", "h100x16384", "default"),
-    ("deepseek-v2", "a100x64", "default"),
-];
+use common::cases::CASES;
 
 /// The top-10 plans of every case for `framework` (with the default headroom).
 fn top10(framework: Framework) -> Vec<(ModelSpec, Vec<Plan>)> {

@@ -9,8 +9,7 @@
 //! test writes the cases, says why it skips the check, and passes: a plain `cargo test` needs
 //! no Python.
 
-#[path = "common/plans.rs"]
-mod plans;
+mod common;
 
 use std::path::PathBuf;
 
@@ -21,16 +20,7 @@ use autoplan::graph::resolve_model;
 use autoplan::plan::Framework;
 use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 
-/// (model, cluster, space): the README's case, the four search goldens, the three.
-const CASES: [(&str, &str, &str); 7] = [
-    ("deepseek-v3", "h800x2048", "default"),
-    ("llama3-8b", "a100x64", "default"),
-    ("gpt3-175b", "a100x1024", "default"),
-    ("mixtral-8x22b", "h100x256", "moe"),
-    ("llama3-70b", "dgx-h100", "default"),
-    ("llama3.1-405b", "h100x16384", "default"),
-    ("deepseek-v2", "a100x64", "default"),
-];
+use common::cases::CASES;
 
 /// The compute capability `torch.cuda` reports for the GPU.
 fn capability(arch: GpuArch) -> [u32; 2] {
@@ -89,12 +79,12 @@ fn case(
 fn cases() -> Vec<serde_json::Value> {
     let fw = Framework::default();
     let mut out = Vec::new();
-    let mut rng = plans::Rng(0x18);
+    let mut rng = common::plans::Rng(0x18);
     for m in ["llama3-8b", "mixtral-8x7b", "deepseek-v2-lite", "gpt3-175b"] {
         let model = resolve_model(m).expect("bundled model");
         let mut n = 0;
         while n < 15 {
-            let plan = plans::random_plan(&mut rng);
+            let plan = common::plans::random_plan(&mut rng);
             let ok = u32::try_from(plan.gpus())
                 .is_ok_and(|g| plan.check(&model, g).is_ok() && fw.check(&plan, &model).is_ok());
             if ok {
