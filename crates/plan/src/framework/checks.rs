@@ -82,7 +82,10 @@ pub(super) fn check_data_parallel(
     let s = &c.sharding;
     let z = plan.zero;
     let fw = c.framework;
-    if Knob::Zero.matters(ctx) {
+    // A mode that keeps parameters gathered is checked even where the sharding does not
+    // matter (dp = 1): its export still names it (`--use-torch-fsdp2`), and the framework
+    // validates the flag whatever dp is (tools/megatron_check found a pp = 2, dp = 1 plan).
+    if Knob::Zero.matters(ctx) || z.keeps_gathered() {
         let model_parallel = plan.tp > 1 || plan.cp > 1 || plan.pp > 1 || plan.ep > 1;
         let ok = match (z.stage, z.group > 0) {
             (0, _) => s.ddp_with_model_parallel || !model_parallel,
@@ -106,7 +109,7 @@ pub(super) fn check_data_parallel(
                 Framework::MegatronCore { .. } => {
                     "distributed optimizer (zero=1, :G by --num-distributed-optimizer-instances), \
                      Megatron-FSDP optim_grads/optim_grads_params (zero=2/3), Torch-FSDP2 \
-                     no-reshard (zero=3-noreshard) only with pp = 1 and ep = 1, \
+                     no-reshard (zero=3-noreshard) only with pp = 1 and ep = 1 (arguments.py @ megatron-core 0.19.2:L997-1003), \
                      args.py @ core_v0.19.0:L997-1030,L1100-1165; frameworks.md §1.1, §1.4"
                 }
                 Framework::TorchTitan => {

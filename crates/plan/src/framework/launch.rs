@@ -133,19 +133,6 @@ pub(super) fn check_megatron(
              args.py @ core_v0.19.0:L997-1030; frameworks.md §1.4",
         ));
     }
-    // Torch-FSDP2 asserts no pipeline and no expert parallelism (megatron/training/arguments.py
-    // @ megatron-core 0.19.2 wheel:L997-1003; found by tools/megatron_check on a random plan).
-    // Applied to every version: refusing is the launchable side where older sources are not
-    // in the notes.
-    // Whether or not dp > 1: the export writes `--use-torch-fsdp2` for the mode either way.
-    if plan.zero.keeps_gathered() && (plan.pp > 1 || plan.ep > 1) {
-        return Err(refuse(
-            Knob::Zero,
-            "run Torch-FSDP2 (zero=3-noreshard) with pipeline or expert parallelism",
-            "\"--use-torch-fsdp2 is not supported with pipeline parallelism\" / \"... with expert \
-             parallelism\", arguments.py @ megatron-core 0.19.2:L997-1003 (tools/megatron_check)",
-        ));
-    }
     // FP8 with delayed scaling cannot recompute `moe_act` or `layernorm`
     // (transformer_config.py @ core_v0.19.2:L1821-1827).
     if precision == Precision::Fp8
