@@ -4,29 +4,12 @@
 //! whatever the constants — overlap never slower than none, DualPipe's pace the mean of a
 //! rank's two stages, FP8 dispatch under DeepSeek's recipe.
 
-use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{case_of, cluster_name_for, validate, PublishedRun};
+mod common;
+
+use autoplan_evaluate::validate::{case_of, validate};
 use autoplan_evaluate::{EvalOptions, Evaluator};
 use autoplan_plan::Plan;
-
-fn rows(file: &str) -> Vec<PublishedRun> {
-    let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut rdr = csv::Reader::from_path(&path).expect(file);
-    rdr.deserialize().filter_map(Result::ok).collect()
-}
-
-fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    autoplan_cluster::resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(n)
-        .ok()
-}
-
-fn row(id: &str) -> PublishedRun {
-    let mut all = rows("published_runs.csv");
-    all.extend(rows("published_runs_2.csv"));
-    all.into_iter().find(|r| r.id == id).expect(id)
-}
+use common::{cluster_for, row, rows};
 
 /// The scored error of row `id` of `file`.
 fn error_of(file: &str, id: &str) -> f64 {

@@ -3,27 +3,13 @@
 //! never faster for the same plan), and the MAPE of both published files pinned (item 6), so
 //! a regression of a profile, of the model or of the calibration fails here.
 
-use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, row_profile, validate, PublishedRun, Validation,
-};
+mod common;
+
+use autoplan_evaluate::validate::{case_of, row_profile, validate, Validation};
 use autoplan_evaluate::{EvalOptions, Evaluator};
 use autoplan_plan::framework::CostProfile;
 use autoplan_plan::{Framework, Plan, Recompute, Schedule, Zero};
-
-fn rows(file: &str) -> Vec<PublishedRun> {
-    let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut rdr = csv::Reader::from_path(&path).expect(file);
-    // A row a reader of this schema cannot type (a blank GPU count) is not this test's.
-    rdr.deserialize().filter_map(Result::ok).collect()
-}
-
-fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    autoplan_cluster::resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(n)
-        .ok()
-}
+use common::{cluster_for, rows};
 
 fn run(file: &str) -> Validation {
     validate(

@@ -2,31 +2,13 @@
 //! run predicted out of memory"): the rows' recompute modules, DeepSeek-V3's DualPipe and BF16
 //! moments, and Megatron's pipeline split that counts the embedding and the loss.
 
-use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{case_of, cluster_name_for, validate, PublishedRun};
+mod common;
+
+use autoplan_evaluate::validate::{case_of, validate, PublishedRun};
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::Optimizer;
 use autoplan_plan::{PipelineSplit, RecomputeModules, Schedule};
-
-fn rows(file: &str) -> Vec<PublishedRun> {
-    let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut rdr = csv::Reader::from_path(&path).expect(file);
-    // A row a reader of this schema cannot type (a blank GPU count) is not this test's.
-    rdr.deserialize().filter_map(Result::ok).collect()
-}
-
-fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    autoplan_cluster::resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(n)
-        .ok()
-}
-
-fn row(id: &str) -> PublishedRun {
-    let mut all = rows("published_runs.csv");
-    all.extend(rows("published_runs_2.csv"));
-    all.into_iter().find(|r| r.id == id).expect(id)
-}
+use common::{cluster_for, row, rows};
 
 fn case(r: &PublishedRun) -> autoplan_evaluate::validate::Case {
     case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)

@@ -1,15 +1,11 @@
 //! Published rows → GPU and precision (issue 16, item 3): every `gpu` cell of both published
 //! files names a bundled cluster, and the precision cells are read by their recipe.
 
+mod common;
+
 use autoplan_cluster::{resolve_cluster, Cluster, GpuArch, Precision};
 use autoplan_evaluate::validate::{case_of, cluster_name_for, PublishedRun};
-
-fn rows(file: &str) -> Vec<PublishedRun> {
-    let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
-    let mut rdr = csv::Reader::from_path(&path).expect(file);
-    // A row a reader of this schema cannot type (a blank GPU count) is not this test's.
-    rdr.deserialize().filter_map(Result::ok).collect()
-}
+use common::rows;
 
 fn all_rows() -> Vec<PublishedRun> {
     let mut r = rows("published_runs.csv");
