@@ -28,9 +28,13 @@ hold and what the model takes from them: results/h100/README.md.
 
 - `moe`: a MoE layer's router, token permutation and un-permutation, and the whole layer
   without its all-to-alls, at four published rows' per-GPU shapes, in plain PyTorch. → moe.csv
+- `hbm`: a copy, an add and a SwiGLU activation over sizes, bytes moved per second. → hbm.csv
+- `fp8block`: FP8 GEMMs with 1x128/128x128 block scales (DeepSeek-V3's recipe) against
+  per-tensor FP8 and BF16, trying scale layouts until cuBLAS takes one. → fp8block.csv
+- `attnseq`, `grouped_dsv3`, `moeops`: see results/h100/README.md.
 
-Usage: `OUT=results/h100 python3 tools/gpu/probe.py [gemm] [ratio] [grouped] [attention]
-[fp8cast] [block] [moe]` (the first six when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
+Usage: `OUT=results/h100 python3 tools/gpu/probe.py [PART]...` (parts run in the order named;
+`gemm ratio grouped attention fp8cast block` when none is named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture`
 reads the files against the model.
 """
 import csv
@@ -835,28 +839,124 @@ def moe_part():
         for r in rows:
             wr.writerow([*r[:7], *(f"{v:.4g}" for v in r[7:])])
 
+
+# Streaming kernels over sizes (bytes read + written): a copy, an add of two tensors, and a
+# SwiGLU activation (silu(a)·b) as PyTorch runs them (one elementwise kernel each, BF16).
+HBM_BYTES = [2**p for p in range(16, 33, 2)]
+
+
+def hbm_part():
+    """Memory-bound kernels' bandwidth against their size: what `memory_bound_time`'s
+    `hbm_eff(bytes)` curve prices. Bytes counted: every tensor read and written once."""
+    rows = []
+    for nbytes in HBM_BYTES:
+        n = nbytes // 2 // 2  # bf16 elements per tensor, read + write of one tensor = nbytes
+        a = torch.randn(n, device=DEV, dtype=torch.bfloat16)
+        b = torch.randn(n, device=DEV, dtype=torch.bfloat16)
+        o = torch.empty_like(a)
+        reps = max(1, min(50, int(2**31 // nbytes)))
+        ops = (
+            ("copy", lambda: o.copy_(a), 2 * n * 2),
+            ("add", lambda: torch.add(a, b, out=o), 3 * n * 2),
+            ("swiglu", lambda: torch.mul(F.silu(a), b, out=o), 3 * n * 2 + 2 * n * 2),
+        )
+        for name, fn, moved in ops:
+            t = graph_time(fn, reps)
+            rows.append((name, moved, t, moved / t / 1e9))
+            print(f"{name:7s} {moved/1e6:10.3f} MB  {t*1e6:9.2f} us  {moved/t/1e9:7.0f} GB/s", flush=True)
+        del a, b, o
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "hbm.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["op", "bytes", "time_s", "gbps"])
+        for r in rows:
+            wr.writerow([r[0], r[1], f"{r[2]:.9g}", f"{r[3]:.6g}"])
+
+
+def fp8block_part():
+    """FP8 GEMMs with DeepSeek-V3's block scaling (1x128 activation tiles, 128x128 weight
+    blocks; its report §3.3.2) against per-tensor scaling and BF16, at expert and dense shapes.
+    Scale layouts tried in turn, each checked against the BF16 product of the dequantised
+    operands; the first that runs and agrees is timed, and the layout is recorded."""
+    f8 = torch.float8_e4m3fn
+    rows = []
+    shapes = [("dsv3 fc1", m, 4096, 7168) for m in (512, 2048, 8192)] + \
+             [("dsv3 fc2", m, 7168, 2048) for m in (512, 2048, 8192)] + \
+             [("square", 8192, 8192, 8192), ("llama3-70b tp4 fc1", 8192, 14336, 8192)]
+    for label, m, n, k in shapes:
+        a = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+        b = torch.randn(n, k, device=DEV, dtype=torch.bfloat16)
+        a8, b8 = a.to(f8), b.to(f8)
+        ref = a8.to(torch.bfloat16) @ b8.to(torch.bfloat16).t()
+        one = torch.ones((), device=DEV, dtype=torch.float32)
+        t_bf = graph_time(lambda: a @ b.t(), 3)
+        t_pt = graph_time(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), 3)
+        cand = []
+        # scale_a: (m, k/128) outer-dim-major (stride (1, m)); scale_b: (k/128, n/128) as the
+        # transposed operand's, in both majors.
+        sa_cm = torch.ones(k // 128, m, device=DEV, dtype=torch.float32).t()
+        sa_rm = torch.ones(m, k // 128, device=DEV, dtype=torch.float32)
+        sb_1 = torch.ones(n // 128, k // 128, device=DEV, dtype=torch.float32).t()
+        sb_2 = torch.ones(k // 128, n // 128, device=DEV, dtype=torch.float32)
+        for name, sa, sb in (("a(m,k/128) col-major, b(k/128,n/128) col-major", sa_cm, sb_1),
+                             ("a(m,k/128) col-major, b(k/128,n/128) row-major", sa_cm, sb_2),
+                             ("a(m,k/128) row-major, b(k/128,n/128) col-major", sa_rm, sb_1),
+                             ("a(m,k/128) row-major, b(k/128,n/128) row-major", sa_rm, sb_2)):
+            cand.append((f"_scaled_mm {name}", lambda sa=sa, sb=sb: torch._scaled_mm(
+                a8, b8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)))
+        try:
+            from torch.nn.functional import ScalingType, SwizzleType
+            for name, sa, sb in (("F.scaled_mm col-major a", sa_cm, sb_1), ("F.scaled_mm row-major a", sa_rm, sb_2)):
+                cand.append((name, lambda sa=sa, sb=sb: F.scaled_mm(
+                    a8, b8.t(), sa, ScalingType.BlockWise1x128, sb, ScalingType.BlockWise128x128,
+                    swizzle_a=SwizzleType.NO_SWIZZLE, swizzle_b=SwizzleType.NO_SWIZZLE,
+                    output_dtype=torch.bfloat16)))
+        except Exception as e:
+            print(f"F.scaled_mm: {str(e)[:200]}", file=sys.stderr, flush=True)
+        t_bw, how = float("nan"), "none ran"
+        for name, fn in cand:
+            try:
+                out = fn()
+                err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+                if not err < 2e-2:
+                    print(f"{label} m{m} {name}: differs {err:.3g}", file=sys.stderr, flush=True)
+                    continue
+                t_bw, how = graph_time(fn, 3), name
+                break
+            except Exception as e:
+                print(f"{label} m{m} {name}: {str(e)[:300]}", file=sys.stderr, flush=True)
+        fl = 2.0 * m * n * k
+        for name, t in (("bf16", t_bf), ("fp8 tensorwise", t_pt), ("fp8 block 1x128/128x128", t_bw)):
+            rows.append((label, m, n, k, name, t, fl / t / 1e12 if t == t else float("nan"),
+                         how if "block" in name else ""))
+        print(f"{label:20s} m={m:5d} n={n:5d} k={k:5d} bf16 {fl/t_bf/1e12:5.0f}  fp8 tensor {fl/t_pt/1e12:5.0f}"
+              f"  block {fl/t_bw/1e12:5.0f} TF/s ({how})", flush=True)
+        del a, b, a8, b8, ref
+        torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "fp8block.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["label", "m", "n", "k", "recipe", "time_s", "tflops", "layout"])
+        for r in rows:
+            wr.writerow([*r[:5], f"{r[5]:.9g}", f"{r[6]:.4g}", r[7]])
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
+    PARTS = {
+        "gemm": gemm_part, "ratio": ratio_part, "grouped": grouped_part, "attention": attention_part,
+        "fp8cast": fp8cast_part, "block": block_part, "moeops": moeops_part, "attnseq": attnseq_part,
+        "grouped_dsv3": lambda: grouped_part(GROUPED_DSV3, "grouped_dsv3.csv"), "moe": moe_part,
+        "hbm": hbm_part, "fp8block": fp8block_part,
+    }
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
-    if "fp8cast" in parts:
-        fp8cast_part()
-    if "attention" in parts:
-        attention_part()
-    if "grouped" in parts:
-        grouped_part()
-    if "ratio" in parts:
-        ratio_part()
-    if "block" in parts:
-        block_part()
-    if "gemm" in parts:
-        gemm_part()
-    if "moeops" in parts:
-        moeops_part()
-    if "attnseq" in parts:
-        attnseq_part()
-    if "grouped_dsv3" in parts:
-        grouped_part(GROUPED_DSV3, "grouped_dsv3.csv")
-
-
-    if "moe" in parts:
-        moe_part()
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        sys.exit(f"unknown part(s) {unknown}; parts: {sorted(PARTS)}")
+    # Parts run in the order named; one that fails is reported and the others still run.
+    for p in parts:
+        t0 = time.time()
+        try:
+            PARTS[p]()
+        except Exception as e:
+            print(f"part {p} failed: {e!r}", file=sys.stderr, flush=True)
+        print(f"part {p}: {time.time() - t0:.1f} s", flush=True)

@@ -105,6 +105,11 @@ pub struct ArchEfficiency {
     /// FP8 GEMM rate as a fraction of BF16's times the FP8 : BF16 peak ratio (1: FP8 reaches
     /// the same share of its peak as BF16 of its own). Only where the GPU has an FP8 peak.
     pub fp8_rate: f64,
+    /// Block-scaled FP8 GEMMs' rate (1×128 activation tiles, 128×128 weight blocks: DeepSeek-V3
+    /// report §3.3.2, Megatron `--fp8-recipe blockwise`) as a fraction of per-tensor-scaled FP8's
+    /// (the kernel reads and applies a scale per 128-wide K block of each tile); 1 where not
+    /// measured.
+    pub fp8_block_rate: f64,
     /// The attention core's forward rate at head dim 128 on long sequences (the tile losses
     /// of the module docs aside) as a fraction of a large GEMM's on the same GPU
     /// (FlashAttention-class kernels, BF16): 1 where not measured.
@@ -138,6 +143,10 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
     tile_n: 256,
     wave_quantization: false,
     fp8_rate: 0.89,
+    // Median over eight expert and dense shapes of per-tensor ÷ block-scaled FP8 time through
+    // cuBLAS (`torch._scaled_mm`, the library Transformer Engine's blockwise recipe calls on
+    // Hopper), 0.86–0.94: `results/h200/fp8block.csv`, `crates/cost/tests/h100_probe.rs`.
+    fp8_block_rate: 0.92,
     attn_rate: 0.90,
     attn_bwd: 2.78,
     attn_tile: 128,
@@ -165,7 +174,9 @@ pub const BLACKWELL_PRIOR: ArchEfficiency = ArchEfficiency {
 ///   H100 (`tools/gpu/probe.py`; `results/h100/`, whose README says how): cuBLAS's GEMMs lose
 ///   nothing to partial waves there, and its FP8 GEMMs run at 0.89 (median of five large
 ///   shapes, 0.86–0.91) of twice its BF16 rate; so are `attn_rate`, `attn_bwd` and
-///   `attn_head_dim_half` (module docs). V100, A100 and L40S were not measured (no such GPU
+///   `attn_head_dim_half` (module docs). `fp8_block_rate` was measured on an H200 (the same
+///   silicon and software; `results/h200/`), where the H100's other constants were checked
+///   out of sample too (`crates/cost/tests/h100_probe.rs`). V100, A100 and L40S were not measured (no such GPU
 ///   lent): they keep the tile-wave form, `fp8_rate` and `attn_rate` 1, `attn_bwd` 2.5, no
 ///   head-dim effect; `attn_tile` is the kernels' 128 everywhere.
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
@@ -201,6 +212,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         tile_n: 128,
         wave_quantization: true,
         fp8_rate: 1.0,
+        fp8_block_rate: 1.0,
         attn_rate: 1.0,
         attn_bwd: 2.5,
         attn_tile: 128,
@@ -218,6 +230,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        fp8_block_rate: 1.0,
         attn_rate: 1.0,
         attn_bwd: 2.5,
         attn_tile: 128,
@@ -263,6 +276,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        fp8_block_rate: 1.0,
         attn_rate: 1.0,
         attn_bwd: 2.5,
         attn_tile: 128,
@@ -280,6 +294,7 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         tile_n: 256,
         wave_quantization: true,
         fp8_rate: 1.0,
+        fp8_block_rate: 1.0,
         attn_rate: 1.0,
         attn_bwd: 2.5,
         attn_tile: 128,
@@ -346,12 +361,17 @@ pub fn peak_flops(gpu: &Gpu, p: Precision) -> f64 {
 
 /// The rate a GEMM's math is priced from before `gemm_eff_max`: the dense peak at `p`
 /// ([`peak_flops`]), times `fp8_rate` for a low-precision GEMM (FP8 recipes, NVFP4) on a GPU
-/// with a peak of its format.
+/// with a peak of its format, and `fp8_block_rate` more under block scaling (`fp8-block`).
 pub fn gemm_peak(gpu: &Gpu, e: &ArchEfficiency, p: Precision) -> f64 {
     let peak = peak_flops(gpu, p);
     let f = p.gemm_format();
     if matches!(f, Precision::Fp8 | Precision::Fp4) && gpu.peak(f).is_some() {
-        peak * e.fp8_rate
+        let block = if p == Precision::Fp8Block {
+            e.fp8_block_rate
+        } else {
+            1.0
+        };
+        peak * e.fp8_rate * block
     } else {
         peak
     }
