@@ -179,8 +179,8 @@ fn refusals_name_the_version_the_rule_and_its_source() {
 
 #[test]
 fn min_headroom_keeps_risky_plans_out_of_the_ranking() {
-    // Under `any` with no headroom, DeepSeek-V3's best plan leaves under 2 GiB of 80 free; with
-    // the default 2 GiB no ranked plan does.
+    // Under `any` with no headroom, a plan of DeepSeek-V3's top 10 leaves under 2 GiB of 80
+    // free; with the default 2 GiB no ranked plan does.
     let model = resolve_model("deepseek-v3").expect("bundled model");
     let cluster = resolve_cluster("h800x2048").expect("bundled cluster");
     let space = resolve_space("default").expect("bundled space");
@@ -213,9 +213,8 @@ fn min_headroom_keeps_risky_plans_out_of_the_ranking() {
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     let none = free(0.0);
     assert!(
-        none[0] < 2.0 * GIB,
-        "the theoretical best leaves {} GiB",
-        none[0] / GIB
+        none.iter().any(|&f| f < 2.0 * GIB),
+        "every plan of the theoretical top 10 leaves 2 GiB: {none:?}"
     );
     let two = free(autoplan::search::DEFAULT_MIN_HEADROOM_BYTES);
     assert_eq!(two.len(), 10);

@@ -29,13 +29,20 @@ pub(super) struct ClassCost {
     pub(super) rc_sel: f64,
     /// Exposed communication per kind (no recompute).
     pub(super) exposed: [f64; 5],
+    /// Scale-out network seconds beside the forward and backward compute (`Emitter::net`).
+    pub(super) net: [f64; 2],
 }
 
 impl ClassCost {
     /// The class's compute with the exposed communication `exposed` (and `rc_comm` that
     /// recompute repeats).
     #[inline]
-    pub(super) fn new(c: &ComputeCost, exposed: [f64; 5], rc_comm: [f64; 5]) -> ClassCost {
+    pub(super) fn new(
+        c: &ComputeCost,
+        exposed: [f64; 5],
+        rc_comm: [f64; 5],
+        net: [f64; 2],
+    ) -> ClassCost {
         ClassCost {
             fwd: c.fwd,
             bwd: c.bwd,
@@ -43,6 +50,7 @@ impl ClassCost {
             rc_sel: c.core,
             rc_comm,
             exposed,
+            net,
         }
     }
 }
@@ -162,7 +170,7 @@ impl Evaluator {
             for part in CommPart::ALL {
                 self.book_part(part, plan, id, x, &compute[i], (&attn, &moe), &mut e);
             }
-            out[i] = ClassCost::new(&compute[i], e.exposed, e.rc);
+            out[i] = ClassCost::new(&compute[i], e.exposed, e.rc, e.net);
         }
         if plan.recompute == Recompute::Selective {
             self.price_selective(plan.recompute_modules, x, &mut out);

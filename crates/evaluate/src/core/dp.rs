@@ -25,6 +25,19 @@
 //! except its last bucket; a per-micro-batch one likewise behind each micro-batch's pass
 //! (the bucketed backward exposes the last bucket's reduction, and prefetching exposes the
 //! first unit's gather: Zhao+23 §3.3 "backward prefetching", "forward prefetching").
+//!
+//! **One network.** A collective hidden behind a pass shares the GPU's scale-out link (its
+//! NIC: one per GPU on the bundled clusters, hardware.md) with every other collective that
+//! crosses nodes in that pass: the EP all-to-alls and the CP ring of the same micro-batch
+//! (`Emitter::net`, the part of them that runs beside compute) and the other DP group's
+//! reduction (dense parameters and experts reduce in separate buffers, one after the other on
+//! the same link: Megatron-Core's `DistributedDataParallel` bucket groups, frameworks.md
+//! §1.4). Each is priced alone at the link's full bandwidth (the cost model), so the part of a
+//! DP collective that crosses nodes hides only in the part of the window the link is free:
+//! `exposed = max(t/buckets, t − window, t_net − (window − busy)⁺)`, and what it hides there
+//! makes the link busy for the next. Without it a per-micro-batch ZeRO-2 reduce-scatter of
+//! DeepSeek-V3's experts and the EP all-to-alls of the same backward were both "hidden" in
+//! one backward whose link they oversubscribed. NVLink's own contention is not modelled.
 
 use autoplan_cluster::GroupPlacement;
 use autoplan_cost::Collective::{AllGather, AllReduce, ReduceScatter};
@@ -107,6 +120,11 @@ impl Evaluator {
         micro: f64,
     ) -> DpExposed {
         let mut out = DpExposed::default();
+        // Seconds of the forward and backward window the scale-out link is already busy.
+        let mut busy = Busy {
+            fwd: s.net_fwd,
+            bwd: s.net_bwd,
+        };
         let groups = [
             (x.g_dp, s.params_dense, &DENSE),
             (x.g_edp, s.params_expert, &EXPERT),
@@ -128,22 +146,26 @@ impl Evaluator {
             let (shard, cross) = split(g, z.shard_size(g.size));
             let d = DpGroup { cross, ..d };
             if !z.shards_optimizer() {
-                self.dp_all_reduce(&d, x, sink, &mut out);
+                self.dp_all_reduce(&d, x, sink, &mut out, &mut busy);
             } else if z.shards_params() {
-                self.dp_zero3(&d, shard, z.gathers_in_backward(), x, sink, micro, &mut out);
+                let regather = z.gathers_in_backward();
+                self.dp_zero3(&d, shard, regather, x, sink, micro, &mut out, &mut busy);
             } else {
-                self.dp_zero12(&d, shard, z.shards_grads(), x, sink, micro, &mut out);
+                let every_mb = z.shards_grads();
+                self.dp_zero12(&d, shard, every_mb, x, sink, micro, &mut out, &mut busy);
             }
         }
         self.tied_embedding_comm(x, sink, &mut out);
         out
     }
 
-    /// What DP overlap leaves exposed of `t` seconds hidden behind `window`.
+    /// What DP overlap leaves exposed of `t` seconds hidden behind `window`, `t_net` of them
+    /// on the scale-out link, which is `busy` seconds of the window already (module docs);
+    /// the link's share this collective hides is added to `busy`.
     #[inline]
-    fn dp_hide(&self, d: &DpGroup<'_>, t: f64, window: f64) -> f64 {
+    fn dp_hide(&self, d: &DpGroup<'_>, t: f64, t_net: f64, window: f64, busy: &mut f64) -> f64 {
         if self.opts.dp_overlap {
-            (t / d.buckets).max(t - window)
+            overlap(t, t_net, d.buckets, window, busy)
         } else {
             t
         }
@@ -164,15 +186,25 @@ impl Evaluator {
         sink: &mut S,
         micro: f64,
         out: &mut DpExposed,
+        busy: &mut Busy,
     ) {
         let (p, gb) = (d.params, self.opts.grad_bytes);
         let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
         let rs = self.coll(ReduceScatter, shard, p * gb, x.algo);
         let ar = self.cross_all_reduce(d, shard, x);
         let ag_b = if regather { ag.time } else { 0.0 };
-        let e_f = (ag.time - d.s.fwd).max(ag.time / d.buckets);
+        let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
+        let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
+        let e_f = overlap(
+            ag.time,
+            net(ag.time, on_net),
+            d.buckets,
+            d.s.fwd,
+            &mut busy.fwd,
+        );
         let bwd = ag_b + rs.time + ar.time;
-        let e_b = (bwd - d.s.bwd).max(bwd / d.buckets);
+        let bwd_net = net(ag_b + rs.time, on_net) + net(ar.time, cross_net);
+        let e_b = overlap(bwd, bwd_net, d.buckets, d.s.bwd, &mut busy.bwd);
         out.per_mb += e_f + e_b;
         if S::ENABLED {
             let [w1, w2, w3] = d.names.zero3;
@@ -211,6 +243,7 @@ impl Evaluator {
         sink: &mut S,
         micro: f64,
         out: &mut DpExposed,
+        busy: &mut Busy,
     ) {
         let (p, gb) = (d.params, self.opts.grad_bytes);
         // DeepSpeed all-reduces each bucket and keeps its slice (`zero_grad_all_reduce`).
@@ -222,8 +255,11 @@ impl Evaluator {
         let rs = self.coll(reduce, shard, p * gb, x.algo);
         let ar = self.cross_all_reduce(d, shard, x);
         let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
-        let e_rs = self.dp_hide(d, rs.time + ar.time, d.s.bwd);
-        let e_ag = self.dp_hide(d, ag.time, d.s.fwd);
+        let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
+        let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
+        let rs_net = net(rs.time, on_net) + net(ar.time, cross_net);
+        let e_rs = self.dp_hide(d, rs.time + ar.time, rs_net, d.s.bwd, &mut busy.bwd);
+        let e_ag = self.dp_hide(d, ag.time, net(ag.time, on_net), d.s.fwd, &mut busy.fwd);
         let calls = if every_mb {
             out.per_mb += e_rs;
             out.step += e_ag;
@@ -262,10 +298,18 @@ impl Evaluator {
     }
 
     /// No ZeRO: one all-reduce of the gradients, hidden behind the backward.
-    fn dp_all_reduce<S: Sink>(&self, d: &DpGroup<'_>, x: &Ctx, sink: &mut S, out: &mut DpExposed) {
+    fn dp_all_reduce<S: Sink>(
+        &self,
+        d: &DpGroup<'_>,
+        x: &Ctx,
+        sink: &mut S,
+        out: &mut DpExposed,
+        busy: &mut Busy,
+    ) {
         let (g, p, gb) = (d.g, d.params, self.opts.grad_bytes);
         let ar = self.coll(AllReduce, g, p * gb, x.algo);
-        let e = self.dp_hide(d, ar.time, d.s.bwd);
+        let t_net = if g.intra_node() { 0.0 } else { ar.time };
+        let e = self.dp_hide(d, ar.time, t_net, d.s.bwd, &mut busy.bwd);
         out.step += e;
         if S::ENABLED {
             let what = d.names.all_reduce;
@@ -295,6 +339,27 @@ impl Evaluator {
             ));
         }
     }
+}
+
+/// Seconds of a micro-batch's forward and backward window in which the scale-out link is
+/// already busy (module docs, "One network").
+struct Busy {
+    fwd: f64,
+    bwd: f64,
+}
+
+/// The exposed part of `t` seconds of a bucketed collective hidden behind `window` seconds of
+/// compute, `t_net` of them on the scale-out link, `busy` seconds of the window taken already:
+/// the last of `buckets` buckets is never hidden, nor what exceeds the window, nor the link's
+/// share that exceeds the link's free part of the window (module docs). Never more than `t`
+/// (`t_net ≤ t`), and at `busy = 0` the share cannot exceed the window's bound. Adds the link
+/// time hidden to `busy`.
+#[inline]
+fn overlap(t: f64, t_net: f64, buckets: f64, window: f64, busy: &mut f64) -> f64 {
+    let free = (window - *busy).max(0.0);
+    let exposed = (t / buckets).max(t - window).max(t_net - free);
+    *busy += t_net.min(free);
+    exposed
 }
 
 /// The shard group (`n` consecutive members of the data-parallel group `g`, innermost as
@@ -332,4 +397,44 @@ fn split(g: GroupPlacement, n: u32) -> (GroupPlacement, GroupPlacement) {
 #[inline]
 fn push<S: Sink>(sink: &mut S, c: Comm, cost: CollectiveCost, exposed: f64) {
     sink.push(c.row(None, cost.algorithm, cost.protocol, cost.time, exposed));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlap;
+
+    #[test]
+    fn a_free_link_hides_as_the_window_does() {
+        // Nothing else on the link: the last bucket or the window's excess, as without it.
+        for (t, w) in [(0.1, 0.5), (0.5, 0.1), (0.3, 0.3)] {
+            let mut busy = 0.0;
+            let e = overlap(t, t, 4.0, w, &mut busy);
+            assert_eq!(e, (t / 4.0f64).max(t - w));
+            assert_eq!(busy, t.min(w));
+        }
+    }
+
+    #[test]
+    fn a_busy_link_exposes_what_its_free_part_cannot_hold() {
+        // 0.4 s of reduction behind a 0.6 s backward whose all-to-alls hold the link 0.5 s:
+        // 0.1 s free, 0.3 s exposed; the next reduction finds the link full.
+        let mut busy = 0.5;
+        let e = overlap(0.4, 0.4, 100.0, 0.6, &mut busy);
+        assert!((e - 0.3).abs() < 1e-12, "{e}");
+        assert!((busy - 0.6).abs() < 1e-12);
+        let e2 = overlap(0.2, 0.2, 100.0, 0.6, &mut busy);
+        assert!((e2 - 0.2).abs() < 1e-12, "{e2}");
+        // Exposure grows with the link's busy time and never exceeds the collective.
+        let at = |b: f64| overlap(0.4, 0.4, 100.0, 0.6, &mut { b });
+        assert!(at(0.0) <= at(0.2) && at(0.2) <= at(0.4) && at(0.4) <= at(0.6));
+        assert!(at(10.0) <= 0.4);
+    }
+
+    #[test]
+    fn an_intra_node_collective_does_not_wait_for_the_link() {
+        let mut busy = 0.6;
+        let e = overlap(0.4, 0.0, 100.0, 0.6, &mut busy);
+        assert!((e - 0.004).abs() < 1e-12, "{e}");
+        assert_eq!(busy, 0.6);
+    }
 }

@@ -36,6 +36,8 @@ fn pair(a: &StageTime, b: &StageTime) -> StageTime {
         params_expert: a.params_expert + b.params_expert,
         fwd: 0.5 * (a.fwd + b.fwd),
         bwd: 0.5 * (a.bwd + b.bwd),
+        net_fwd: 0.5 * (a.net_fwd + b.net_fwd),
+        net_bwd: 0.5 * (a.net_bwd + b.net_bwd),
     }
 }
 

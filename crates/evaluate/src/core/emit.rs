@@ -162,6 +162,10 @@ pub(super) struct Emitter<'a, S: Sink> {
     pub(super) exposed: [f64; 5],
     /// Exposed forward communication per kind that recompute runs again.
     pub(super) rc: [f64; 5],
+    /// Seconds per micro-batch that collectives crossing the scale-out network (groups over
+    /// more than one node) run beside the compute of the forward (0) and backward (1) pass:
+    /// the network time a DP reduction hidden in the same pass cannot have (`dp.rs`).
+    pub(super) net: [f64; 2],
     /// The kinds (bits of `CommKind::index`) whose forward collectives recompute repeats.
     rc_kinds: u8,
 }
@@ -191,6 +195,7 @@ impl<'a, S: Sink> Emitter<'a, S> {
             rc_mult,
             exposed: [0.0; 5],
             rc: [0.0; 5],
+            net: [0.0; 2],
             rc_kinds,
         }
     }
@@ -200,6 +205,7 @@ impl<'a, S: Sink> Emitter<'a, S> {
     pub(super) fn reset(&mut self) {
         self.exposed = [0.0; 5];
         self.rc = [0.0; 5];
+        self.net = [0.0; 2];
     }
 
     /// Prices `c` (once per distinct shape in the plan) and books it; nothing on a one-rank
@@ -231,9 +237,20 @@ impl<'a, S: Sink> Emitter<'a, S> {
     /// (`rc_kinds`) is booked in `rc` too and listed as a recompute row.
     #[inline]
     pub(super) fn emit_priced(&mut self, c: Comm, cost: CollectiveCost) {
-        let exposed = c.hide.exposed(c.calls * cost.time);
+        let t = c.calls * cost.time;
+        let exposed = c.hide.exposed(t);
         let k = c.kind.index();
         self.exposed[k] += exposed;
+        if !c.group.intra_node() {
+            // The part that runs beside compute (for the SM-sharing forms, less the compute's
+            // slowdown, which `exposed` books: an undercount of the network's busy time).
+            let beside = (t - exposed).max(0.0);
+            match c.pass {
+                Pass::Forward => self.net[0] += beside,
+                Pass::Backward => self.net[1] += beside,
+                Pass::Recompute | Pass::Step => {}
+            }
+        }
         let repeat = c.pass == Pass::Forward && self.rc_kinds >> k & 1 == 1;
         if repeat {
             self.rc[k] += exposed;

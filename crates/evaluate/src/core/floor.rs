@@ -258,7 +258,8 @@ impl Evaluator {
                 // Compute alone (`step_floor_compute`).
                 let mut costs = [ClassCost::default(); NCLASS];
                 for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
-                    costs[id as usize] = ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5]);
+                    costs[id as usize] =
+                        ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5], [0.0; 2]);
                 }
                 costs
             };
@@ -348,18 +349,25 @@ impl Evaluator {
             // recomputed forward's exposure likewise.
             let mut exposed = [0.0; 5];
             let mut rc = [0.0; 5];
+            // The network time beside each pass: per part the least over its knob (the DP
+            // reduction hides more the less of the network the class takes, `dp.rs`).
+            let mut net = [0.0; 2];
             for part in CommPart::ALL {
                 let k = part.kind().index();
-                (exposed[k], rc[k]) =
+                let n;
+                (exposed[k], rc[k], n) =
                     self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+                net[0] += n[0];
+                net[1] += n[1];
             }
-            costs[i] = ClassCost::new(&cc[i], exposed, rc);
+            costs[i] = ClassCost::new(&cc[i], exposed, rc, net);
         }
         costs
     }
 
-    /// The least exposure of part `part` of class `id` (and of its recomputed forward) over
-    /// the open values of the part's knobs; 0 where the class has no such part.
+    /// The least exposure of part `part` of class `id` (and of its recomputed forward, and its
+    /// least network time beside each pass) over the open values of the part's knobs; 0 where
+    /// the class has no such part.
     #[allow(clippy::too_many_arguments)]
     fn part_floor(
         &self,
@@ -371,17 +379,20 @@ impl Evaluator {
         (attn, moe): (&ComputeCost, &ComputeCost),
         e: &mut Emitter<'_, ()>,
         knobs: OpenKnobs<'_>,
-    ) -> (f64, f64) {
+    ) -> (f64, f64, [f64; 2]) {
         if !part.applies(id, &self.classes[id as usize]) {
-            return (0.0, 0.0);
+            return (0.0, 0.0, [0.0; 2]);
         }
         let k = part.kind().index();
         let (mut best, mut rc) = (f64::INFINITY, f64::INFINITY);
+        let mut net = [f64::INFINITY; 2];
         let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
             e.reset();
             self.book_part(part, q, id, x, cc, (attn, moe), e);
             best = best.min(e.exposed[k]);
             rc = rc.min(e.rc[k]);
+            net[0] = net[0].min(e.net[0]);
+            net[1] = net[1].min(e.net[1]);
         };
         match part {
             CommPart::Tp => {
@@ -424,7 +435,7 @@ impl Evaluator {
                 (q.schedule, q.vpp) = (sch0, v0);
             }
         }
-        (best, rc)
+        (best, rc, net)
     }
 
     /// For one rank order (context `x`, class costs `costs`): the least over the valid

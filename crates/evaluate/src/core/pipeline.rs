@@ -27,6 +27,10 @@ pub(super) struct StageTime {
     pub(super) params_expert: f64,
     pub(super) fwd: f64,
     pub(super) bwd: f64,
+    /// Scale-out network seconds per micro-batch beside the forward and backward compute
+    /// (the classes' `ClassCost::net`): what a DP collective hidden in that pass competes with.
+    pub(super) net_fwd: f64,
+    pub(super) net_bwd: f64,
 }
 
 /// All stages of a plan: the busiest (`bottleneck`, index `bi`, time `tmax`), the sum of the
@@ -107,6 +111,8 @@ impl Evaluator {
             }
             s.fwd += w * cc.fwd;
             s.bwd += w * cc.bwd;
+            s.net_fwd += w * cc.net[0];
+            s.net_bwd += w * cc.net[1];
             s.compute += w * (cc.fwd + cc.bwd);
             if id.is_block() {
                 match plan.recompute {
