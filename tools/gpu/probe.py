@@ -31,6 +31,8 @@ hold and what the model takes from them: results/h100/README.md.
 - `hbm`: a copy, an add and a SwiGLU activation over sizes, bytes moved per second. → hbm.csv
 - `fp8block`: FP8 GEMMs with 1x128/128x128 block scales (DeepSeek-V3's recipe) against
   per-tensor FP8 and BF16, trying scale layouts until cuBLAS takes one. → fp8block.csv
+- `attncp`: one context-parallel rank's attention calls per ring step kind (causal on its two
+  chunks, two query chunks against one key chunk, one against two). → attention_cp.csv
 - `attnseq`, `grouped_dsv3`, `moeops`: see results/h100/README.md.
 
 Usage: `OUT=results/h100 python3 tools/gpu/probe.py [PART]...` (parts run in the order named;
@@ -940,13 +942,62 @@ def fp8block_part():
             wr.writerow([*r[:5], f"{r[5]:.9g}", f"{r[6]:.4g}", r[7]])
 
 
+
+# Context-parallel ring steps (Transformer Engine's p2p CP with Megatron's causal load balancing:
+# each rank holds chunks i and 2cp-1-i of c = s/(2cp) tokens): step 0 is causal attention of
+# the rank's 2c tokens, the later steps either both local query chunks against one remote
+# chunk (full, q = 2c, k = c) or the second local chunk against both remote ones (q = c, k = 2c).
+ATTN_CP_SEQ = [16384, 32768, 65536, 131072]
+ATTN_CP = [2, 4, 8]
+
+
+def attncp_part():
+    """One CP rank's attention calls (fwd and fwd + bwd, SDPA, BF16, graph-timed) per ring
+    step kind, 8 query heads and 1 KV head (a TP-sharded GQA layer), head dims 64 and 128."""
+    rows = []
+    h, kv, b = 8, 1, 1
+    for d in (64, 128):
+        for s in ATTN_CP_SEQ:
+            for cp in ATTN_CP:
+                c = s // (2 * cp)
+                for kind, sq, sk, causal in (("causal", 2 * c, 2 * c, True),
+                                              ("q2c-k1c", 2 * c, c, False),
+                                              ("q1c-k2c", c, 2 * c, False)):
+                    q = torch.randn(b, h, sq, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    k = torch.randn(b, kv, sk, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    v = torch.randn(b, kv, sk, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                    go = torch.randn(b, h, sq, d, device=DEV, dtype=torch.bfloat16)
+
+                    def fwd():
+                        with torch.no_grad():
+                            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+
+                    def fwd_bwd():
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+                        o.backward(go)
+
+                    t_f = graph_time(fwd, 3)
+                    t_b = graph_time(fwd_bwd, 1) - t_f
+                    rows.append((s, cp, kind, b, h, kv, sq, sk, d, int(causal), t_f, t_b))
+                    print(f"d={d:3d} s={s:6d} cp={cp} {kind:8s} q={sq:6d} k={sk:6d}  fwd {t_f*1e6:9.1f} us"
+                          f"  bwd {t_b*1e6:9.1f} us", flush=True)
+                    del q, k, v, go
+                    torch.cuda.empty_cache()
+    with open(os.path.join(OUT, "attention_cp.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["seq", "cp", "step", "batch", "heads", "kv_heads", "q_len", "k_len", "head_dim",
+                     "causal", "fwd_s", "bwd_s"])
+        for r in rows:
+            wr.writerow([*r[:10], f"{r[10]:.9g}", f"{r[11]:.9g}"])
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
     PARTS = {
         "gemm": gemm_part, "ratio": ratio_part, "grouped": grouped_part, "attention": attention_part,
         "fp8cast": fp8cast_part, "block": block_part, "moeops": moeops_part, "attnseq": attnseq_part,
         "grouped_dsv3": lambda: grouped_part(GROUPED_DSV3, "grouped_dsv3.csv"), "moe": moe_part,
-        "hbm": hbm_part, "fp8block": fp8block_part,
+        "hbm": hbm_part, "fp8block": fp8block_part, "attncp": attncp_part,
     }
     parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
     unknown = [p for p in parts if p not in PARTS]
