@@ -187,6 +187,7 @@ fn predict_with(
 }
 
 /// A row of Tables 5-1 to 5-4 as measured (ms): (fwd, bwd, sync, overall) baseline, design.
+#[derive(Clone, Copy)]
 struct Row {
     label: &'static str,
     model: &'static str,
@@ -598,26 +599,21 @@ fn docs_show_the_generated_tables() {
         "| row | Fwd MoE speed-up | Bwd speed-up | Overall baseline | Overall design | speed-up | baseline − design (without) |",
     );
     line(&mut out, "|---|---|---|---|---|---|---|");
-    let mut rows: Vec<(&str, &str, &str, u32, usize, [f64; 4], [f64; 4])> = ROWS
-        .iter()
-        .map(|r| {
-            (
-                r.label, r.model, r.cluster, r.batch, r.replicas, r.base, r.design,
-            )
-        })
-        .collect();
-    for (r, m) in &TABLE_5_4[1..] {
-        rows.push((
-            "5-4 94M b40",
-            "thesis-txl-94m",
-            "thesis-4node",
-            40,
-            *r,
-            TABLE_5_4[0].1,
-            *m,
-        ));
-    }
-    for (label, model, cluster, batch, r, mb, md) in rows {
+    let mut rows: Vec<Row> = ROWS.to_vec();
+    rows.extend(TABLE_5_4[1..].iter().map(|&(r, m)| Row {
+        label: "5-4 94M b40",
+        model: "thesis-txl-94m",
+        cluster: "thesis-4node",
+        batch: 40,
+        replicas: r,
+        base: TABLE_5_4[0].1,
+        design: m,
+        winner: true,
+    }));
+    for row in rows {
+        let (label, model, cluster, batch, r) =
+            (row.label, row.model, row.cluster, row.batch, row.replicas);
+        let (mb, md) = (row.base, row.design);
         let run = |p, e| stages_ms(&predict_with(model, cluster, None, batch, p, e));
         let (b, d) = (run(Policy::Baseline, true), run(Policy::Design(r), true));
         let (b0, d0) = (run(Policy::Baseline, false), run(Policy::Design(r), false));
