@@ -74,6 +74,10 @@ pub struct EvalOptions {
     /// its slice (DeepSpeed's default, frameworks.md §3.5), instead of a reduce-scatter
     /// (Megatron's distributed optimizer, FSDP): twice the bytes.
     pub zero_grad_all_reduce: bool,
+    /// The MoE layers dispatch and combine by GShard's dense one-hot einsums (DeepSpeed-MoE
+    /// before v0.19.4; `CostProfile::moe_dense_dispatch`), priced in the MoE work table
+    /// (`core/moe.rs`) in place of the permutation copies.
+    pub moe_dense_dispatch: bool,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -94,6 +98,7 @@ impl Default for EvalOptions {
             grad_bytes: 4.0,
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
+            moe_dense_dispatch: false,
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,

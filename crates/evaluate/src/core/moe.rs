@@ -36,6 +36,27 @@
 //!
 //! The router and the copies are HBM-bound: `memory_bound_time` of their bytes under the
 //! architecture's constants, nothing per model or per run.
+//!
+//! **Dense einsum dispatch** (`EvalOptions::moe_dense_dispatch`: DeepSpeed-MoE before v0.19.4,
+//! `CostProfile::moe_dense_dispatch`). DeepSpeed's `MOELayer` has no permutation: it runs
+//! GShard's Algorithm 2, `einsum("sec,sm->ecm", dispatch_mask, x)` into the `E × C` capacity
+//! slots and `einsum("sec,ecm->sm", combine_weights, expert_out)` back
+//! (`deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541`; `USE_EINSUM = True`, L111), over the
+//! `S × E × C` one-hot masks its gate builds (`top1gating`/`top2gating`, L270, L335). `S` is
+//! the rank's tokens at the layer's input and `C = ⌈k·cf·S/E⌉` (`_capacity`, L157-166, `cf·2`
+//! for top-2; at least `min_capacity`, `deepspeed/moe/layer.py @ v0.9.2:L44`), so `E·C ≈ k·cf·S`
+//! and each einsum is a dense GEMM of `2·S·(E·C)·h` FLOPs, growing with the square of the
+//! tokens per GPU. They take the place of the permutation items:
+//!
+//! - forward: the dispatch GEMM (`m = E·C, n = h, k = S`) and the combine GEMM (`m = S, n = h,
+//!   k = E·C`), priced with the class's GEMMs (`GemmPricer`); plus the gate's mask passes,
+//!   [`DENSE_MASK_FWD_BYTES`] per `S·E·C` element.
+//! - backward: the dispatch's input gradient (one GEMM: the mask is a cast boolean, no
+//!   gradient), the combine's two (the combine weights', `m = S, n = E·C, k = h`, and the
+//!   experts' outputs', `m = E·C, n = h, k = S`); plus [`DENSE_MASK_BWD_BYTES`] per element.
+//!
+//! Seed 004's baseline and its design both run this layer (the design modifies DeepSpeed-MoE's
+//! placement and all-to-all, §4.2.2), with the same `S` and `E·C`.
 
 use autoplan_cost::compute::memory_bound_time_with;
 use serde::Serialize;
@@ -55,6 +76,19 @@ pub(super) const ROUTER_FWD_BYTES: f64 = 22.0;
 /// scores read (4 + 4), the logits' gradient written (4), the balancing loss's gradient read
 /// and added (4 + 4).
 pub(super) const ROUTER_BWD_BYTES: f64 = 20.0;
+
+/// Bytes per `S × E × C` mask element of DeepSpeed-MoE's gate in the forward (dense einsum
+/// dispatch): `einsum("se,sc->sec")` writes the fp32 combine weights (4), `.bool()` reads them
+/// and writes the dispatch mask (4 + 1), `dispatch_mask.type_as(x)` reads it and writes it in the
+/// activations' dtype (1 + 2), `combine_weights.type_as(x)` casts the weights (4 + 2)
+/// (`deepspeed/moe/sharded_moe.py @ v0.9.2:L270-272, L495, L541`; 16-bit activations).
+pub(super) const DENSE_MASK_FWD_BYTES: f64 = 4.0 + 5.0 + (1.0 + ACT) + (4.0 + ACT);
+/// Bytes per mask element in the backward: the combine weights' gradient cast back to fp32
+/// (2 + 4) and read by `einsum("se,sc->sec")`'s backward into the gates' gradient (4).
+pub(super) const DENSE_MASK_BWD_BYTES: f64 = (ACT + 4.0) + 4.0;
+/// DeepSpeed-MoE's smallest capacity per expert (`min_capacity`, `deepspeed/moe/layer.py @
+/// v0.9.2:L44`).
+const DEEPSPEED_MIN_CAPACITY: f64 = 4.0;
 
 /// One line of the MoE work table: one item of a MoE layer's work, per step on the bottleneck
 /// stage (it is compute: on the critical path, nothing hides it).
@@ -86,6 +120,8 @@ pub(super) struct MoeWork {
     bytes: [f64; 6],
     /// Expert GEMM launches per forward (local experts × expert GEMMs) and the latency each.
     launches: f64,
+    /// The permutation items are DeepSpeed-MoE's dense einsums (the table's names).
+    dense: bool,
 }
 
 impl MoeWork {
@@ -124,6 +160,9 @@ impl Evaluator {
             perm + r * h * ACT,
         ];
         let launches = count * c.gemms.iter().filter(|g| g.expert).count() as f64;
+        if self.opts.moe_dense_dispatch {
+            return self.dense_dispatch(x, bytes, launches);
+        }
         MoeWork {
             router_fwd: t(bytes[0]),
             router_bwd: t(bytes[1]),
@@ -133,6 +172,54 @@ impl Evaluator {
             unpermute_bwd: t(bytes[5]),
             bytes,
             launches,
+            dense: false,
+        }
+    }
+
+    /// [`Evaluator::moe_work`] under DeepSpeed-MoE's dense einsum dispatch (the module docs):
+    /// the router as Megatron's (`bytes[0..2]`), the einsum GEMMs and the gate's mask passes in
+    /// place of the permutation copies (their `bytes` are the GEMMs' operands and the masks').
+    fn dense_dispatch(&self, x: &Ctx, mut bytes: [f64; 6], launches: f64) -> MoeWork {
+        // The gate sees the rank's activations at the layer's input (every TP rank a full copy
+        // without SP: DeepSpeed drops the duplicates after the dispatch einsum, L507).
+        let s = if x.sp { x.t_rank } else { x.m_tok };
+        let e = self.experts;
+        let h = self.hidden;
+        // Capacity per expert: `cf · k` padded slots per token; dropless (`drop_tokens=False`)
+        // pads every expert to the busiest one's count (L209-212).
+        let per_token = match self.capacity {
+            Some(cf) => cf * self.top_k,
+            None => self.top_k * self.imbalance,
+        };
+        let ec = e * (per_token * s / e).ceil().max(DEEPSPEED_MIN_CAPACITY);
+        let flops = 2.0 * s * ec * h;
+        let g = |m: f64, n: f64, k: f64| {
+            (
+                self.gemm.time(flops, m, n, k),
+                (m * k + k * n + m * n) * ACT,
+            )
+        };
+        let mask = s * ec;
+        let t = |b: f64| memory_bound_time_with(&self.gpu, &self.eff, b);
+        let (dispatch, dispatch_b) = g(ec, h, s);
+        let (dispatch_dx, dispatch_dx_b) = g(s, h, ec);
+        let (combine, combine_b) = g(s, h, ec);
+        let (combine_dw, combine_dw_b) = g(s, ec, h);
+        let (combine_dy, combine_dy_b) = g(ec, h, s);
+        bytes[2] = dispatch_b + DENSE_MASK_FWD_BYTES * mask;
+        bytes[3] = dispatch_dx_b;
+        bytes[4] = combine_b;
+        bytes[5] = combine_dw_b + combine_dy_b + DENSE_MASK_BWD_BYTES * mask;
+        MoeWork {
+            router_fwd: t(bytes[0]),
+            router_bwd: t(bytes[1]),
+            permute_fwd: dispatch + t(DENSE_MASK_FWD_BYTES * mask),
+            permute_bwd: dispatch_dx,
+            unpermute_fwd: combine,
+            unpermute_bwd: combine_dw + combine_dy + t(DENSE_MASK_BWD_BYTES * mask),
+            bytes,
+            launches,
+            dense: true,
         }
     }
 
@@ -149,6 +236,21 @@ impl Evaluator {
             return;
         }
         let lat = self.eff.gemm_latency;
+        let names = if w.dense {
+            [
+                "dispatch einsum sec,sm->ecm + gate masks (DeepSpeed-MoE)",
+                "dispatch einsum backward (1 GEMM)",
+                "combine einsum sec,ecm->sm",
+                "combine einsum backward (2 GEMMs) + masks",
+            ]
+        } else {
+            [
+                "token permutation (into expert order)",
+                "token permutation backward",
+                "token un-permutation (weighted, top-k sum)",
+                "token un-permutation backward (+ probs grad)",
+            ]
+        };
         let items: [(&'static str, Pass, f64, f64, f64); 8] = [
             (
                 "router scores, top-k, balancing statistic",
@@ -164,34 +266,10 @@ impl Evaluator {
                 1.0,
                 w.router_bwd,
             ),
-            (
-                "token permutation (into expert order)",
-                Pass::Forward,
-                w.bytes[2],
-                1.0,
-                w.permute_fwd,
-            ),
-            (
-                "token permutation backward",
-                Pass::Backward,
-                w.bytes[3],
-                1.0,
-                w.permute_bwd,
-            ),
-            (
-                "token un-permutation (weighted, top-k sum)",
-                Pass::Forward,
-                w.bytes[4],
-                1.0,
-                w.unpermute_fwd,
-            ),
-            (
-                "token un-permutation backward (+ probs grad)",
-                Pass::Backward,
-                w.bytes[5],
-                1.0,
-                w.unpermute_bwd,
-            ),
+            (names[0], Pass::Forward, w.bytes[2], 1.0, w.permute_fwd),
+            (names[1], Pass::Backward, w.bytes[3], 1.0, w.permute_bwd),
+            (names[2], Pass::Forward, w.bytes[4], 1.0, w.unpermute_fwd),
+            (names[3], Pass::Backward, w.bytes[5], 1.0, w.unpermute_bwd),
             (
                 "expert GEMM launches (one per local expert)",
                 Pass::Forward,
@@ -228,6 +306,52 @@ mod tests {
     use crate::EvalOptions;
     use autoplan_cost::calibration::dgx_h100;
     use autoplan_plan::Plan;
+
+    #[test]
+    fn deepspeed_moe_einsum_dispatch_hand_computed() {
+        use autoplan_plan::framework::CostProfile;
+        // Seed 004's 45M Transformer-XL MoE (h 512, 8 experts, top-1, capacity factor 1) at
+        // batch 40 on 8 TITAN Xps: S = 5 · 512 = 2560 tokens per GPU, C = ⌈2560 / 8⌉ = 320.
+        let mut model = autoplan_graph::resolve_model("thesis-txl-45m").expect("bundled");
+        model.training.global_batch = 40;
+        let cluster = autoplan_cluster::resolve_cluster("thesis-2node").expect("bundled");
+        let plan: Plan = "tp=1,pp=1,dp=8,ep=8,mbs=5,recompute=none".parse().unwrap();
+        let opts = EvalOptions::default().with_profile(&CostProfile::DEEPSPEED_MOE_2023);
+        let ev = Evaluator::new(&model, &cluster, opts);
+        let x = ev.ctx(&plan);
+        let c = &ev.classes[super::super::classes::ClassId::Moe as usize];
+        let w = ev.moe_work(c, &x);
+        let (s, ec, h) = (2560.0, 8.0 * 320.0, 512.0);
+        let f = 2.0 * s * ec * h;
+        let g = |m, n, k| ev.gemm.time(f, m, n, k);
+        let mb = |b| memory_bound_time_with(&ev.gpu, &ev.eff, b);
+        let mask = s * ec;
+        assert_eq!(DENSE_MASK_FWD_BYTES, 18.0);
+        assert_eq!(DENSE_MASK_BWD_BYTES, 10.0);
+        assert_eq!(w.permute_fwd, g(ec, h, s) + mb(18.0 * mask));
+        assert_eq!(w.unpermute_fwd, g(s, h, ec));
+        assert_eq!(w.permute_bwd, g(s, h, ec));
+        assert_eq!(w.unpermute_bwd, g(s, ec, h) + g(ec, h, s) + mb(10.0 * mask));
+        // The router is Megatron's either way.
+        let gather = Evaluator::new(&model, &cluster, EvalOptions::default());
+        let p = gather.moe_work(c, &gather.ctx(&plan));
+        assert_eq!((w.router_fwd, w.router_bwd), (p.router_fwd, p.router_bwd));
+        // S² against S: the einsums cost more than the copies they replace.
+        assert!(w.fwd() > 10.0 * p.fwd() && w.bwd() > 10.0 * p.bwd());
+        // DeepSpeed 0.19.5 gathers by index (`deepspeed`: no einsum); the table names the items.
+        let ds = EvalOptions::default().with_profile(&CostProfile::DEEPSPEED);
+        let ds = Evaluator::new(&model, &cluster, ds);
+        assert_eq!(ds.moe_work(c, &ds.ctx(&plan)), p);
+        let rep = ev.report(&plan).expect("fits");
+        assert!(rep
+            .moe
+            .iter()
+            .any(|r| r.what.starts_with("dispatch einsum")));
+        assert!(!rep
+            .moe
+            .iter()
+            .any(|r| r.what.starts_with("token permutation")));
+    }
 
     #[test]
     fn qwen3_235b_tp4_ep8_work_hand_computed() {

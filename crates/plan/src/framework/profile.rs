@@ -34,6 +34,13 @@ pub struct CostProfile {
     /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
     /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
     pub fused_attention: bool,
+    /// The MoE layer dispatches and combines its tokens with GShard's dense one-hot einsums
+    /// (DeepSpeed-MoE's `MOELayer` up to v0.19.3: `einsum("sec,sm->ecm", dispatch_mask, x)` and
+    /// `einsum("sec,ecm->sm", combine_weights, expert_out)`, `deepspeed/moe/sharded_moe.py @
+    /// v0.9.2:L495,L541`), GEMMs of `2·S·(E·C)·h` FLOPs over the `S × E × C` masks
+    /// (`autoplan_evaluate`'s MoE work table, `core/moe.rs`); `false`: a gather by index
+    /// (Megatron-Core's permutation, DeepSpeed's `_sparse_encode` from v0.19.4).
+    pub moe_dense_dispatch: bool,
     /// Where each mechanism's value comes from.
     pub source: &'static str,
     /// What the framework does that costs time and the profile does not price, and what
@@ -52,6 +59,7 @@ impl CostProfile {
         tp_comm_overlap: true,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        moe_dense_dispatch: false,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
         not_modelled: "",
@@ -65,6 +73,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        moe_dense_dispatch: false,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
         not_modelled: "",
@@ -79,6 +88,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        moe_dense_dispatch: false,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
         not_modelled: "",
     };
@@ -95,6 +105,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        moe_dense_dispatch: false,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
                  are the defaults at the commit, inferred: the run's arguments would settle \
@@ -105,15 +116,19 @@ impl CostProfile {
     /// Megatron-DeepSpeed of 2021–22 (MT-NLG, BLOOM, GPT-NeoX): DeepSpeed reduces ZeRO-0/1
     /// gradients at the accumulation boundary, after the backward (`overlap_comm` resolves to
     /// false below stage 3; frameworks.md §3.3, §3.5); no TP overlap (frameworks.md §3, the
-    /// capability table); attention unfused (Megatron's fused scale-mask-softmax of 2021).
+    /// capability table); attention unfused (Megatron's fused scale-mask-softmax of 2021). Its
+    /// MoE layers are DeepSpeed-MoE's (`deepspeed.moe.layer.MoE`), which dispatched by einsum in
+    /// those years (DeepSpeed ≤ v0.19.3).
     pub const MEGATRON_DEEPSPEED_2022: CostProfile = CostProfile {
         name: "megatron-deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
         zero_grad_all_reduce: true,
         fused_attention: false,
+        moe_dense_dispatch: true,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
-                 (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels",
+                 (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels; \
+                 deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541 (einsum dispatch/combine)",
         not_modelled: "DeepSpeed's pipeline engine (blocking send/recv through two-rank \
                        broadcast groups, one instruction at a time) and DeepSpeed's activation \
                        checkpointing (which can partition the saved activations over TP and \
@@ -125,17 +140,39 @@ impl CostProfile {
 
     /// DeepSpeed 0.19.5 (`--framework deepspeed`): gradient reduction after the backward below
     /// stage 3 (`overlap_comm` default, frameworks.md §3.3); the attention kernel is the
-    /// model code's (fused, as every current model code has it).
+    /// model code's (fused, as every current model code has it). Its MoE layer gathers the
+    /// routed rows by index (`_sparse_encode`/`_sparse_decode`, new in v0.19.4, replacing the
+    /// einsums: `deepspeed/moe/sharded_moe.py @ v0.19.5:L207-232`).
     pub const DEEPSPEED: CostProfile = CostProfile {
         name: "deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
         zero_grad_all_reduce: true,
         fused_attention: true,
-        source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3)",
+        moe_dense_dispatch: false,
+        source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3); \
+                 deepspeed/moe/sharded_moe.py @ v0.19.5:L207-232 (MoE gather by index)",
         not_modelled:
             "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
                        priced as Megatron's 1F1B; a trace of one pipeline stage would settle it",
+    };
+
+    /// DeepSpeed-MoE before v0.19.4 (seed 004's baseline, and its design built on it, §4.2.2):
+    /// the engine as [`CostProfile::DEEPSPEED`] (ZeRO-0/1/2 reduction after the backward), the
+    /// MoE layer's GShard dispatch and combine by dense one-hot einsums (`MOELayer.forward`,
+    /// `deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541`; unchanged through v0.19.3). The
+    /// attention kernel is the model code's, as in [`CostProfile::DEEPSPEED`].
+    pub const DEEPSPEED_MOE_2023: CostProfile = CostProfile {
+        name: "deepspeed-moe-2023",
+        moe_dense_dispatch: true,
+        source: "deepspeed/runtime/zero/config.py (frameworks.md §3.3); \
+                 deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541 (einsum dispatch/combine, \
+                 through v0.19.3)",
+        not_modelled: "DeepSpeed-MoE's gate copies the experts' token counts to the host in \
+                       every layer's forward (`exp_counts ... .to('cpu')`, sharded_moe.py @ \
+                       v0.9.2:L206), a stream sync not priced; a trace of one MoE layer would \
+                       settle it",
+        ..CostProfile::DEEPSPEED
     };
 
     /// torchtitan (FSDP2): FSDP2 prefetches the next unit's all-gather and overlaps the
@@ -147,6 +184,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        moe_dense_dispatch: false,
         source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §3.6 (FSDP2)",
         not_modelled: "torch.compile's fusions, Float8's scaling kernels under FSDP2, PyTorch's \
                        experimental context-parallel SDPA (all-gather rotation by default, \
@@ -163,6 +201,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        moe_dense_dispatch: false,
         source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
                  frameworks.md §3.6",
         not_modelled: "eager PyTorch elementwise kernels (LayerNorm, GELU, residual adds: each a read \
@@ -172,13 +211,14 @@ impl CostProfile {
     };
 
     /// Every profile, for listings and tests.
-    pub const ALL: [CostProfile; 8] = [
+    pub const ALL: [CostProfile; 9] = [
         CostProfile::MEGATRON_CORE,
         CostProfile::MEGATRON_LM_2020,
         CostProfile::MEGATRON_LM_2021,
         CostProfile::MEGATRON_LM_2023,
         CostProfile::MEGATRON_DEEPSPEED_2022,
         CostProfile::DEEPSPEED,
+        CostProfile::DEEPSPEED_MOE_2023,
         CostProfile::TORCHTITAN,
         CostProfile::LLM_FOUNDRY,
     ];
