@@ -42,7 +42,8 @@ pub use balance::{
     balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
-pub use core::{Evaluator, MoeWorkRow, Partial};
+pub use autoplan_plan::framework::Elementwise;
+pub use core::{unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes};
 pub use flops::{AttentionFlops, ModelFlops};
 
 use serde::Serialize;
@@ -74,6 +75,10 @@ pub struct EvalOptions {
     /// its slice (DeepSpeed's default, frameworks.md §3.5), instead of a reduce-scatter
     /// (Megatron's distributed optimizer, FSDP): twice the bytes.
     pub zero_grad_all_reduce: bool,
+    /// Which elementwise ops run as kernels of their own (eager PyTorch), each adding the
+    /// bytes of its intermediate tensors to the fused kernels' traffic
+    /// ([`unfused_elementwise_bytes`]); [`Elementwise::FUSED`] by default.
+    pub elementwise: Elementwise,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -94,6 +99,7 @@ impl Default for EvalOptions {
             grad_bytes: 4.0,
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
+            elementwise: Elementwise::FUSED,
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,

@@ -260,10 +260,22 @@ impl Evaluator {
         };
         // Elementwise kernels write what is stored for backward and read it back once.
         let mem_f = memory_bound_time_with(&self.gpu, &self.eff, 2.0 * c.act * x.m_tok * split);
+        // The elementwise ops the profile runs as kernels of their own (`elementwise.rs`):
+        // hidden-sized tensors replicated over TP without sequence parallelism, the others
+        // split over TP. Zero (and no time) when every chain is fused.
+        let (eager_f, eager_b) = if c.unfused.is_zero() {
+            (0.0, 0.0)
+        } else {
+            let u = &c.unfused;
+            let hidden = if x.sp { 1.0 / x.tp } else { 1.0 };
+            let bytes = |i: usize| x.m_tok * (u.hidden[i] * hidden + u.sharded[i] / x.tp);
+            let t = |b: f64| memory_bound_time_with(&self.gpu, &self.eff, b);
+            (t(bytes(0)), t(bytes(1)))
+        };
         // A MoE layer's router and token permutation copies (`moe.rs`; zero elsewhere).
         let moe = self.moe_work(c, x);
-        let fwd = gemm + core_f + score_f + mem_f + moe.fwd();
-        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + moe.bwd();
+        let fwd = gemm + core_f + score_f + mem_f + eager_f + moe.fwd();
+        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
         ComputeCost {
             fwd,
             bwd,
