@@ -383,6 +383,46 @@ mod tests {
     }
 
     #[test]
+    fn unfused_elementwise_bytes_are_priced_as_one_memory_bound_pass_each_way() {
+        // Llama-3-8B at 8K tokens, tp 2 with sequence parallelism, eager torchtitan against
+        // fused: the attention class's forward grows by the memory-bound time of the bytes
+        // the eager kernels add (the norm's over h/tp, RoPE's over Q and K / tp), the backward
+        // by its backward bytes, and nothing else changes.
+        use autoplan_cost::compute::memory_bound_time;
+        use autoplan_plan::framework::CostProfile;
+        let m = llama(8192);
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let plan = Plan {
+            tp: 2,
+            dp: 32,
+            sp: true,
+            ..Plan::default()
+        };
+        let fused = Evaluator::new(&m, &c, EvalOptions::default());
+        let eager = Evaluator::new(
+            &m,
+            &c,
+            EvalOptions::default().with_profile(&CostProfile::TORCHTITAN_EAGER),
+        );
+        let attn = crate::core::classes::ClassId::Attn as usize;
+        let (f, e) = (
+            fused.class_compute(&fused.ctx(&plan))[attn],
+            eager.class_compute(&eager.ctx(&plan))[attn],
+        );
+        let tokens = 8192.0; // mbs 1
+        let fwd = tokens * (32.0 * 4096.0 + 16.0 * 40.0 * 128.0) / 2.0;
+        let bwd = tokens * (64.0 * 4096.0 + 16.0 * 40.0 * 128.0) / 2.0;
+        let want_f = memory_bound_time(&c.gpu, fwd);
+        let want_b = memory_bound_time(&c.gpu, bwd);
+        assert!(((e.fwd - f.fwd) / want_f - 1.0).abs() < 1e-9, "{} vs {want_f}", e.fwd - f.fwd);
+        assert!(((e.bwd - f.bwd) / want_b - 1.0).abs() < 1e-9, "{} vs {want_b}", e.bwd - f.bwd);
+        assert_eq!((e.gemm, e.core, e.core_bwd), (f.gemm, f.core, f.core_bwd));
+    }
+
+    #[test]
     fn a_sliding_window_costs_its_window() {
         // Every block windowed at 4K: work ∝ s·w, so doubling the sequence doubles the core
         // (causal: ×4).

@@ -12,9 +12,9 @@ use super::PublishedRun;
 /// - `meg20_`: Megatron-LM v1 (2020); `nar21_`, `kor22_`: Megatron-LM 2021–22
 ///   (published_runs_SOURCES.md §2).
 /// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan with
-///   `compile` where the row's notes or precision name it, async TP (which needs it,
-///   frameworks.md §2.1) or Float8 linears (every Float8 row of torchtitan's tables that names
-///   its stack names compile); otherwise, or where the notes say "no torch.compile", eager
+///   `compile` where the row's notes name it or async TP (which needs it, frameworks.md
+///   §2.1), or its precision Float8 linears (every Float8 row of torchtitan's tables that
+///   names its stack names compile); otherwise, or where the notes say "no torch.compile", eager
 ///   torchtitan (`compile` is off by default, frameworks.md §2.4).
 /// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
@@ -34,11 +34,13 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
     } else if id.starts_with("nar21") || id.starts_with("kor22") {
         CostProfile::MEGATRON_LM_2021
     } else if id.starts_with("tt_") || source.contains("torchtitan") {
-        let stack = format!("{text} {}", r.precision.as_deref().unwrap_or("")).to_ascii_lowercase();
-        let compiled = ["compile", "asynctp", "float8"]
-            .iter()
-            .any(|w| stack.contains(w))
-            && !stack.contains("no torch.compile");
+        let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+        let float8 = r
+            .precision
+            .as_deref()
+            .is_some_and(|p| p.to_ascii_lowercase().contains("float8"));
+        let compiled = (float8 || notes.contains("compile") || notes.contains("asynctp"))
+            && !notes.contains("no torch.compile");
         if compiled {
             CostProfile::TORCHTITAN
         } else {
