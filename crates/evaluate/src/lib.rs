@@ -38,11 +38,11 @@ pub mod validate;
 
 pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 
+pub use autoplan_plan::framework::Elementwise;
 pub use balance::{
     balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
-pub use autoplan_plan::framework::Elementwise;
 pub use core::{unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes};
 pub use flops::{AttentionFlops, ModelFlops};
 

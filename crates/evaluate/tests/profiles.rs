@@ -309,7 +309,10 @@ fn unfused_bytes_per_token_match_a_hand_count() {
     let (h, f) = (4096.0, 14336.0);
     assert_eq!(
         bytes("llama3-8b", LayerKind::Attention, e),
-        ([32.0 * h, 64.0 * h], [16.0 * 40.0 * 128.0, 16.0 * 40.0 * 128.0])
+        (
+            [32.0 * h, 64.0 * h],
+            [16.0 * 40.0 * 128.0, 16.0 * 40.0 * 128.0]
+        )
     );
     assert_eq!(
         bytes("llama3-8b", LayerKind::DenseMlp, e),

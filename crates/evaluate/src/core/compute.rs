@@ -417,8 +417,16 @@ mod tests {
         let bwd = tokens * (64.0 * 4096.0 + 16.0 * 40.0 * 128.0) / 2.0;
         let want_f = memory_bound_time(&c.gpu, fwd);
         let want_b = memory_bound_time(&c.gpu, bwd);
-        assert!(((e.fwd - f.fwd) / want_f - 1.0).abs() < 1e-9, "{} vs {want_f}", e.fwd - f.fwd);
-        assert!(((e.bwd - f.bwd) / want_b - 1.0).abs() < 1e-9, "{} vs {want_b}", e.bwd - f.bwd);
+        assert!(
+            ((e.fwd - f.fwd) / want_f - 1.0).abs() < 1e-9,
+            "{} vs {want_f}",
+            e.fwd - f.fwd
+        );
+        assert!(
+            ((e.bwd - f.bwd) / want_b - 1.0).abs() < 1e-9,
+            "{} vs {want_b}",
+            e.bwd - f.bwd
+        );
         assert_eq!((e.gemm, e.core, e.core_bwd), (f.gemm, f.core, f.core_bwd));
     }
 

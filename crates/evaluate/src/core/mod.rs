@@ -49,8 +49,8 @@ use crate::comm::{CommRow, Pass};
 use crate::flops::ModelFlops;
 use crate::{AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSummary};
 use classes::Class;
-use ep::BALANCED_R;
 pub use elementwise::{unfused_elementwise_bytes, UnfusedBytes};
+use ep::BALANCED_R;
 pub use moe::MoeWorkRow;
 
 /// A partial plan for branch-and-bound: the degrees fixed so far. The current bound
