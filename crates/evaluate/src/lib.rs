@@ -38,11 +38,12 @@ pub mod validate;
 
 pub use autoplan_memory::{MemoryBreakdown, MemoryOptions};
 
+pub use autoplan_plan::framework::Elementwise;
 pub use balance::{
     balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
-pub use core::{Evaluator, MoeWorkRow, Partial};
+pub use core::{unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes};
 pub use flops::{AttentionFlops, ModelFlops};
 
 use serde::Serialize;
@@ -78,6 +79,10 @@ pub struct EvalOptions {
     /// before v0.19.4; `CostProfile::moe_dense_dispatch`), priced in the MoE work table
     /// (`core/moe.rs`) in place of the permutation copies.
     pub moe_dense_dispatch: bool,
+    /// Which elementwise ops run as kernels of their own (eager PyTorch), each adding the
+    /// bytes of its intermediate tensors to the fused kernels' traffic
+    /// ([`unfused_elementwise_bytes`]); [`Elementwise::FUSED`] by default.
+    pub elementwise: Elementwise,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -99,6 +104,7 @@ impl Default for EvalOptions {
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
             moe_dense_dispatch: false,
+            elementwise: Elementwise::FUSED,
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,

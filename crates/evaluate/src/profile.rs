@@ -9,7 +9,7 @@ impl EvalOptions {
     /// These options with the overlap and kernel mechanisms of profile `p`: the DP reduction
     /// overlapped with the backward or not (`dp_overlap`), ZeRO-1/2's reduction an all-reduce
     /// or a reduce-scatter, the attention core fused or not, the MoE dispatch a gather or
-    /// dense einsums.
+    /// dense einsums, the elementwise ops fused or run as kernels of their own.
     /// The TP overlap is the plan's (`tp_overlap`), which the profile's runs set
     /// (`CostProfile::tp_comm_overlap`) and the capability table bounds.
     pub fn with_profile(self, p: &CostProfile) -> EvalOptions {
@@ -17,6 +17,7 @@ impl EvalOptions {
             dp_overlap: p.dp_overlap,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
             moe_dense_dispatch: p.moe_dense_dispatch,
+            elementwise: p.elementwise,
             attention: if p.fused_attention {
                 AttentionKernel::Flash
             } else {

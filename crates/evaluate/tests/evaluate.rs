@@ -650,6 +650,40 @@ proptest! {
     }
 
     #[test]
+    fn unfused_elementwise_ops_never_speed_a_plan(
+        plan in plans(),
+        moe in prop::bool::ANY,
+        flags in 0u8..16,
+    ) {
+        // Any subset of the ops a framework runs unfused (eager PyTorch) against every chain
+        // fused (Megatron-Core): never faster, the same memory (the mechanism moves bytes
+        // through HBM, it stores nothing more). tiny-gpt has dropout; tiny-moe RMSNorm, RoPE
+        // and SwiGLU, where running all four unfused is strictly slower.
+        use autoplan_evaluate::Elementwise;
+        let m = if moe { tiny_moe() } else { tiny_gpt() };
+        let c = dgx_a100(2);
+        let e = Elementwise {
+            rmsnorm: flags & 1 != 0,
+            rope: flags & 2 != 0,
+            gated_act: flags & 4 != 0,
+            dropout: flags & 8 != 0,
+        };
+        let fused = Evaluator::new(&m, &c, EvalOptions::default()).evaluate(&plan);
+        let opts = EvalOptions { elementwise: e, ..EvalOptions::default() };
+        let eager = Evaluator::new(&m, &c, opts).evaluate(&plan);
+        match (fused, eager) {
+            (Ok(f), Ok(u)) => {
+                prop_assert!(u.step_time_s >= f.step_time_s * (1.0 - 1e-12), "{} < {}", u.step_time_s, f.step_time_s);
+                prop_assert_eq!(u.memory_peak_bytes, f.memory_peak_bytes);
+                if moe && e == Elementwise::EAGER {
+                    prop_assert!(u.step_time_s > f.step_time_s, "{} = {}", u.step_time_s, f.step_time_s);
+                }
+            }
+            (f, u) => prop_assert_eq!(f.is_ok(), u.is_ok()),
+        }
+    }
+
+    #[test]
     fn more_hbm_never_invalidates_a_plan(plan in plans(), k in 1.0f64..4.0) {
         let m = tiny_gpt();
         let mut c = dgx_a100(2);

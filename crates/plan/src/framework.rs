@@ -26,7 +26,7 @@ mod offload;
 mod profile;
 mod tables;
 
-pub use profile::CostProfile;
+pub use profile::{CostProfile, Elementwise};
 
 use checks::*;
 pub use offload::OffloadRules;

@@ -85,6 +85,9 @@ pub(super) struct Class {
     pub(super) o_elems: f64,
     pub(super) act: f64,
     pub(super) score: f64,
+    /// What the profile's unfused elementwise ops add (set by `Evaluator::new`: it depends
+    /// on the options; zero when every chain is fused).
+    pub(super) unfused: super::UnfusedBytes,
     pub(super) tp_fwd: f64,
     pub(super) tp_bwd: f64,
     pub(super) cp_kv: f64,
@@ -138,6 +141,7 @@ impl Class {
             },
             act: l.act_bytes_per_token,
             score: l.attn_score_bytes_per_token,
+            unfused: super::UnfusedBytes::default(),
             tp_fwd: l.tp_fwd_allreduce_elems_per_token,
             tp_bwd: l.tp_bwd_allreduce_elems_per_token,
             cp_kv: l.cp_kv_elems_per_token,
@@ -159,6 +163,7 @@ impl Class {
             o_elems: 0.0,
             act: 0.0,
             score: 0.0,
+            unfused: super::UnfusedBytes::default(),
             tp_fwd: 0.0,
             tp_bwd: 0.0,
             cp_kv: 0.0,

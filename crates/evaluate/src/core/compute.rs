@@ -260,10 +260,22 @@ impl Evaluator {
         };
         // Elementwise kernels write what is stored for backward and read it back once.
         let mem_f = memory_bound_time_with(&self.gpu, &self.eff, 2.0 * c.act * x.m_tok * split);
+        // The elementwise ops the profile runs as kernels of their own (`elementwise.rs`):
+        // hidden-sized tensors replicated over TP without sequence parallelism, the others
+        // split over TP. Zero (and no time) when every chain is fused.
+        let (eager_f, eager_b) = if c.unfused.is_zero() {
+            (0.0, 0.0)
+        } else {
+            let u = &c.unfused;
+            let hidden = if x.sp { 1.0 / x.tp } else { 1.0 };
+            let bytes = |i: usize| x.m_tok * (u.hidden[i] * hidden + u.sharded[i] / x.tp);
+            let t = |b: f64| memory_bound_time_with(&self.gpu, &self.eff, b);
+            (t(bytes(0)), t(bytes(1)))
+        };
         // A MoE layer's router and token permutation copies (`moe.rs`; zero elsewhere).
         let moe = self.moe_work(c, x);
-        let fwd = gemm + core_f + score_f + mem_f + moe.fwd();
-        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + moe.bwd();
+        let fwd = gemm + core_f + score_f + mem_f + eager_f + moe.fwd();
+        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
         ComputeCost {
             fwd,
             bwd,
@@ -368,6 +380,54 @@ mod tests {
         let (f8, _) = core(&llama(8192), 1, 8);
         let (f8_1, _) = core(&llama(8192), 1, 1);
         assert!(f8 > 1.2 * f8_1 / 8.0, "{f8} vs {}", f8_1 / 8.0);
+    }
+
+    #[test]
+    fn unfused_elementwise_bytes_are_priced_as_one_memory_bound_pass_each_way() {
+        // Llama-3-8B at 8K tokens, tp 2 with sequence parallelism, eager torchtitan against
+        // fused: the attention class's forward grows by the memory-bound time of the bytes
+        // the eager kernels add (the norm's over h/tp, RoPE's over Q and K / tp), the backward
+        // by its backward bytes, and nothing else changes.
+        use autoplan_cost::compute::memory_bound_time;
+        use autoplan_plan::framework::CostProfile;
+        let m = llama(8192);
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let plan = Plan {
+            tp: 2,
+            dp: 32,
+            sp: true,
+            ..Plan::default()
+        };
+        let fused = Evaluator::new(&m, &c, EvalOptions::default());
+        let eager = Evaluator::new(
+            &m,
+            &c,
+            EvalOptions::default().with_profile(&CostProfile::TORCHTITAN_EAGER),
+        );
+        let attn = crate::core::classes::ClassId::Attn as usize;
+        let (f, e) = (
+            fused.class_compute(&fused.ctx(&plan))[attn],
+            eager.class_compute(&eager.ctx(&plan))[attn],
+        );
+        let tokens = 8192.0; // mbs 1
+        let fwd = tokens * (32.0 * 4096.0 + 16.0 * 40.0 * 128.0) / 2.0;
+        let bwd = tokens * (64.0 * 4096.0 + 16.0 * 40.0 * 128.0) / 2.0;
+        let want_f = memory_bound_time(&c.gpu, fwd);
+        let want_b = memory_bound_time(&c.gpu, bwd);
+        assert!(
+            ((e.fwd - f.fwd) / want_f - 1.0).abs() < 1e-9,
+            "{} vs {want_f}",
+            e.fwd - f.fwd
+        );
+        assert!(
+            ((e.bwd - f.bwd) / want_b - 1.0).abs() < 1e-9,
+            "{} vs {want_b}",
+            e.bwd - f.bwd
+        );
+        assert_eq!((e.gemm, e.core, e.core_bwd), (f.gemm, f.core, f.core_bwd));
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod cp;
 mod ctx;
 mod dp;
 mod dualpipe;
+mod elementwise;
 mod emit;
 mod ep;
 mod ep_overlap;
@@ -48,6 +49,7 @@ use crate::comm::{CommRow, Pass};
 use crate::flops::ModelFlops;
 use crate::{AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSummary};
 use classes::Class;
+pub use elementwise::{unfused_elementwise_bytes, UnfusedBytes};
 use ep::BALANCED_R;
 pub use moe::MoeWorkRow;
 
@@ -123,7 +125,10 @@ impl Evaluator {
     /// Precompute everything that does not depend on the plan.
     pub fn new(model: &ModelSpec, cluster: &Cluster, opts: EvalOptions) -> Evaluator {
         let layers = model.layers();
-        let classes = classes::classes_of(model);
+        let mut classes = classes::classes_of(model);
+        for c in &mut classes {
+            c.unfused = unfused_elementwise_bytes(model, c.kind, &opts.elementwise);
+        }
         let precision = model.training.precision;
         let (experts, top_k, k_eff, imbalance, capacity) = match &model.moe {
             Some(m) => (

@@ -30,8 +30,8 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
 /// are not measured) under the torchtitan cost profile (`CostProfile::TORCHTITAN`: FSDP2's
 /// prefetch and reduce-scatter overlap, SDPA's fused attention) and printed with their error,
 /// but the run is torchtitan's FSDP2 with `torch.compile`, Float8 linears and PyTorch's
-/// experimental context-parallel SDPA, and the profile prices none of compile's fusions,
-/// Float8's scaling kernels, the CP path's attention kernel and all-gather rotation
+/// experimental context-parallel SDPA, and the profile prices compile's elementwise kernels as
+/// fused ones (`Elementwise::FUSED`) but none of Float8's scaling kernels, the CP path's attention kernel and all-gather rotation
 /// (frameworks.md §2.1), or the capped clocks: the model predicts both too fast (1.6x at 32K,
 /// 2.9x at 256K with cp 8; at 256K the step is attention-bound, about 190 TFLOP/s of hardware
 /// FLOPs per GPU measured
@@ -40,7 +40,7 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
 /// 500 W cap, would settle it.
 pub(crate) const TORCHTITAN_LONG_SEQ: &str =
     "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
-     SDPA on 96 GB / 500 W H100s: the torchtitan profile prices FSDP2's overlap, not compile's \
-     fusions, Float8's scaling kernels, the CP path's attention kernel and rotation, or the \
+     SDPA on 96 GB / 500 W H100s: the torchtitan profile prices FSDP2's overlap and compile's \
+     fused elementwise kernels, not Float8's scaling kernels, the CP path's attention kernel and rotation, or the \
      power-capped clocks; a trace of one step of each run on that hardware, and the attention \
      and GEMM rates under the 500 W cap, would settle it";

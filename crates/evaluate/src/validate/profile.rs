@@ -11,7 +11,11 @@ use super::PublishedRun;
 ///
 /// - `meg20_`: Megatron-LM v1 (2020); `nar21_`, `kor22_`: Megatron-LM 2021–22
 ///   (published_runs_SOURCES.md §2).
-/// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan.
+/// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan with
+///   `compile` where the row's notes name it or async TP (which needs it, frameworks.md
+///   §2.1), or its precision Float8 linears (every Float8 row of torchtitan's tables that
+///   names its stack names compile); otherwise, or where the notes say "no torch.compile", eager
+///   torchtitan (`compile` is off by default, frameworks.md §2.4).
 /// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
 ///   MT-NLG's "DeepSpeed pipeline + Megatron TP", GPT-NeoX, built on DeepSpeed): Megatron-
@@ -30,7 +34,18 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
     } else if id.starts_with("nar21") || id.starts_with("kor22") {
         CostProfile::MEGATRON_LM_2021
     } else if id.starts_with("tt_") || source.contains("torchtitan") {
-        CostProfile::TORCHTITAN
+        let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+        let float8 = r
+            .precision
+            .as_deref()
+            .is_some_and(|p| p.to_ascii_lowercase().contains("float8"));
+        let compiled = (float8 || notes.contains("compile") || notes.contains("asynctp"))
+            && !notes.contains("no torch.compile");
+        if compiled {
+            CostProfile::TORCHTITAN
+        } else {
+            CostProfile::TORCHTITAN_EAGER
+        }
     } else if source.contains("llm-foundry") {
         CostProfile::LLM_FOUNDRY
     } else if text.contains("deepspeed") || text.contains("gpt-neox") {

@@ -10,6 +10,61 @@
 
 use super::Framework;
 
+/// Which of a block's elementwise ops a framework runs as kernels of their own (eager
+/// PyTorch), where Megatron-Core runs one fused kernel per chain. The evaluator prices the
+/// fused kernels' traffic for every profile (the elementwise term of `autoplan_evaluate`'s
+/// compute); each op set here adds the HBM bytes of the intermediate tensors its separate
+/// kernels write and read back, from the model's shapes
+/// (`autoplan_evaluate::unfused_elementwise_bytes`). Ops that are one kernel either way
+/// (LayerNorm, an ungated GELU/ReLU, a residual add without dropout, a bias inside the GEMM's
+/// epilogue) have no flag: eager and fused move the same bytes.
+///
+/// The fused kernels, Megatron-Core @ 0.19.2: `bias_swiglu` (fusions/fused_bias_swiglu.py:L16-70),
+/// `bias_dropout_add_fused_train` (fusions/fused_bias_dropout.py:L11-75), the fused RoPE
+/// (`apply_rope_fusion`), Transformer Engine's RMSNorm; Megatron-LM turns each on by default
+/// (megatron/training/arguments.py:L2755-2767, `--no-bias-swiglu-fusion`, `--no-bias-dropout-
+/// fusion`, `--no-rope-fusion` store false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elementwise {
+    /// RMSNorm as PyTorch's composite `rms_norm` (upcast to fp32, `pow`, `mean`, `rsqrt`,
+    /// multiply, downcast, times the weight: six kernels over the activation), as torchtitan's
+    /// `nn.RMSNorm` and llm-foundry's `LPRMSNorm` (layers/norm.py @ 0.22.0:L71-100) call it.
+    pub rmsnorm: bool,
+    /// RoPE as torchtitan's `apply_rotary_emb` (models/llama3/model/model.py @ 0.1.0:L90-95):
+    /// Q and K upcast to fp32, multiplied as complex numbers, cast back.
+    pub rope: bool,
+    /// A gated MLP's activation as `act(gate) * up`, two kernels (torchtitan's
+    /// `F.silu(w1(x)) * w3(x)`, model.py @ 0.1.0:L236-237; llm-foundry's `MPTGLU`,
+    /// layers/ffn.py @ 0.22.0:L215-218).
+    pub gated_act: bool,
+    /// Dropout a kernel of its own before the residual add (`x + dropout(b)`: llm-foundry's
+    /// MPT block, layers/blocks.py @ 0.22.0:L216, L224-227).
+    pub dropout: bool,
+}
+
+impl Elementwise {
+    /// Every chain fused (Megatron-Core, Megatron-LM's jit/apex fusions, torch.compile).
+    pub const FUSED: Elementwise = Elementwise {
+        rmsnorm: false,
+        rope: false,
+        gated_act: false,
+        dropout: false,
+    };
+    /// Every op its own kernel: eager PyTorch on the Llama reference code (torchtitan
+    /// without `compile`).
+    pub const EAGER: Elementwise = Elementwise {
+        rmsnorm: true,
+        rope: true,
+        gated_act: true,
+        dropout: true,
+    };
+
+    /// No op runs unfused: the profile prices the fused kernels only.
+    pub fn is_fused(&self) -> bool {
+        *self == Elementwise::FUSED
+    }
+}
+
 /// The cost mechanisms of one framework version era.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CostProfile {
@@ -41,6 +96,8 @@ pub struct CostProfile {
     /// (`autoplan_evaluate`'s MoE work table, `core/moe.rs`); `false`: a gather by index
     /// (Megatron-Core's permutation, DeepSpeed's `_sparse_encode` from v0.19.4).
     pub moe_dense_dispatch: bool,
+    /// Which elementwise ops run as separate kernels ([`Elementwise`]).
+    pub elementwise: Elementwise,
     /// Where each mechanism's value comes from.
     pub source: &'static str,
     /// What the framework does that costs time and the profile does not price, and what
@@ -60,6 +117,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
+        elementwise: Elementwise::FUSED,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
         not_modelled: "",
@@ -74,6 +132,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        elementwise: Elementwise::FUSED,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
         not_modelled: "",
@@ -89,6 +148,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        elementwise: Elementwise::FUSED,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
         not_modelled: "",
     };
@@ -106,6 +166,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        elementwise: Elementwise::FUSED,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
                  are the defaults at the commit, inferred: the run's arguments would settle \
@@ -126,6 +187,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         fused_attention: false,
         moe_dense_dispatch: true,
+        elementwise: Elementwise::FUSED,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels; \
                  deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541 (einsum dispatch/combine)",
@@ -150,6 +212,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         fused_attention: true,
         moe_dense_dispatch: false,
+        elementwise: Elementwise::FUSED,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3); \
                  deepspeed/moe/sharded_moe.py @ v0.19.5:L207-232 (MoE gather by index)",
         not_modelled:
@@ -175,9 +238,14 @@ impl CostProfile {
         ..CostProfile::DEEPSPEED
     };
 
-    /// torchtitan (FSDP2): FSDP2 prefetches the next unit's all-gather and overlaps the
-    /// reduce-scatter with the backward (`fully_shard`, frameworks.md §3.6); SDPA's fused
-    /// kernels; TP overlap only as async TP, which a row names.
+    /// torchtitan (FSDP2) with `compile`: FSDP2 prefetches the next unit's all-gather and
+    /// overlaps the reduce-scatter with the backward (`fully_shard`, frameworks.md §3.6);
+    /// SDPA's fused kernels; TP overlap only as async TP, which a row names. Inductor fuses
+    /// each elementwise chain (norm, RoPE, the gated activation, the residual add) into one
+    /// generated kernel that reads its inputs and writes its outputs once — what is left
+    /// between the GEMMs and the attention kernel is the fused kernels' traffic, priced as
+    /// Megatron-Core's (Inductor can also fold the residual add into the next norm, a saving
+    /// not credited).
     pub const TORCHTITAN: CostProfile = CostProfile {
         name: "torchtitan",
         dp_overlap: true,
@@ -185,16 +253,38 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
-        source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §3.6 (FSDP2)",
-        not_modelled: "torch.compile's fusions, Float8's scaling kernels under FSDP2, PyTorch's \
+        elementwise: Elementwise::FUSED,
+        source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §2.4 \
+                 (compile), §3.6 (FSDP2)",
+        not_modelled: "Float8's scaling kernels under FSDP2, PyTorch's \
                        experimental context-parallel SDPA (all-gather rotation by default, \
                        frameworks.md §2.1) and the 500 W power cap of the 96 GB H100s are not modelled; \
                        a trace of one step at 32K (cp 1) and 256K (cp 8), and the GEMM rate under the \
                        500 W cap, would settle them",
     };
 
+    /// torchtitan without `compile` (its default, `[compile] enable = false`, frameworks.md
+    /// §2.4): as [`CostProfile::TORCHTITAN`], with the Llama model code's elementwise ops run
+    /// eagerly, each its own kernel ([`Elementwise::EAGER`]: composite RMSNorm, fp32 complex
+    /// RoPE, `silu(w1 x) * w3 x`).
+    pub const TORCHTITAN_EAGER: CostProfile = CostProfile {
+        name: "torchtitan-eager",
+        elementwise: Elementwise::EAGER,
+        source: "frameworks.md §2.4 (compile off by default), §3.6 (FSDP2); torchtitan \
+                 models/llama3/model/model.py @ 0.1.0:L90-95, L236-237, L276-277",
+        not_modelled: "repeat_kv's copies of K and V for grouped-query attention, the \
+                       attention output's transpose copy, and the 500 W power cap of the 96 GB \
+                       H100s are not priced; a trace of one eager step would settle them",
+        ..CostProfile::TORCHTITAN
+    };
+
     /// llm-foundry / Composer (PyTorch FSDP1, `FULL_SHARD`, `BACKWARD_PRE` prefetch, Flash
-    /// Attention): overlapped as FSDP2; no tensor parallelism.
+    /// Attention): overlapped as FSDP2; no tensor parallelism. The model code runs eagerly:
+    /// `low_precision_layernorm` (its default norm, configuration_mpt.py @ 0.22.0:L47) is one
+    /// bf16 `layer_norm` kernel (layers/norm.py:L34-68) and an ungated GELU one kernel, as
+    /// fused; `LPRMSNorm` calls PyTorch's composite `rms_norm`, `MPTGLU` runs `act(gate) * up`
+    /// as two kernels, dropout precedes the residual add as a kernel of its own; RoPE (`dail`,
+    /// its default) is flash-attn's fused rotary kernel.
     pub const LLM_FOUNDRY: CostProfile = CostProfile {
         name: "llm-foundry",
         dp_overlap: true,
@@ -202,16 +292,28 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
+        elementwise: Elementwise {
+            rmsnorm: true,
+            rope: false,
+            gated_act: true,
+            dropout: true,
+        },
         source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
-                 frameworks.md §3.6",
-        not_modelled: "eager PyTorch elementwise kernels (LayerNorm, GELU, residual adds: each a read \
-                       and a write of the activation, where the model prices fused kernels' traffic) \
-                       and FSDP1's host-side issue of each unit's all-gather (limit_all_gathers) are \
-                       not priced; a trace of one MPT-7B step on 512 H100s would settle the split",
+                 frameworks.md §3.6; llmfoundry/models @ 0.22.0 (layers/norm.py, ffn.py, \
+                 blocks.py; mpt/configuration_mpt.py)",
+        not_modelled: "MPT's block (LayerNorm, ungated GELU, ALiBi, no dropout) runs no \
+                       elementwise kernel beyond the fused ones, so eager PyTorch adds nothing \
+                       there. Not priced: flash_attn_fn's unpad/pad copies of Q, K, V and the \
+                       output (attention.py @ 0.22.0:L328-344, L438-443; 0.3.0 defaulted to \
+                       the triton kernel, which has none: which one the runs used is not \
+                       recorded), the fp32 residual stream and casts of amp_bf16 with fp32 \
+                       FSDP parameters, and FSDP1's host-side issue of each unit's all-gather \
+                       (limit_all_gathers); a trace of one MPT-7B step on 512 H100s would \
+                       settle the split",
     };
 
     /// Every profile, for listings and tests.
-    pub const ALL: [CostProfile; 9] = [
+    pub const ALL: [CostProfile; 10] = [
         CostProfile::MEGATRON_CORE,
         CostProfile::MEGATRON_LM_2020,
         CostProfile::MEGATRON_LM_2021,
@@ -220,6 +322,7 @@ impl CostProfile {
         CostProfile::DEEPSPEED,
         CostProfile::DEEPSPEED_MOE_2023,
         CostProfile::TORCHTITAN,
+        CostProfile::TORCHTITAN_EAGER,
         CostProfile::LLM_FOUNDRY,
     ];
 }
