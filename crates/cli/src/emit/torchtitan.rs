@@ -4,7 +4,7 @@
 //!
 //! Written: `[training]` (batch and sequence length, §2.2), `[parallelism]` (every degree, the
 //! FSDP/HSDP split and resharding, the pipeline schedule and stage contents, CP rotation, EP,
-//! §2.1), `[activation_checkpoint]` (§2.3), `[compile]` (§2.4, for async TP) and the FP8/MX
+//! §2.1), `[activation_checkpoint]` (§2.3), `[compile]` (§2.4: on, as the profile prices it) and the FP8/MX
 //! converters (§2.5). The model's own tables (`[model]` name and flavor, optimizer, data) stay
 //! the user's. Knobs torchtitan has one value for (the TP→SP transition, the `moe_tp` scheme,
 //! the rank order, contiguous expert placement) are the capability table's, and the collective
@@ -181,9 +181,12 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     };
     kv(&mut t, "mode", quote(mode));
 
-    // Async TP needs the model compiled (tensor_parallel.py @ v0.2.2:L16-25; §2.1, §2.4).
+    // Compiled, as the `torchtitan` cost profile prices it (Inductor fuses the elementwise
+    // chains; `torchtitan-eager` is the uncompiled default, §2.4), and as async TP needs it
+    // (tensor_parallel.py @ v0.2.2:L16-25; §2.1). MXFP8 refuses compile with TP > 1 (mx.py @
+    // v0.2.2:L42-53, §2.5): that plan runs eager.
     t.push_str("\n[compile]\n");
-    let compile = plan.tp > 1 && plan.tp_overlap;
+    let compile = !(precision == Precision::Mxfp8 && plan.tp > 1);
     kv(&mut t, "enable", compile);
     if compile {
         kv(&mut t, "components", "[\"model\", \"loss\"]");
