@@ -74,6 +74,10 @@ pub struct EvalOptions {
     /// its slice (DeepSpeed's default, frameworks.md §3.5), instead of a reduce-scatter
     /// (Megatron's distributed optimizer, FSDP): twice the bytes.
     pub zero_grad_all_reduce: bool,
+    /// Offloaded activations move beside the compute, the next layer prefetched (Megatron-Core
+    /// through Transformer Engine), not on the compute stream (DeepSpeed); the profile's
+    /// `activation_offload_overlap` (`core/offload.rs`).
+    pub activation_offload_overlap: bool,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -94,6 +98,7 @@ impl Default for EvalOptions {
             grad_bytes: 4.0,
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
+            activation_offload_overlap: true,
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,

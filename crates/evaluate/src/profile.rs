@@ -15,6 +15,7 @@ impl EvalOptions {
         EvalOptions {
             dp_overlap: p.dp_overlap,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
+            activation_offload_overlap: p.activation_offload_overlap,
             attention: if p.fused_attention {
                 AttentionKernel::Flash
             } else {

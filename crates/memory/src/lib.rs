@@ -156,7 +156,7 @@ pub struct MemoryBreakdown {
     pub transient: f64,
     pub reserve: f64,
     /// Host memory this GPU's process uses for offloaded state (`offload_optimizer`,
-    /// `offload_params`), bytes;
+    /// `offload_params`, `offload_activations`), bytes;
     /// not part of `total` (HBM).
     #[serde(skip_serializing_if = "is_zero")]
     pub host: f64,
@@ -319,7 +319,7 @@ impl ModelMemory {
     /// The most host memory a GPU of `plan` uses for offloaded state (max over the stages
     /// [`ModelMemory::breakdown`] compares), bytes; 0 without offload.
     pub fn host_peak(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
-        if plan.offload_optimizer == 0 && !plan.offload_params {
+        if !plan.offloads() {
             return 0.0;
         }
         let pp = plan.pp.max(1);

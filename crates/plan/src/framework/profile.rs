@@ -34,6 +34,13 @@ pub struct CostProfile {
     /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
     /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
     pub fused_attention: bool,
+    /// Offloaded activations (`offload_activations`) move on their own CUDA streams, the next
+    /// layer's prefetched, beside the compute (Transformer Engine's
+    /// `AsyncDoubleBufferGroupOffloadHandler`, `cpu_offload.py @ TE v2.8.0:L302-353`, which
+    /// Megatron-Core's `--cpu-offloading` uses). `false`: copied on the compute stream, exposed
+    /// (DeepSpeed's `cpu_checkpointing` moves each checkpoint with `tensor.to(device)`,
+    /// `runtime/utils.py @ v0.19.5:L164-177`, `checkpointing.py:L529-531, L625-627`).
+    pub activation_offload_overlap: bool,
     /// Where each mechanism's value comes from.
     pub source: &'static str,
     /// What the framework does that costs time and the profile does not price, and what
@@ -52,6 +59,7 @@ impl CostProfile {
         tp_comm_overlap: true,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        activation_offload_overlap: true,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
         not_modelled: "",
@@ -65,6 +73,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        activation_offload_overlap: true,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
         not_modelled: "",
@@ -79,6 +88,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        activation_offload_overlap: true,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
         not_modelled: "",
     };
@@ -95,6 +105,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
+        activation_offload_overlap: true,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
                  are the defaults at the commit, inferred: the run's arguments would settle \
@@ -112,6 +123,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: true,
         fused_attention: false,
+        activation_offload_overlap: false,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels",
         not_modelled: "DeepSpeed's pipeline engine (blocking send/recv through two-rank \
@@ -132,6 +144,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: true,
         fused_attention: true,
+        activation_offload_overlap: false,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3)",
         not_modelled:
             "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
@@ -147,6 +160,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        activation_offload_overlap: false,
         source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §3.6 (FSDP2)",
         not_modelled: "torch.compile's fusions, Float8's scaling kernels under FSDP2, PyTorch's \
                        experimental context-parallel SDPA (all-gather rotation by default, \
@@ -163,6 +177,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
+        activation_offload_overlap: false,
         source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
                  frameworks.md §3.6",
         not_modelled: "eager PyTorch elementwise kernels (LayerNorm, GELU, residual adds: each a read \
