@@ -20,7 +20,11 @@ fn plans() -> impl Strategy<Value = Plan> {
         prop::sample::select(vec![0u8, 1, 3]),
         prop::sample::select(vec![1u32, 2]),
         prop::sample::select(vec![1u32, 2, 4, 8]),
-        prop::sample::select(vec![Schedule::OneF1B, Schedule::Interleaved, Schedule::DualPipe]),
+        prop::sample::select(vec![
+            Schedule::OneF1B,
+            Schedule::Interleaved,
+            Schedule::DualPipe,
+        ]),
         prop::sample::select(vec![1u32, 2, 3, 7, ALL]),
     )
         .prop_map(|(tp, pp, recompute, zero, mbs, ep, schedule, n)| Plan {
@@ -33,7 +37,11 @@ fn plans() -> impl Strategy<Value = Plan> {
             zero: Zero::stage(zero),
             mbs,
             schedule,
-            vpp: if schedule == Schedule::Interleaved { 2 } else { 1 },
+            vpp: if schedule == Schedule::Interleaved {
+                2
+            } else {
+                1
+            },
             offload_activations: n,
             ..Plan::default()
         })
@@ -155,7 +163,11 @@ fn activation_copies_follow_the_link_the_overlap_and_the_host() {
         .parse()
         .unwrap();
     let off = |c: &Cluster, o: EvalOptions| {
-        Evaluator::new(&m, c, o).report(&p).unwrap().breakdown.offload_s
+        Evaluator::new(&m, c, o)
+            .report(&p)
+            .unwrap()
+            .breakdown
+            .offload_s
     };
     let hidden = off(&c, EvalOptions::default());
     let shown = off(&c, exposed());

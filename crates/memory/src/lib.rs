@@ -88,6 +88,11 @@
 //! - **Transient**: the largest one-layer buffer: MoE dispatch (all-to-all send and receive, or
 //!   the all-gathered tokens of the EP group) and the ZeRO-3 gather of one block.
 //! - **Reserve**: CUDA context, NCCL buffers, allocator fragmentation ([`MemoryOptions`]).
+//! - **Offload** (not part of `total`, in [`MemoryBreakdown::host`]): `offload_optimizer`'s
+//!   share of the optimizer state, `offload_params`' ZeRO-3 shards, and `offload_activations`'
+//!   layers: `min(N, blocks)` of a stage's average block's stored bytes per micro-batch in
+//!   flight leave HBM for host memory, one layer's worth staying for the copy in flight
+//!   (`activations.rs`, `offloaded_acts`).
 
 mod activations;
 mod constants;

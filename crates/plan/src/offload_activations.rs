@@ -5,12 +5,12 @@
 //!
 //! A layer count, not a fraction, because that is what the frameworks run (docs/decisions.md,
 //! "Activation offload"):
-//! - Megatron-Core: `--cpu-offloading --cpu-offloading-num-layers N` offloads the activations
+//! - Megatron-Core: `--cpu-offloading-num-layers N` offloads the activations
 //!   of the first `N` transformer layers through Transformer Engine's
 //!   `get_cpu_offload_context(enabled, num_layers=N, model_layers, offload_activations)`
-//!   (`transformer_block.py @ core_v0.16.1:L303-323`; `cpu_offload.py @ TE v2.8.0:L646-735`),
+//!   (`transformer_block.py @ core_v0.19.2:L298-319`; `cpu_offload.py @ TE v2.8.0:L646-735`),
 //!   with `0 ≤ N < num_layers`, no pipeline parallelism and no recompute
-//!   (`transformer_config.py @ core_v0.16.1:L1137-1152`; frameworks.md §1.7);
+//!   (`transformer_config.py @ core_v0.19.2:L1707-1722`; frameworks.md §1.7);
 //! - DeepSpeed: `activation_checkpointing.cpu_checkpointing` moves every checkpointed layer's
 //!   input to the CPU (`checkpointing.py @ v0.19.5:L529-531, L625-627`): all layers of a stage
 //!   (the switch is global), with full recompute only;
@@ -65,15 +65,15 @@ impl Plan {
         self.offload_activations.min(blocks)
     }
 
-    /// Megatron-LM's activation-offload flags (`--cpu-offloading --cpu-offloading-num-layers
-    /// N`; activations, not the deprecated weights, are what it offloads by default,
-    /// `model_parallel_config.py @ core_v0.16.1:L370-389`). Nothing when nothing is offloaded;
+    /// Megatron-LM's activation-offload flag, `--cpu-offloading-num-layers N`: `N > 0` turns
+    /// `cpu_offloading` on (`arguments.py @ core_v0.19.2:L1869-1870`; `--cpu-offloading` itself
+    /// is no command-line flag, L2237), activations and not the deprecated weights by default
+    /// (`model_parallel_config.py @ core_v0.19.2:L458-480`). Nothing when nothing is offloaded;
     /// the capability table refuses `all` (Megatron needs `N < num_layers`) first.
-    pub(crate) fn megatron_activation_offload(&self, a: &mut Vec<String>, flags: &mut Vec<String>) {
+    pub(crate) fn megatron_activation_offload(&self, a: &mut Vec<String>) {
         if self.offload_activations == 0 {
             return;
         }
-        flags.push("--cpu-offloading".into());
         a.push("--cpu-offloading-num-layers".into());
         a.push(name(self.offload_activations));
     }

@@ -138,22 +138,30 @@ fn knobs(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<(Plan, Metrics
                                     for &ep_overlap in &ep_overlaps {
                                         for &placement in &placements {
                                             for &offload_optimizer in &space.offload_optimizer {
-                                                let plan = Plan {
-                                                    sp,
-                                                    cp_comm,
-                                                    tp_sp_transition,
-                                                    moe_tp_scheme,
-                                                    dispatcher,
-                                                    algo,
-                                                    order,
-                                                    tp_overlap,
-                                                    ep_overlap,
-                                                    placement,
-                                                    offload_optimizer,
-                                                    ..base
-                                                };
-                                                if let Ok(m) = ev.evaluate(&plan) {
-                                                    out.push((plan, m));
+                                                for &offload_params in &space.offload_params {
+                                                    for &offload_activations in
+                                                        &space.offload_activations
+                                                    {
+                                                        let plan = Plan {
+                                                            sp,
+                                                            cp_comm,
+                                                            tp_sp_transition,
+                                                            moe_tp_scheme,
+                                                            dispatcher,
+                                                            algo,
+                                                            order,
+                                                            tp_overlap,
+                                                            ep_overlap,
+                                                            placement,
+                                                            offload_optimizer,
+                                                            offload_params,
+                                                            offload_activations,
+                                                            ..base
+                                                        };
+                                                        if let Ok(m) = ev.evaluate(&plan) {
+                                                            out.push((plan, m));
+                                                        }
+                                                    }
                                                 }
                                             }
                                         }
@@ -202,6 +210,8 @@ fn oracle_size(space: &Space) -> usize {
         space.ep_overlap.len(),
         space.placement.len(),
         space.offload_optimizer.len(),
+        space.offload_params.len(),
+        space.offload_activations.len(),
     ]
     .iter()
     .product()
@@ -525,16 +535,19 @@ fn small_space() -> impl Strategy<Value = Space> {
             num(&["false", "true"], 2),
             quoted(&["contiguous", "balanced", "balanced:1"], 2),
             num(&["0", "0.5", "1"], 2),
+            num(&["false", "true"], 1),
+            num(&["0", "1", "\"all\""], 2),
         ),
     )
         .prop_map(
             |((tp, pp, cp, ep, moe_tp, mbs), (rc, zero, sch, vpp), knobs, rest)| {
                 let (sp, cpc, tpsp, mts, disp, algo) = knobs;
-                let (order, tpo, epo, place, off) = rest;
+                let (order, tpo, epo, place, off, offp, offa) = rest;
                 let text = format!(
                     "[degrees]\ntp = {tp}\npp = {pp}\ncp = {cp}\nep = {ep}\nmoe_tp = {moe_tp}\n\
                      [batch]\nmbs = {mbs}\n[memory]\nrecompute = {rc}\nzero = {zero}\n\
-                     offload_optimizer = {off}\n\
+                     offload_optimizer = {off}\noffload_params = {offp}\n\
+                     offload_activations = {offa}\n\
                      [pipeline]\nschedules = {sch}\nvpp = {vpp}\n[knobs]\nsp = {sp}\n\
                      cp_comm = {cpc}\ntp_sp_transition = {tpsp}\nmoe_tp_scheme = {mts}\n\
                      dispatcher = {disp}\nalgo = {algo}\nrank_order = {order}\n\
@@ -681,6 +694,66 @@ fn bnb_matches_the_oracle_where_only_offload_fits() {
     let fits = oracle(&ev, &space);
     assert!(!fits.is_empty());
     assert!(fits.iter().all(|(p, _)| p.offload_optimizer > 0));
+    for top_k in [1, 4] {
+        if let Err(e) = check(&model, &cluster, &space, top_k) {
+            panic!("top {top_k}: {e}");
+        }
+    }
+}
+
+/// Where only plans offloading their parameters or activations fit (HBM between the least
+/// peak with both open and the least with optimizer offload alone): the engine finds every
+/// plan the oracle does, so the memory floor stays a lower bound with them open.
+#[test]
+fn bnb_matches_the_oracle_where_only_param_or_activation_offload_fits() {
+    let model = SmallModel {
+        layers: 8,
+        hidden: 4096,
+        heads: 32,
+        kv_heads: 32,
+        seq_len: 8192,
+        global_batch: 64,
+        moe: None,
+    }
+    .spec();
+    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
+                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"selective\", \"full\"]\n\
+                zero = [1, 3]\noffload_optimizer = [0, 1]\noffload_params = [false, true]\n\
+                offload_activations = [0, 2, \"all\"]\n\
+                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
+                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
+                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
+                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
+                tp_overlap = [true]\nep_overlap = [true]\n";
+    let space = Space::from_source(&Source::new("offload2.toml", text)).expect("a valid space");
+    let mut cluster = dgx_a100(1);
+    cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
+    let roomy = {
+        let mut c = cluster.clone();
+        c.gpu.hbm_bytes *= 100.0;
+        c
+    };
+    let all = oracle(
+        &Evaluator::new(&model, &roomy, EvalOptions::default()),
+        &space,
+    );
+    let least = |keep: &dyn Fn(&Plan) -> bool| {
+        all.iter()
+            .filter(|(p, _)| keep(p))
+            .map(|(_, m)| m.memory_peak_bytes)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let with = least(&|_| true);
+    let without = least(&|p| !p.offload_params && p.offload_activations == 0);
+    assert!(with < without, "{with} !< {without}");
+    cluster.gpu.hbm_bytes = (with + without) / 2.0;
+    let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
+    let fits = oracle(&ev, &space);
+    assert!(!fits.is_empty());
+    assert!(fits
+        .iter()
+        .all(|(p, _)| p.offload_params || p.offload_activations > 0));
+    assert!(fits.iter().any(|(p, _)| p.offload_activations > 0));
     for top_k in [1, 4] {
         if let Err(e) = check(&model, &cluster, &space, top_k) {
             panic!("top {top_k}: {e}");

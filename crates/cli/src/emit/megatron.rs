@@ -153,7 +153,7 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         Zero::NONE
     };
     p.offload_optimizer = offload_from_flags(&get, &has)?;
-    p.offload_activations = activation_offload_from_flags(&get, &has)?;
+    p.offload_activations = activation_offload_from_flags(&get)?;
     if let Some(v) = get("--cp-comm-type") {
         p.cp_comm = match v.as_slice() {
             ["a2a+p2p"] => {
@@ -229,7 +229,6 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         "--optimizer-offload-fraction",
         "--overlap-cpu-optimizer-d2h-h2d",
         "--use-precision-aware-optimizer",
-        "--cpu-offloading",
         "--cpu-offloading-num-layers",
     ];
     if let Some((f, _)) = flags.iter().find(|(f, _)| !KNOWN.contains(f)) {
@@ -298,27 +297,16 @@ fn stages_from_flags(p: &mut Plan, model: &ModelSpec, get: &Get, num: &Num) -> R
     Ok(())
 }
 
-/// Activation offload (frameworks.md §1.7): `--cpu-offloading` with
-/// `--cpu-offloading-num-layers N` (N ≥ 1; Megatron's default of 0 offloads nothing), the
-/// layers whose activations go to host memory.
-fn activation_offload_from_flags(get: &Get, has: &dyn Fn(&str) -> bool) -> Result<u32, String> {
-    let n = get("--cpu-offloading-num-layers");
-    if !has("--cpu-offloading") {
-        return match n {
-            None => Ok(0),
-            Some(_) => Err("--cpu-offloading-num-layers without --cpu-offloading".into()),
-        };
-    }
-    match n.as_deref() {
-        Some([v]) => match v.parse::<u32>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(format!(
-                "--cpu-offloading-num-layers {v}: expected an integer ≥ 1"
-            )),
-        },
-        other => Err(format!(
-            "--cpu-offloading needs --cpu-offloading-num-layers N, got {other:?}"
-        )),
+/// Activation offload (frameworks.md §1.7): `--cpu-offloading-num-layers N`, the layers whose
+/// activations go to host memory (`N > 0` turns `cpu_offloading` on, arguments.py @
+/// core_v0.19.2:L1869-1870; 0 or absent offloads nothing).
+fn activation_offload_from_flags(get: &Get) -> Result<u32, String> {
+    match get("--cpu-offloading-num-layers").as_deref() {
+        None => Ok(0),
+        Some([v]) => v
+            .parse::<u32>()
+            .map_err(|_| format!("--cpu-offloading-num-layers {v}: expected an integer ≥ 0")),
+        Some(v) => Err(format!("--cpu-offloading-num-layers: one value, got {v:?}")),
     }
 }
 

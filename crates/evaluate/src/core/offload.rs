@@ -39,8 +39,8 @@
 //! ZeRO-Infinity step to set it by).
 
 //!
-//! Activation offload (`offload_activations`: Megatron-Core `--cpu-offloading
-//! --cpu-offloading-num-layers N`, frameworks.md §1.7; DeepSpeed `cpu_checkpointing`, §3) adds,
+//! Activation offload (`offload_activations`: Megatron-Core
+//! `--cpu-offloading-num-layers N`, frameworks.md §1.7; DeepSpeed `cpu_checkpointing`, §3) adds,
 //! per micro-batch ([`Evaluator::activation_offload_per_mb`]), on the bottleneck stage: the
 //! offloaded layers' stored activations go down (D2H) in the forward and come back (H2D) in
 //! the backward, over the GPU's share of the host link. How much of that is exposed is the

@@ -22,9 +22,9 @@ pub struct OffloadRules {
     pub together: bool,
     /// Activation offload (`offload_activations`) at all.
     pub activations: bool,
-    /// Activation offload only without pipeline parallelism (Megatron-Core `--cpu-offloading`).
+    /// Activation offload only without pipeline parallelism (Megatron-Core `cpu_offloading`).
     pub activations_single_stage: bool,
-    /// Activation offload only without recompute (Megatron-Core `--cpu-offloading`).
+    /// Activation offload only without recompute (Megatron-Core `cpu_offloading`).
     pub activations_no_recompute: bool,
     /// Fewer layers offloaded than the model has (Megatron-Core: `N < num_layers`; `all`
     /// refused).
@@ -150,9 +150,9 @@ fn check_activations(
             },
         ));
     }
-    // Megatron-Core's `--cpu-offloading` (transformer_config.py @ core_v0.16.1:L1137-1152;
+    // Megatron-Core's `cpu_offloading` (transformer_config.py @ core_v0.19.2:L1707-1722;
     // frameworks.md §1.7).
-    let megatron = "transformer_config.py @ core_v0.16.1:L1137-1152 (--cpu-offloading); \
+    let megatron = "transformer_config.py @ core_v0.19.2:L1707-1722 (cpu_offloading); \
                     frameworks.md §1.7";
     if r.activations_single_stage && plan.pp > 1 {
         return Err(refuse(

@@ -37,7 +37,7 @@ pub struct CostProfile {
     /// Offloaded activations (`offload_activations`) move on their own CUDA streams, the next
     /// layer's prefetched, beside the compute (Transformer Engine's
     /// `AsyncDoubleBufferGroupOffloadHandler`, `cpu_offload.py @ TE v2.8.0:L302-353`, which
-    /// Megatron-Core's `--cpu-offloading` uses). `false`: copied on the compute stream, exposed
+    /// Megatron-Core's `--cpu-offloading-num-layers` uses). `false`: copied on the compute stream, exposed
     /// (DeepSpeed's `cpu_checkpointing` moves each checkpoint with `tensor.to(device)`,
     /// `runtime/utils.py @ v0.19.5:L164-177`, `checkpointing.py:L529-531, L625-627`).
     pub activation_offload_overlap: bool,

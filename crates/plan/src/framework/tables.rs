@@ -101,11 +101,12 @@ pub(super) fn megatron(fw: Framework, minor: u8) -> Capabilities {
             // No parameter offload (frameworks.md §1.9 lists optimizer offload only).
             params: false,
             together: false,
-            // `--cpu-offloading --cpu-offloading-num-layers N` (Transformer Engine's
-            // `get_cpu_offload_context`, transformer_block.py @ core_v0.16.1:L303-323): no
-            // PP, no recompute, `N < num_layers` (transformer_config.py @
-            // core_v0.16.1:L1137-1152; frameworks.md §1.7). The fine-grained module offload
-            // (`--fine-grained-activation-offloading`, L1268-1292) offloads module inputs, not
+            // `--cpu-offloading-num-layers N` (N > 0 sets `cpu_offloading`, arguments.py @
+            // core_v0.19.2:L1869-1870; Transformer Engine's `get_cpu_offload_context`,
+            // transformer_block.py @ core_v0.19.2:L298-319): no PP, no recompute,
+            // `N < num_layers` (transformer_config.py @ core_v0.19.2:L1707-1722; frameworks.md
+            // §1.7). The fine-grained module offload
+            // (`--fine-grained-activation-offloading`, L1846-1880) offloads module inputs, not
             // layers: not priced.
             activations: true,
             activations_single_stage: true,
