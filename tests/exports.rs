@@ -430,7 +430,14 @@ fn activation_offload_exports_and_reads_back() {
         assert_eq!(parse(fw, &text, &model, 8).unwrap().offload_activations, 0);
     }
     for (fw, p, why) in [
-        (Framework::TorchTitan, mcore, "no activation offload"),
+        (
+            Framework::TorchTitan,
+            Plan {
+                zero: autoplan::plan::Zero::stage(3),
+                ..mcore
+            },
+            "no activation offload",
+        ),
         (
             Framework::default(),
             Plan {

@@ -98,7 +98,11 @@ pub fn random_plan(r: &mut Rng) -> Plan {
         // Activation offload (layers per stage): none most of the time, else a count or all
         // (Megatron-Core runs counts without PP and recompute, DeepSpeed `all` with full
         // recompute).
-        offload_activations: r.pick(&[0u32, 0, 0, 0, 0, 0, 1, 3, ALL_LAYERS]),
+        offload_activations: if r.next().is_multiple_of(5) {
+            r.pick(&[1u32, 3, ALL_LAYERS])
+        } else {
+            0
+        },
         ..Plan::default()
     }
 }

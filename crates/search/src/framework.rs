@@ -149,8 +149,11 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
     // (DeepSpeed's `cpu_checkpointing`); none kept beside the rest (the recompute and pipeline
     // rules are the leaf check's).
     let all = autoplan_plan::offload_activations::ALL;
+    let listed = names(&space.offload_activations, |&n| {
+        autoplan_plan::offload_activations::name(n)
+    });
     if !o.activations {
-        s.offload_activations = vec![0];
+        s.offload_activations.retain(|&n| n == 0);
     } else {
         if o.activations_below_all {
             s.offload_activations.retain(|&n| n != all);
@@ -158,9 +161,12 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
         if o.activations_checkpoints {
             s.offload_activations.retain(|&n| n == 0 || n == all);
         }
-        if s.offload_activations.first() != Some(&0) {
-            s.offload_activations.insert(0, 0);
-        }
+    }
+    if s.offload_activations.is_empty() {
+        return Err(empty("activation offloads", listed));
+    }
+    if o.activations && s.offload_activations.first() != Some(&0) {
+        s.offload_activations.insert(0, 0);
     }
     Ok(s)
 }
