@@ -12,16 +12,7 @@ use autoplan_search::{
 };
 
 fn default_with(list: &str) -> Result<Space, InputError> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../search_spaces/default.toml"
-    ))
-    .unwrap()
-    .replace(
-        "zero = [0, 1, 2, 3]\n",
-        &format!("zero = [0, 1, 2, 3]\noffload_optimizer = {list}\n"),
-    );
-    Space::from_source(&Source::new("offload.toml", text))
+    default_with_lines(&format!("offload_optimizer = {list}"))
 }
 
 #[test]
@@ -103,7 +94,7 @@ fn deepseek_v3_on_a100x64_fits_only_with_offload() {
     }
 }
 
-/// A default space with `[memory]` lines added after its ZeRO list.
+/// The default space with `[memory]` lines added after its ZeRO list.
 fn default_with_lines(lines: &str) -> Result<Space, InputError> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -645,89 +645,39 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
     }
 }
 
-/// Where only offloaded plans fit (the HBM set between the least peak with all of the
-/// optimizer state offloaded and the least without): the engine still finds every plan the
-/// oracle does, so the memory floor holds with offload open.
-#[test]
-fn bnb_matches_the_oracle_where_only_offload_fits() {
+/// The plans of a dense 8-layer model at `seq_len` on one A100 node with a host tier, over a
+/// space whose `[memory]` section is `memory`, where HBM is set between the least peak of all
+/// and the least of the plans `offloaded` rejects: every plan that fits is `offloaded`, and
+/// the engine still finds every plan the oracle does (the memory floor holds with the offload
+/// lists open). Returns the plans that fit.
+fn only_offloaded_fit(
+    seq_len: u32,
+    memory: &str,
+    offloaded: &dyn Fn(&Plan) -> bool,
+) -> Vec<(Plan, Metrics)> {
     let model = SmallModel {
         layers: 8,
         hidden: 4096,
         heads: 32,
         kv_heads: 32,
-        seq_len: 2048,
+        seq_len,
         global_batch: 64,
         moe: None,
     }
     .spec();
-    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
-                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"full\"]\n\
-                zero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]\n\
-                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
-                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
-                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
-                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
-                tp_overlap = [true]\nep_overlap = [true]\n";
+    let text = format!(
+        "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
+         [batch]\nmbs = [1, 2]\n[memory]\n{memory}\n\
+         [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
+         cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
+         moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
+         algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
+         tp_overlap = [true]\nep_overlap = [true]\n"
+    );
     let space = Space::from_source(&Source::new("offload.toml", text)).expect("a valid space");
     let mut cluster = dgx_a100(1);
     cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
-    // The least peak per offload fraction, with HBM to spare.
-    let roomy = {
-        let mut c = cluster.clone();
-        c.gpu.hbm_bytes *= 100.0;
-        c
-    };
-    let all = oracle(
-        &Evaluator::new(&model, &roomy, EvalOptions::default()),
-        &space,
-    );
-    let least = |off: u8| {
-        all.iter()
-            .filter(|(p, _)| p.offload_optimizer == off)
-            .map(|(_, m)| m.memory_peak_bytes)
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (with, without) = (least(100), least(0));
-    assert!(with < without, "{with} !< {without}");
-    cluster.gpu.hbm_bytes = (with + without) / 2.0;
-    let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
-    let fits = oracle(&ev, &space);
-    assert!(!fits.is_empty());
-    assert!(fits.iter().all(|(p, _)| p.offload_optimizer > 0));
-    for top_k in [1, 4] {
-        if let Err(e) = check(&model, &cluster, &space, top_k) {
-            panic!("top {top_k}: {e}");
-        }
-    }
-}
-
-/// Where only plans offloading their parameters or activations fit (HBM between the least
-/// peak with both open and the least with optimizer offload alone): the engine finds every
-/// plan the oracle does, so the memory floor stays a lower bound with them open.
-#[test]
-fn bnb_matches_the_oracle_where_only_param_or_activation_offload_fits() {
-    let model = SmallModel {
-        layers: 8,
-        hidden: 4096,
-        heads: 32,
-        kv_heads: 32,
-        seq_len: 8192,
-        global_batch: 64,
-        moe: None,
-    }
-    .spec();
-    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
-                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"selective\", \"full\"]\n\
-                zero = [1, 3]\noffload_optimizer = [0, 1]\noffload_params = [false, true]\n\
-                offload_activations = [0, 2, \"all\"]\n\
-                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
-                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
-                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
-                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
-                tp_overlap = [true]\nep_overlap = [true]\n";
-    let space = Space::from_source(&Source::new("offload2.toml", text)).expect("a valid space");
-    let mut cluster = dgx_a100(1);
-    cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
+    // The least peaks, with HBM to spare.
     let roomy = {
         let mut c = cluster.clone();
         c.gpu.hbm_bytes *= 100.0;
@@ -743,20 +693,51 @@ fn bnb_matches_the_oracle_where_only_param_or_activation_offload_fits() {
             .map(|(_, m)| m.memory_peak_bytes)
             .fold(f64::INFINITY, f64::min)
     };
-    let with = least(&|_| true);
-    let without = least(&|p| !p.offload_params && p.offload_activations == 0);
+    let (with, without) = (least(&|_| true), least(&|p| !offloaded(p)));
     assert!(with < without, "{with} !< {without}");
     cluster.gpu.hbm_bytes = (with + without) / 2.0;
     let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
     let fits = oracle(&ev, &space);
     assert!(!fits.is_empty());
-    assert!(fits
-        .iter()
-        .all(|(p, _)| p.offload_params || p.offload_activations > 0));
-    assert!(fits.iter().any(|(p, _)| p.offload_activations > 0));
+    assert!(fits.iter().all(|(p, _)| offloaded(p)));
     for top_k in [1, 4] {
         if let Err(e) = check(&model, &cluster, &space, top_k) {
             panic!("top {top_k}: {e}");
         }
     }
+    fits
+}
+
+/// Where only optimizer-offloaded plans fit.
+#[test]
+fn bnb_matches_the_oracle_where_only_offload_fits() {
+    only_offloaded_fit(
+        2048,
+        "recompute = [\"none\", \"full\"]\nzero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]",
+        &|p| p.offload_optimizer > 0,
+    );
+}
+
+/// Where only plans offloading their activations fit: the memory floor must offload the most
+/// the space lists, or it prunes them.
+#[test]
+fn bnb_matches_the_oracle_where_only_activation_offload_fits() {
+    only_offloaded_fit(
+        8192,
+        "recompute = [\"none\", \"selective\", \"full\"]\nzero = [1]\n\
+         offload_activations = [0, 2, \"all\"]",
+        &|p| p.offload_activations > 0,
+    );
+}
+
+/// Where only plans offloading their parameters fit: the memory floor must try parameter
+/// offload where the plan can take it.
+#[test]
+fn bnb_matches_the_oracle_where_only_param_offload_fits() {
+    only_offloaded_fit(
+        2048,
+        "recompute = [\"full\"]\nzero = [1, 3]\noffload_optimizer = [1]\n\
+         offload_params = [false, true]",
+        &|p| p.offload_params,
+    );
 }
