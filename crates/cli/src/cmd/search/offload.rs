@@ -75,10 +75,10 @@ pub(super) fn widened(
 /// listed twice; the framework's table drops what it never runs (`restrict`).
 fn layer_counts(layers: u32) -> Vec<u32> {
     let mut v = vec![0];
-    let mut n = 1;
+    let mut n = 1u32;
     while n < layers {
         v.push(n);
-        n *= 2;
+        n = n.saturating_mul(2);
     }
     if layers > 1 && !v.contains(&(layers - 1)) {
         v.push(layers - 1);
