@@ -646,7 +646,9 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
 }
 
 /// The plans of a dense 8-layer model at `seq_len` on one A100 node with a host tier, over a
-/// space whose `[memory]` section is `memory`, where HBM is set between the least peak of all
+/// space whose `[memory]` section is `memory` (its MoE knobs at `Plan::default()`'s values: a
+/// dense plan with others is invalid, and the memory floor of an invalid plan is 0, which
+/// would let these cases pass without the floor), where HBM is set between the least peak of all
 /// and the least of the plans `offloaded` rejects: every plan that fits is `offloaded`, and
 /// the engine still finds every plan the oracle does (the memory floor holds with the offload
 /// lists open). Returns the plans that fit.
@@ -670,9 +672,9 @@ fn only_offloaded_fit(
          [batch]\nmbs = [1, 2]\n[memory]\n{memory}\n\
          [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
          cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
-         moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
+         moe_tp_scheme = [\"group-all-to-all\"]\ndispatcher = [\"all-to-all\"]\n\
          algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
-         tp_overlap = [true]\nep_overlap = [true]\n"
+         tp_overlap = [true]\nep_overlap = [false]\n"
     );
     let space = Space::from_source(&Source::new("offload.toml", text)).expect("a valid space");
     let mut cluster = dgx_a100(1);
@@ -705,6 +707,14 @@ fn only_offloaded_fit(
             panic!("top {top_k}: {e}");
         }
     }
+    // The memory floor is informative here: it cuts subtrees.
+    let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    let opts = SearchOptions {
+        top_k: 1,
+        exhaustive: false,
+    };
+    let stats = search(&scorer, &space, &opts, &()).stats;
+    assert!(stats.pruned_by_memory > 0, "{stats:?}");
     fits
 }
 
