@@ -378,3 +378,81 @@ fn parameter_offload_exports_and_reads_back() {
         }
     }
 }
+
+/// Activation offload in each export: Megatron-Core writes `--cpu-offloading-num-layers N`
+/// (no `--cpu-offloading` flag in 0.19: the count sets it), DeepSpeed
+/// `activation_checkpointing.cpu_checkpointing` with `--checkpoint-in-cpu`; both read back;
+/// torchtitan refuses it with the table's reason, and each table's rules refuse what the
+/// framework does not run.
+#[test]
+fn activation_offload_exports_and_reads_back() {
+    use autoplan::plan::offload_activations::ALL;
+    let model = resolve_model("llama3-8b").expect("bundled model");
+    let base = Plan {
+        dp: 8,
+        zero: autoplan::plan::Zero::stage(1),
+        ..Plan::default()
+    };
+    let mcore = Plan {
+        offload_activations: 12,
+        ..base
+    };
+    let ds = Plan {
+        recompute: autoplan::plan::Recompute::Full,
+        offload_activations: ALL,
+        ..base
+    };
+    for (fw, plan, keys) in [
+        (
+            Framework::default(),
+            mcore,
+            &["--cpu-offloading-num-layers 12"][..],
+        ),
+        (
+            Framework::DeepSpeed,
+            ds,
+            &["\"cpu_checkpointing\": true", "--checkpoint-in-cpu"][..],
+        ),
+    ] {
+        let text = export(fw, &plan, &model).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        for key in keys {
+            assert!(text.contains(key), "{fw}: {key}\n{text}");
+        }
+        assert!(!text.contains("--cpu-offloading\n"), "{text}");
+        let back = parse(fw, &text, &model, 8).unwrap_or_else(|e| panic!("{fw}: {e}"));
+        assert_eq!(back.offload_activations, plan.offload_activations, "{fw}");
+        let kept = Plan {
+            offload_activations: 0,
+            ..plan
+        };
+        let text = export(fw, &kept, &model).unwrap();
+        assert!(!text.contains("--cpu-offloading") && !text.contains("--checkpoint-in-cpu"));
+        assert_eq!(parse(fw, &text, &model, 8).unwrap().offload_activations, 0);
+    }
+    for (fw, p, why) in [
+        (
+            Framework::TorchTitan,
+            Plan {
+                zero: autoplan::plan::Zero::stage(3),
+                ..mcore
+            },
+            "no activation offload",
+        ),
+        (
+            Framework::default(),
+            Plan {
+                pp: 2,
+                dp: 4,
+                ..mcore
+            },
+            "pipeline",
+        ),
+        (Framework::default(), ds, "recomputation"),
+        (Framework::DeepSpeed, mcore, "cpu_checkpointing"),
+    ] {
+        match export(fw, &p, &model) {
+            Err(ExportError::Refused(r)) => assert!(r.to_string().contains(why), "{r}"),
+            other => panic!("{fw} `{p}`: {other:?}"),
+        }
+    }
+}

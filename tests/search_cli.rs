@@ -149,6 +149,51 @@ fn deepseek_v3_on_a100x64_answers_with_offload() {
     assert!(out.contains("host (offloaded)"), "{out}");
 }
 
+/// Llama-3 8B at a 1M-token sequence on one 8-GPU node: nothing fits in HBM alone, nor with the
+/// optimizer or the parameters offloaded; the search goes on to activation offload and answers
+/// with it. Under Megatron-Core (activation offload only without recompute and PP, no parameter
+/// offload) nothing fits and the error names the fewest GPUs.
+#[test]
+fn long_sequence_answers_with_activation_offload() {
+    let args = |fw: &'static str| {
+        vec![
+            "search",
+            "--model",
+            "llama3-8b",
+            "--cluster",
+            "dgx-h100",
+            "--gpus",
+            "8",
+            "--seq-len",
+            "1048576",
+            "--global-batch",
+            "8",
+            "--top",
+            "2",
+            "--framework",
+            fw,
+        ]
+    };
+    let (code, out, err) = autoplan(&args("any"));
+    assert_eq!(code, Some(0), "{err}");
+    for note in [
+        "no plan fits in HBM alone",
+        "the ZeRO-3 parameter shards and the optimizer state offloaded",
+        "the activations offloaded to host memory (offload_activations = 1, 2, 4, 8, 16, 31, all",
+    ] {
+        assert!(err.contains(note), "{note}: {err}");
+    }
+    assert!(out.contains("offload_activations=all"), "{out}");
+    let (code, _, err) = autoplan(&args("megatron-core"));
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("the activations offloaded"), "{err}");
+    assert!(!err.contains("parameter shards"), "{err}");
+    assert!(
+        err.contains("the fewest H100-SXM5-80GB GPUs that fit a plan of the space: 16"),
+        "{err}"
+    );
+}
+
 /// `--format json|csv` carry `--explain N`: JSON the report `evaluate --format json` prints for
 /// plan N (per-layer rows under `report.comm`), CSV a second table of those rows after an empty
 /// line; without `--explain` neither format changes.

@@ -2,6 +2,7 @@
 //! not (the tests keep those `Plan::check` and the framework accept).
 #![allow(dead_code)]
 
+use autoplan::plan::offload_activations::ALL as ALL_LAYERS;
 use autoplan::plan::{
     CpComm, Dim, Dispatcher, PipelineSplit, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
     Zero,
@@ -94,6 +95,14 @@ pub fn random_plan(r: &mut Rng) -> Plan {
         offload_optimizer: r.pick(&[0u8, 0, 0, 25, 50, 100]),
         // Parameter offload: valid with zero=3 and offload_optimizer=1 only.
         offload_params: r.next().is_multiple_of(6),
+        // Activation offload (layers per stage): none most of the time, else a count or all
+        // (Megatron-Core runs counts without PP and recompute, DeepSpeed `all` with full
+        // recompute).
+        offload_activations: if r.next().is_multiple_of(5) {
+            r.pick(&[1u32, 3, ALL_LAYERS])
+        } else {
+            0
+        },
         ..Plan::default()
     }
 }

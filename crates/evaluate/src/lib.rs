@@ -83,6 +83,10 @@ pub struct EvalOptions {
     /// bytes of its intermediate tensors to the fused kernels' traffic
     /// ([`unfused_elementwise_bytes`]); [`Elementwise::FUSED`] by default.
     pub elementwise: Elementwise,
+    /// Offloaded activations move beside the compute, the next layer prefetched (Megatron-Core
+    /// through Transformer Engine), not on the compute stream (DeepSpeed); the profile's
+    /// `activation_offload_overlap` (`core/offload.rs`).
+    pub activation_offload_overlap: bool,
     /// Options passed to the memory model (its `flash_attention` and `fp32_main_grads` follow
     /// `attention` and `grad_bytes`).
     pub memory: MemoryOptions,
@@ -104,6 +108,7 @@ impl Default for EvalOptions {
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
             moe_dense_dispatch: false,
+            activation_offload_overlap: true,
             elementwise: Elementwise::FUSED,
             memory: MemoryOptions::default(),
             efficiency: None,

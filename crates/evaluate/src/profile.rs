@@ -17,6 +17,7 @@ impl EvalOptions {
             dp_overlap: p.dp_overlap,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
             moe_dense_dispatch: p.moe_dense_dispatch,
+            activation_offload_overlap: p.activation_offload_overlap,
             elementwise: p.elementwise,
             attention: if p.fused_attention {
                 AttentionKernel::Flash

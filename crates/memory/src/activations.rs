@@ -110,7 +110,7 @@ impl ModelMemory {
     }
     /// Activations of one micro-batch of stage `stage`, with recompute; returns (stored bytes
     /// excluding logits, the extra working set of one full-recompute block, the number of
-    /// recomputed blocks, logits bytes).
+    /// recomputed blocks, logits bytes, the stored bytes of an average block of the stage).
     pub(crate) fn stage_acts(
         &self,
         plan: &Plan,
@@ -118,7 +118,7 @@ impl ModelMemory {
         stage: u32,
         dense: f64,
         moe: f64,
-    ) -> (f64, f64, f64, f64) {
+    ) -> (f64, f64, f64, f64, f64) {
         let pp = plan.pp.max(1);
         let tp = plan.tp.max(1) as f64;
         let seq_div = if plan.sp { tp } else { 1.0 };
@@ -153,6 +153,7 @@ impl ModelMemory {
             0.0
         };
         let mut stored = frac * all_mode + (1.0 - frac) * all_none;
+        let per_block = if blocks > 0.0 { stored / blocks } else { 0.0 };
         // Full recompute: while a block is recomputed its selective-level activations exist
         // in addition to the other checkpoints (its own checkpoint is part of them). The
         // block's size is the stage's average, as for `recompute_layers` above; the caller
@@ -187,7 +188,41 @@ impl ModelMemory {
                 stored += self.mtp_modules * (blk + tokens * 3.0 * B16 * self.hidden / seq_div);
             }
         }
-        (stored, working, recomputed, logits)
+        (stored, working, recomputed, logits, per_block)
+    }
+
+    /// Activation offload on a stage of `blocks` blocks whose average block stores
+    /// `per_block` bytes per micro-batch (`offload_activations`, `autoplan_plan::
+    /// offload_activations`): (bytes of one micro-batch in host memory, bytes HBM keeps for
+    /// the copy in flight). The offloaded layers' stored activations leave HBM; the framework
+    /// keeps one layer's worth on the GPU: Transformer Engine releases a layer only when its
+    /// copy's window closes and reloads one layer ahead of the backward
+    /// (`cpu_offload.py @ TE v2.8.0:L481-545, L620-644`), DeepSpeed brings one checkpoint back
+    /// for the layer it recomputes (`checkpointing.py @ v0.19.5:L625-627`).
+    pub(crate) fn offloaded_acts(&self, plan: &Plan, blocks: f64, per_block: f64) -> (f64, f64) {
+        if plan.offload_activations == 0 || blocks <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let n = plan.offloaded_layers(blocks.round() as u32) as f64;
+        (n * per_block, per_block)
+    }
+
+    /// Stored activation bytes per micro-batch that a stage of `dense` + `moe` blocks offloads
+    /// (`offload_activations`): what goes down in each forward and comes back in each backward
+    /// (the evaluator's transfers).
+    pub fn offloaded_activation_bytes(
+        &self,
+        plan: &Plan,
+        opts: &MemoryOptions,
+        stage: u32,
+        dense: f64,
+        moe: f64,
+    ) -> f64 {
+        if plan.offload_activations == 0 {
+            return 0.0;
+        }
+        let (.., per_block) = self.stage_acts(plan, opts, stage, dense, moe);
+        self.offloaded_acts(plan, dense + moe, per_block).0
     }
 
     /// Micro-batches in flight on `stage` (units of the stage's per-micro-batch activations).

@@ -88,6 +88,11 @@
 //! - **Transient**: the largest one-layer buffer: MoE dispatch (all-to-all send and receive, or
 //!   the all-gathered tokens of the EP group) and the ZeRO-3 gather of one block.
 //! - **Reserve**: CUDA context, NCCL buffers, allocator fragmentation ([`MemoryOptions`]).
+//! - **Offload** (not part of `total`, in [`MemoryBreakdown::host`]): `offload_optimizer`'s
+//!   share of the optimizer state, `offload_params`' ZeRO-3 shards, and `offload_activations`'
+//!   layers: `min(N, blocks)` of a stage's average block's stored bytes per micro-batch in
+//!   flight leave HBM for host memory, one layer's worth staying for the copy in flight
+//!   (`activations.rs`, `offloaded_acts`).
 
 mod activations;
 mod constants;
@@ -156,7 +161,7 @@ pub struct MemoryBreakdown {
     pub transient: f64,
     pub reserve: f64,
     /// Host memory this GPU's process uses for offloaded state (`offload_optimizer`,
-    /// `offload_params`), bytes;
+    /// `offload_params`, `offload_activations`), bytes;
     /// not part of `total` (HBM).
     #[serde(skip_serializing_if = "is_zero")]
     pub host: f64,
@@ -319,7 +324,7 @@ impl ModelMemory {
     /// The most host memory a GPU of `plan` uses for offloaded state (max over the stages
     /// [`ModelMemory::breakdown`] compares), bytes; 0 without offload.
     pub fn host_peak(&self, plan: &Plan, opts: &MemoryOptions) -> f64 {
-        if plan.offload_optimizer == 0 && !plan.offload_params {
+        if !plan.offloads() {
             return 0.0;
         }
         let pp = plan.pp.max(1);

@@ -16,11 +16,20 @@ impl ModelMemory {
         let pp = plan.pp.max(1);
         let (dense, moe) = self.stage_blocks(plan, stage);
         let mut p = self.stage_params(plan, stage, dense, moe);
-        let (stored, working, recomputed, mut logits) =
+        let (stored, working, recomputed, mut logits, per_block) =
             self.stage_acts(plan, opts, stage, dense, moe);
         let in_flight = self.in_flight(plan, stage);
+        // Activation offload: each micro-batch in flight keeps its offloaded layers in host
+        // memory, HBM one layer's worth for the copy in flight (`offloaded_acts`); never more
+        // than without offload (the copy in flight is at most what left).
+        let offload = |stored: f64, blocks: f64, per_block: f64| {
+            let (off, keep) = self.offloaded_acts(plan, blocks, per_block);
+            let host = off * in_flight;
+            ((stored - off) * in_flight + keep.min(host), host)
+        };
+        let (kept, mut act_host) = offload(stored, dense + moe, per_block);
         // One block's working set, or less when under one recomputed block is in flight.
-        let mut activations = stored * in_flight + working * (in_flight * recomputed).min(1.0);
+        let mut activations = kept + working * (in_flight * recomputed).min(1.0);
         if plan.schedule == Schedule::DualPipe && pp > 1 {
             // DualPipe rank `stage` also holds the mirror stage pp−1−stage.
             let mirror = pp - 1 - stage;
@@ -30,10 +39,12 @@ impl ModelMemory {
                 p.dense += q.dense;
                 p.expert += q.expert;
                 p.o_extra += q.o_extra;
-                let (s2, w2, r2, l2) = self.stage_acts(plan, opts, mirror, d2, m2);
+                let (s2, w2, r2, l2, b2) = self.stage_acts(plan, opts, mirror, d2, m2);
                 // (pp+1) micro-batches of a stage's activations: half of them of each stage.
-                let mirror_acts = s2 * in_flight + w2 * (in_flight * r2).min(1.0);
+                let (k2, h2) = offload(s2, d2 + m2, b2);
+                let mirror_acts = k2 + w2 * (in_flight * r2).min(1.0);
                 activations = (activations + mirror_acts) / 2.0;
+                act_host = (act_host + h2) / 2.0;
                 logits += l2;
             }
         }
@@ -90,7 +101,7 @@ impl ModelMemory {
         // weights and main gradients.
         let off = plan.offload_fraction();
         let optimizer = ob * opt_params * (1.0 - off);
-        let mut host = off * opt_params * (ob + HOST_GRAD_BYTES);
+        let mut host = off * opt_params * (ob + HOST_GRAD_BYTES) + act_host;
         // Parameter offload (`offload_params`, ZeRO-Infinity's `offload_param` / FSDP's
         // `CPUOffloadPolicy`, frameworks.md §3.3, §2.2; `autoplan_plan::offload_params`): the
         // ZeRO-3 shard of the 16-bit parameters and of the gradients lives in host memory; HBM

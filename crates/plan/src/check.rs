@@ -125,6 +125,12 @@ pub enum Invalid {
          (Megatron's --hierarchical-context-parallel-sizes N cp/N, both levels > 1)"
     )]
     CpHierarchy { a2a: u32, cp: u32 },
+    #[error(
+        "offload_activations={layers} is not below the {blocks} blocks of the largest of \
+         pp={pp} stages: it counts the layers offloaded per pipeline stage, and every layer of \
+         every stage is offload_activations=all"
+    )]
+    OffloadActivationsExceedStage { layers: u32, blocks: u32, pp: u32 },
     #[error("recompute_layers={layers} given with recompute=none")]
     RecomputeLayersWithoutRecompute { layers: u32 },
     #[error(
@@ -447,6 +453,18 @@ impl Plan {
                     vpp,
                 });
             }
+        }
+        // offload_activations counts the layers of a stage (Megatron's
+        // `--cpu-offloading-num-layers`): a count reaching the largest stage offloads every
+        // layer of every stage, which is `all`; one spelling per plan, so that a search never
+        // lists one plan twice.
+        let n = self.offload_activations;
+        if n != crate::offload_activations::ALL && n >= stages.max_blocks() {
+            return Err(Invalid::OffloadActivationsExceedStage {
+                layers: n,
+                blocks: stages.max_blocks(),
+                pp: self.pp,
+            });
         }
         self.check_recompute(model)?;
         self.check_offload_params()

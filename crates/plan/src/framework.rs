@@ -359,7 +359,7 @@ impl Framework {
         check_recompute(&c, plan, &refuse)?;
         check_experts(&c, plan, &ctx, &refuse)?;
         check_order(&c, plan, &ctx, &refuse)?;
-        offload::check_offload(&c, plan, &refuse)?;
+        offload::check_offload(&c, plan, model.layers, &refuse)?;
         match self {
             Framework::TorchTitan => launch::check_torchtitan(plan, model, &ctx, &refuse),
             Framework::DeepSpeed => launch::check_deepspeed(plan, model, &refuse),

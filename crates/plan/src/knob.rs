@@ -293,6 +293,8 @@ pub enum Knob {
     OffloadOptimizer,
     /// ZeRO-3's parameter shard in host memory (`crate::offload_params`).
     OffloadParams,
+    /// Layers per stage whose activations live in host memory (`crate::offload_activations`).
+    OffloadActivations,
 }
 
 /// What `algo=` accepts.
@@ -379,7 +381,7 @@ fn parse_placement(key: &'static str, v: &str) -> Result<PlacementPolicy, ParseE
 
 impl Knob {
     /// Every knob, in the plan string's order (`Display`, [`crate::parse::KEYS`]).
-    pub const ALL: [Knob; 27] = [
+    pub const ALL: [Knob; 28] = [
         Knob::Tp,
         Knob::Cp,
         Knob::Dp,
@@ -407,13 +409,14 @@ impl Knob {
         Knob::EpOverlap,
         Knob::OffloadOptimizer,
         Knob::OffloadParams,
+        Knob::OffloadActivations,
     ];
 
     /// The knobs a search decides, as the digits of its plan key, most significant first: the
     /// degrees (`dp` is what the GPUs leave), the micro-batch size, recompute, ZeRO, schedule
     /// and virtual stages, then the [`Self::LEAVES`]. Ties of step time rank by this key, so
     /// changing the order changes rankings.
-    pub const KEY_ORDER: [Knob; 21] = [
+    pub const KEY_ORDER: [Knob; 23] = [
         Knob::Pp,
         Knob::Tp,
         Knob::Ep,
@@ -435,12 +438,14 @@ impl Knob {
         Knob::EpOverlap,
         Knob::Placement,
         Knob::OffloadOptimizer,
+        Knob::OffloadParams,
+        Knob::OffloadActivations,
     ];
 
     /// The knobs a search decides last, once the degrees, micro-batch size, recompute,
     /// schedule and ZeRO stage are fixed (they move only communication, or memory a little),
     /// in the order of [`Self::KEY_ORDER`]'s tail.
-    pub const LEAVES: [Knob; 11] = [
+    pub const LEAVES: [Knob; 13] = [
         Knob::Sp,
         Knob::CpComm,
         Knob::Transition,
@@ -452,6 +457,8 @@ impl Knob {
         Knob::EpOverlap,
         Knob::Placement,
         Knob::OffloadOptimizer,
+        Knob::OffloadParams,
+        Knob::OffloadActivations,
     ];
 
     /// The key in the plan string.
@@ -484,6 +491,7 @@ impl Knob {
             Knob::EpOverlap => "ep_overlap",
             Knob::OffloadOptimizer => "offload_optimizer",
             Knob::OffloadParams => "offload_params",
+            Knob::OffloadActivations => "offload_activations",
         }
     }
 
@@ -563,6 +571,9 @@ impl Knob {
             Knob::Placement => p.placement = parse_placement(key, v)?,
             Knob::OffloadOptimizer => p.offload_optimizer = crate::offload::parse(key, v)?,
             Knob::OffloadParams => p.offload_params = flag(key, v)?,
+            Knob::OffloadActivations => {
+                p.offload_activations = crate::offload_activations::parse(key, v)?
+            }
         }
         Ok(())
     }
@@ -599,6 +610,7 @@ impl Knob {
             Knob::Placement => placement_name(p.placement),
             Knob::OffloadOptimizer => crate::offload::name(p.offload_optimizer),
             Knob::OffloadParams => on(p.offload_params).into(),
+            Knob::OffloadActivations => crate::offload_activations::name(p.offload_activations),
         }
     }
 
@@ -657,6 +669,7 @@ impl Knob {
             Knob::Placement => a.placement == b.placement,
             Knob::OffloadOptimizer => a.offload_optimizer == b.offload_optimizer,
             Knob::OffloadParams => a.offload_params == b.offload_params,
+            Knob::OffloadActivations => a.offload_activations == b.offload_activations,
         }
     }
 
@@ -693,6 +706,7 @@ impl Knob {
             Knob::Placement => to.placement = from.placement,
             Knob::OffloadOptimizer => to.offload_optimizer = from.offload_optimizer,
             Knob::OffloadParams => to.offload_params = from.offload_params,
+            Knob::OffloadActivations => to.offload_activations = from.offload_activations,
         }
     }
 
@@ -712,9 +726,11 @@ impl Knob {
             | Knob::RecomputeLayers
             | Knob::Algo
             | Knob::Order
-            // Offload moves optimizer state (and parameters) to the host whatever the degrees.
+            // Offload moves optimizer state, parameters or activations to the host whatever
+            // the degrees.
             | Knob::OffloadOptimizer
-            | Knob::OffloadParams => true,
+            | Knob::OffloadParams
+            | Knob::OffloadActivations => true,
             // A dense model has no expert degrees.
             Knob::Ep | Knob::MoeTp => moe,
             // Sequence parallelism, the TP→SP transition and TP overlap shard or move TP
@@ -774,6 +790,7 @@ impl Knob {
             Knob::TpOverlap => "--tp-comm-overlap",
             Knob::EpOverlap => "--overlap-moe-expert-parallel-comm",
             Knob::OffloadOptimizer => "--optimizer-offload-fraction",
+            Knob::OffloadActivations => "--cpu-offloading-num-layers",
             _ => return None,
         })
     }

@@ -32,6 +32,7 @@ pub mod framework;
 pub mod knob;
 mod megatron;
 pub mod offload;
+pub mod offload_activations;
 pub mod offload_params;
 pub mod parse;
 pub mod zero;
@@ -323,6 +324,10 @@ pub struct Plan {
     /// each gather ([`offload_params`]).
     #[serde(default)]
     pub offload_params: bool,
+    /// Transformer layers per pipeline stage whose stored activations live in host memory
+    /// between their forward and backward ([`offload_activations`]; `ALL`: every layer).
+    #[serde(default)]
+    pub offload_activations: u32,
 }
 
 impl Plan {
@@ -368,6 +373,7 @@ impl Default for Plan {
             ep_overlap: false,
             offload_optimizer: 0,
             offload_params: false,
+            offload_activations: 0,
         }
     }
 }

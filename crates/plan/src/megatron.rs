@@ -70,6 +70,7 @@ impl Plan {
         self.megatron_schedule_recompute(&mut a)?;
         self.megatron_zero(&mut a, &mut flags)?;
         self.megatron_offload(&mut a, &mut flags);
+        self.megatron_activation_offload(&mut a);
         self.megatron_comm(&ctx, model, &mut a, &mut flags)?;
         self.megatron_order(&ctx, &mut flags)?;
         a.extend(flags);

@@ -18,7 +18,8 @@ use crate::{
 /// Every key the plan string accepts, in `Display` order.
 pub const KEYS: &str = "tp, cp, dp, pp, ep, moe_tp (etp), mbs, sp, recompute, recompute_layers, \
 zero, schedule, vpp, first_stage_layers, last_stage_layers, pipeline_split, cp_comm, transition, \
-moe_tp_scheme, dispatcher, algo, order, placement, tp_overlap, ep_overlap, offload_optimizer, offload_params";
+moe_tp_scheme, dispatcher, algo, order, placement, tp_overlap, ep_overlap, offload_optimizer, offload_params, \
+offload_activations";
 
 /// Why a plan string does not parse. Every variant names the offending key or item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -49,6 +49,7 @@ fn parses_every_key() {
         ep_overlap: true,
         offload_optimizer: 0,
         offload_params: false,
+        offload_activations: 0,
     };
     assert_eq!(p, want);
     assert_eq!(p.to_string().parse::<Plan>().unwrap(), p);
@@ -742,55 +743,64 @@ fn any_plan() -> impl Strategy<Value = Plan> {
         0u8..=100,
         proptest::bool::ANY,
     );
-    (degrees, knobs, comm).prop_map(|((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm)| {
-        let (sp, zero, recompute, schedule, first, last, rl, tpo, epo, split) = knobs;
-        let (cpa, tra, sg, ag, algo, order, bal, modules, offload_optimizer, offload_params) = comm;
-        Plan {
-            tp,
-            sp,
-            cp,
-            cp_comm: cpa,
-            dp,
-            zero,
-            pp,
-            schedule,
-            vpp,
-            first_stage_layers: first,
-            last_stage_layers: last,
-            pipeline_split: split,
-            ep,
-            moe_tp,
-            mbs,
-            recompute,
-            // The set is part of the plan only under selective recompute.
-            recompute_modules: if recompute == Recompute::Selective {
-                RecomputeModules(modules)
-            } else {
-                RecomputeModules::DEFAULT
-            },
-            recompute_layers: rl,
-            tp_sp_transition: if tra {
-                TpSpTransition::AllToAll
-            } else {
-                TpSpTransition::AllReduceSlice
-            },
-            moe_tp_scheme: if sg {
-                MoeTpScheme::ScatterGather
-            } else {
-                MoeTpScheme::GroupAllToAll
-            },
-            dispatcher: ag,
-            algo,
-            order: RankOrder(order),
-            placement: bal.map_or(PlacementPolicy::Contiguous, |r| PlacementPolicy::Balanced {
-                redundant: r,
-            }),
-            tp_overlap: tpo,
-            ep_overlap: epo,
-            offload_optimizer,
-            offload_params,
-        }
-    })
+    let acts = prop_oneof![
+        Just(0u32),
+        1u32..64,
+        Just(autoplan_plan::offload_activations::ALL)
+    ];
+    (degrees, knobs, comm, acts).prop_map(
+        |((tp, cp, dp, pp, ep, moe_tp, mbs, vpp), knobs, comm, offload_activations)| {
+            let (sp, zero, recompute, schedule, first, last, rl, tpo, epo, split) = knobs;
+            let (cpa, tra, sg, ag, algo, order, bal, modules, offload_optimizer, offload_params) =
+                comm;
+            Plan {
+                tp,
+                sp,
+                cp,
+                cp_comm: cpa,
+                dp,
+                zero,
+                pp,
+                schedule,
+                vpp,
+                first_stage_layers: first,
+                last_stage_layers: last,
+                pipeline_split: split,
+                ep,
+                moe_tp,
+                mbs,
+                recompute,
+                // The set is part of the plan only under selective recompute.
+                recompute_modules: if recompute == Recompute::Selective {
+                    RecomputeModules(modules)
+                } else {
+                    RecomputeModules::DEFAULT
+                },
+                recompute_layers: rl,
+                tp_sp_transition: if tra {
+                    TpSpTransition::AllToAll
+                } else {
+                    TpSpTransition::AllReduceSlice
+                },
+                moe_tp_scheme: if sg {
+                    MoeTpScheme::ScatterGather
+                } else {
+                    MoeTpScheme::GroupAllToAll
+                },
+                dispatcher: ag,
+                algo,
+                order: RankOrder(order),
+                placement: bal.map_or(PlacementPolicy::Contiguous, |r| PlacementPolicy::Balanced {
+                    redundant: r,
+                }),
+                tp_overlap: tpo,
+                ep_overlap: epo,
+                offload_optimizer,
+                offload_params,
+                offload_activations,
+            }
+        },
+    )
 }
 
 proptest! {

@@ -158,6 +158,17 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     // The most offloaded optimizer state the space lists: offload only lowers HBM (the
     // space's list is sorted, the largest fraction last).
     q.offload_optimizer = s.offload_optimizer.last().copied().unwrap_or(0);
+    // Activation offload only lowers HBM (memory crate, `offloaded_acts`) and `all` offloads
+    // at least any count the space lists, on every stage: the floor offloads every layer when
+    // the space lists any.
+    q.offload_activations = match s.offload_activations.last() {
+        Some(&n) if n > 0 => autoplan_plan::offload_activations::ALL,
+        _ => 0,
+    };
+    // Parameter offload moves the shard out but brings a second gathered block in: either can
+    // hold less, so the floor tries both where the space lists both (below).
+    q.offload_params = false;
+    let params_open = s.offload_params.contains(&true);
     q.placement = match s.placement.first() {
         Some(&first) if Knob::Placement.matters(&ctx) => first,
         _ => Plan::default().placement,
@@ -172,6 +183,15 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
             for &d in dispatchers(partial, &ctx) {
                 q.dispatcher = d;
                 mem = mem.zip(peak(ev, q)).map(|(a, b)| a.min(b));
+                // Parameter offload, where the plan can take it (`Plan::check`: a ZeRO-3
+                // shard, the whole optimizer on the host).
+                if params_open && q.zero.shards_params() && q.offload_optimizer == 100 {
+                    let r = Plan {
+                        offload_params: true,
+                        ..*q
+                    };
+                    mem = mem.zip(peak(ev, &r)).map(|(a, b)| a.min(b));
+                }
             }
         });
         mem

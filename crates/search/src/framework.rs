@@ -126,15 +126,47 @@ pub fn restrict(space: &Space, framework: Framework) -> Result<Space, String> {
         with_false(&mut s.ep_overlap);
     }
     // Optimizer offload: none where the framework never runs it (no offload is always a
-    // plan); the rules that depend on the ZeRO stage are the leaf check's.
-    // The search never offloads parameters: a framework that offloads the optimizer only
-    // with them (torchtitan) offloads nothing here.
-    if !c.offload.optimizer || c.offload.together {
+    // plan); the rules that depend on the ZeRO stage are the leaf check's. A framework that
+    // offloads the optimizer only with the parameters (torchtitan) offloads it only where the
+    // space offloads parameters.
+    let o = c.offload;
+    if !o.optimizer || o.together && !(o.params && s.offload_params.contains(&true)) {
         s.offload_optimizer = vec![0];
-    } else if (c.offload.needs_zero1 || c.offload.needs_zero || c.offload.partial_needs_zero3)
+    } else if (o.needs_zero1 || o.needs_zero || o.partial_needs_zero3 || o.together)
         && !s.offload_optimizer.contains(&0)
     {
         s.offload_optimizer.insert(0, 0);
+    }
+    // Parameter offload: none where never run; off kept beside on (it needs ZeRO-3 and the
+    // whole optimizer on the host, `Plan::check`).
+    if !o.params {
+        s.offload_params = vec![false];
+    } else {
+        with_false(&mut s.offload_params);
+    }
+    // Activation offload: none where never run; `all` dropped where every layer cannot be
+    // offloaded (Megatron-Core: N < num_layers), counts dropped where only `all` can
+    // (DeepSpeed's `cpu_checkpointing`); none kept beside the rest (the recompute and pipeline
+    // rules are the leaf check's).
+    let all = autoplan_plan::offload_activations::ALL;
+    let listed = names(&space.offload_activations, |&n| {
+        autoplan_plan::offload_activations::name(n)
+    });
+    if !o.activations {
+        s.offload_activations.retain(|&n| n == 0);
+    } else {
+        if o.activations_below_all {
+            s.offload_activations.retain(|&n| n != all);
+        }
+        if o.activations_checkpoints {
+            s.offload_activations.retain(|&n| n == 0 || n == all);
+        }
+    }
+    if s.offload_activations.is_empty() {
+        return Err(empty("activation offloads", listed));
+    }
+    if o.activations && s.offload_activations.first() != Some(&0) {
+        s.offload_activations.insert(0, 0);
     }
     Ok(s)
 }

@@ -12,16 +12,7 @@ use autoplan_search::{
 };
 
 fn default_with(list: &str) -> Result<Space, InputError> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../search_spaces/default.toml"
-    ))
-    .unwrap()
-    .replace(
-        "zero = [0, 1, 2, 3]\n",
-        &format!("zero = [0, 1, 2, 3]\noffload_optimizer = {list}\n"),
-    );
-    Space::from_source(&Source::new("offload.toml", text))
+    default_with_lines(&format!("offload_optimizer = {list}"))
 }
 
 #[test]
@@ -101,4 +92,67 @@ fn deepseek_v3_on_a100x64_fits_only_with_offload() {
             "Megatron offloads on the distributed optimizer"
         );
     }
+}
+
+/// The default space with `[memory]` lines added after its ZeRO list.
+fn default_with_lines(lines: &str) -> Result<Space, InputError> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../search_spaces/default.toml"
+    ))
+    .unwrap()
+    .replace(
+        "zero = [0, 1, 2, 3]\n",
+        &format!("zero = [0, 1, 2, 3]\n{lines}\n"),
+    );
+    Space::from_source(&Source::new("offload.toml", text))
+}
+
+/// `offload_params` and `offload_activations` lists: read from a space file (counts and
+/// `all`, sorted), fixed by `--fix`, named when bad, and narrowed per framework: Megatron-Core
+/// never offloads parameters nor every layer, DeepSpeed activations only as `all`, torchtitan
+/// no activations (an error where nothing else is listed).
+#[test]
+fn parameter_and_activation_offload_lists() {
+    use autoplan_plan::offload_activations::ALL;
+    let s = default_with_lines(
+        "offload_optimizer = [0, 1]\noffload_params = [true, false]\n\
+         offload_activations = [\"all\", 4, 0, 1]",
+    )
+    .unwrap();
+    assert_eq!(s.offload_params, vec![false, true]);
+    assert_eq!(s.offload_activations, vec![0, 1, 4, ALL]);
+    let d = resolve_space("default").unwrap();
+    assert_eq!(
+        (d.offload_params.clone(), d.offload_activations),
+        (vec![false], vec![0])
+    );
+    let e = default_with_lines("offload_activations = [0, \"some\"]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("memory.offload_activations") && e.contains("some"),
+        "{e}"
+    );
+    let mut f = s.clone();
+    f.fix("offload_activations=all,offload_params=on").unwrap();
+    assert_eq!(
+        (f.offload_activations, f.offload_params),
+        (vec![ALL], vec![true])
+    );
+
+    let m = restrict(&s, Framework::default()).unwrap();
+    assert_eq!(m.offload_params, vec![false]);
+    assert_eq!(m.offload_activations, vec![0, 1, 4]);
+    let ds = restrict(&s, Framework::DeepSpeed).unwrap();
+    assert_eq!(ds.offload_params, vec![false, true]);
+    assert_eq!(ds.offload_activations, vec![0, ALL]);
+    let tt = restrict(&s, Framework::TorchTitan).unwrap();
+    assert_eq!(tt.offload_activations, vec![0]);
+    // torchtitan's optimizer offload comes with the parameters: kept where they are listed.
+    assert_eq!(tt.offload_optimizer, vec![0, 100]);
+    let mut only = s.clone();
+    only.fix("offload_activations=all").unwrap();
+    let e = restrict(&only, Framework::default()).unwrap_err();
+    assert!(e.contains("activation offloads (all)"), "{e}");
 }

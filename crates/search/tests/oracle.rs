@@ -138,22 +138,30 @@ fn knobs(ev: &Evaluator, space: &Space, base: Plan, out: &mut Vec<(Plan, Metrics
                                     for &ep_overlap in &ep_overlaps {
                                         for &placement in &placements {
                                             for &offload_optimizer in &space.offload_optimizer {
-                                                let plan = Plan {
-                                                    sp,
-                                                    cp_comm,
-                                                    tp_sp_transition,
-                                                    moe_tp_scheme,
-                                                    dispatcher,
-                                                    algo,
-                                                    order,
-                                                    tp_overlap,
-                                                    ep_overlap,
-                                                    placement,
-                                                    offload_optimizer,
-                                                    ..base
-                                                };
-                                                if let Ok(m) = ev.evaluate(&plan) {
-                                                    out.push((plan, m));
+                                                for &offload_params in &space.offload_params {
+                                                    for &offload_activations in
+                                                        &space.offload_activations
+                                                    {
+                                                        let plan = Plan {
+                                                            sp,
+                                                            cp_comm,
+                                                            tp_sp_transition,
+                                                            moe_tp_scheme,
+                                                            dispatcher,
+                                                            algo,
+                                                            order,
+                                                            tp_overlap,
+                                                            ep_overlap,
+                                                            placement,
+                                                            offload_optimizer,
+                                                            offload_params,
+                                                            offload_activations,
+                                                            ..base
+                                                        };
+                                                        if let Ok(m) = ev.evaluate(&plan) {
+                                                            out.push((plan, m));
+                                                        }
+                                                    }
                                                 }
                                             }
                                         }
@@ -202,6 +210,8 @@ fn oracle_size(space: &Space) -> usize {
         space.ep_overlap.len(),
         space.placement.len(),
         space.offload_optimizer.len(),
+        space.offload_params.len(),
+        space.offload_activations.len(),
     ]
     .iter()
     .product()
@@ -525,16 +535,19 @@ fn small_space() -> impl Strategy<Value = Space> {
             num(&["false", "true"], 2),
             quoted(&["contiguous", "balanced", "balanced:1"], 2),
             num(&["0", "0.5", "1"], 2),
+            num(&["false", "true"], 1),
+            num(&["0", "1", "\"all\""], 2),
         ),
     )
         .prop_map(
             |((tp, pp, cp, ep, moe_tp, mbs), (rc, zero, sch, vpp), knobs, rest)| {
                 let (sp, cpc, tpsp, mts, disp, algo) = knobs;
-                let (order, tpo, epo, place, off) = rest;
+                let (order, tpo, epo, place, off, offp, offa) = rest;
                 let text = format!(
                     "[degrees]\ntp = {tp}\npp = {pp}\ncp = {cp}\nep = {ep}\nmoe_tp = {moe_tp}\n\
                      [batch]\nmbs = {mbs}\n[memory]\nrecompute = {rc}\nzero = {zero}\n\
-                     offload_optimizer = {off}\n\
+                     offload_optimizer = {off}\noffload_params = {offp}\n\
+                     offload_activations = {offa}\n\
                      [pipeline]\nschedules = {sch}\nvpp = {vpp}\n[knobs]\nsp = {sp}\n\
                      cp_comm = {cpc}\ntp_sp_transition = {tpsp}\nmoe_tp_scheme = {mts}\n\
                      dispatcher = {disp}\nalgo = {algo}\nrank_order = {order}\n\
@@ -632,33 +645,41 @@ fn bnb_matches_the_oracle_on_a_dense_model() {
     }
 }
 
-/// Where only offloaded plans fit (the HBM set between the least peak with all of the
-/// optimizer state offloaded and the least without): the engine still finds every plan the
-/// oracle does, so the memory floor holds with offload open.
-#[test]
-fn bnb_matches_the_oracle_where_only_offload_fits() {
+/// The plans of a dense 8-layer model at `seq_len` on one A100 node with a host tier, over a
+/// space whose `[memory]` section is `memory` (its MoE knobs at `Plan::default()`'s values: a
+/// dense plan with others is invalid, and the memory floor of an invalid plan is 0, which
+/// would let these cases pass without the floor), where HBM is set between the least peak of all
+/// and the least of the plans `offloaded` rejects: every plan that fits is `offloaded`, and
+/// the engine still finds every plan the oracle does (the memory floor holds with the offload
+/// lists open). Returns the plans that fit.
+fn only_offloaded_fit(
+    seq_len: u32,
+    memory: &str,
+    offloaded: &dyn Fn(&Plan) -> bool,
+) -> Vec<(Plan, Metrics)> {
     let model = SmallModel {
         layers: 8,
         hidden: 4096,
         heads: 32,
         kv_heads: 32,
-        seq_len: 2048,
+        seq_len,
         global_batch: 64,
         moe: None,
     }
     .spec();
-    let text = "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
-                [batch]\nmbs = [1, 2]\n[memory]\nrecompute = [\"none\", \"full\"]\n\
-                zero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]\n\
-                [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
-                cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
-                moe_tp_scheme = [\"scatter-gather\"]\ndispatcher = [\"all-to-all\"]\n\
-                algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
-                tp_overlap = [true]\nep_overlap = [true]\n";
+    let text = format!(
+        "[degrees]\ntp = [1, 2]\npp = [1, 2]\ncp = [1]\nep = [1]\nmoe_tp = [1]\n\
+         [batch]\nmbs = [1, 2]\n[memory]\n{memory}\n\
+         [pipeline]\nschedules = [\"1f1b\"]\nvpp = [2]\n[knobs]\nsp = [true]\n\
+         cp_comm = [\"ring\"]\ntp_sp_transition = [\"all-reduce-slice\"]\n\
+         moe_tp_scheme = [\"group-all-to-all\"]\ndispatcher = [\"all-to-all\"]\n\
+         algo = [\"cheapest\"]\nrank_order = [\"tp-cp-dp-pp\"]\n\
+         tp_overlap = [true]\nep_overlap = [false]\n"
+    );
     let space = Space::from_source(&Source::new("offload.toml", text)).expect("a valid space");
     let mut cluster = dgx_a100(1);
     cluster.host = autoplan_cluster::resolve_cluster("a100x64").unwrap().host;
-    // The least peak per offload fraction, with HBM to spare.
+    // The least peaks, with HBM to spare.
     let roomy = {
         let mut c = cluster.clone();
         c.gpu.hbm_bytes *= 100.0;
@@ -668,22 +689,65 @@ fn bnb_matches_the_oracle_where_only_offload_fits() {
         &Evaluator::new(&model, &roomy, EvalOptions::default()),
         &space,
     );
-    let least = |off: u8| {
+    let least = |keep: &dyn Fn(&Plan) -> bool| {
         all.iter()
-            .filter(|(p, _)| p.offload_optimizer == off)
+            .filter(|(p, _)| keep(p))
             .map(|(_, m)| m.memory_peak_bytes)
             .fold(f64::INFINITY, f64::min)
     };
-    let (with, without) = (least(100), least(0));
+    let (with, without) = (least(&|_| true), least(&|p| !offloaded(p)));
     assert!(with < without, "{with} !< {without}");
     cluster.gpu.hbm_bytes = (with + without) / 2.0;
     let ev = Evaluator::new(&model, &cluster, EvalOptions::default());
     let fits = oracle(&ev, &space);
     assert!(!fits.is_empty());
-    assert!(fits.iter().all(|(p, _)| p.offload_optimizer > 0));
+    assert!(fits.iter().all(|(p, _)| offloaded(p)));
     for top_k in [1, 4] {
         if let Err(e) = check(&model, &cluster, &space, top_k) {
             panic!("top {top_k}: {e}");
         }
     }
+    // The memory floor is informative here: it cuts subtrees.
+    let scorer = Scorer::new(&model, &cluster, EvalOptions::default());
+    let opts = SearchOptions {
+        top_k: 1,
+        exhaustive: false,
+    };
+    let stats = search(&scorer, &space, &opts, &()).stats;
+    assert!(stats.pruned_by_memory > 0, "{stats:?}");
+    fits
+}
+
+/// Where only optimizer-offloaded plans fit.
+#[test]
+fn bnb_matches_the_oracle_where_only_offload_fits() {
+    only_offloaded_fit(
+        2048,
+        "recompute = [\"none\", \"full\"]\nzero = [0, 1, 2]\noffload_optimizer = [0, 0.5, 1]",
+        &|p| p.offload_optimizer > 0,
+    );
+}
+
+/// Where only plans offloading their activations fit: the memory floor must offload the most
+/// the space lists, or it prunes them.
+#[test]
+fn bnb_matches_the_oracle_where_only_activation_offload_fits() {
+    only_offloaded_fit(
+        8192,
+        "recompute = [\"none\", \"selective\", \"full\"]\nzero = [1]\n\
+         offload_activations = [0, 2, \"all\"]",
+        &|p| p.offload_activations > 0,
+    );
+}
+
+/// Where only plans offloading their parameters fit: the memory floor must try parameter
+/// offload where the plan can take it.
+#[test]
+fn bnb_matches_the_oracle_where_only_param_offload_fits() {
+    only_offloaded_fit(
+        2048,
+        "recompute = [\"full\"]\nzero = [1, 3]\noffload_optimizer = [1]\n\
+         offload_params = [false, true]",
+        &|p| p.offload_params,
+    );
 }

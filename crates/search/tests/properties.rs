@@ -93,6 +93,8 @@ fn space() -> impl Strategy<Value = Space> {
                 ep_overlap: ov,
                 placement: vec![PlacementPolicy::Contiguous],
                 offload_optimizer: vec![0],
+                offload_params: vec![false],
+                offload_activations: vec![0],
                 constraints: Constraints {
                     tp_within_node: tin,
                     max_pp: maxpp,

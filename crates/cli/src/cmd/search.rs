@@ -151,9 +151,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut case = pool
         .install(|| search_case_for(&model, &cluster, options, target, &space, &opts, &observer))
         .map_err(anyhow::Error::msg)?;
-    // Nothing fits in HBM alone: offload the optimizer state to host memory (`offload.rs`).
-    if let Some(wider) = offload::widened(&case, &space, &cluster, target) {
-        eprintln!("{}", offload::note(&case, &cluster));
+    // Nothing fits in HBM alone: offload the optimizer state, then the parameters, then the
+    // activations to host memory, until a plan fits (`offload.rs`).
+    while let Some((widening, wider)) = offload::widened(&case, &space, &model, &cluster, target) {
+        eprintln!("{}", offload::note(&case, &cluster, widening, &wider));
         case = pool
             .install(|| {
                 search_case_for(&model, &cluster, options, target, &wider, &opts, &observer)
@@ -194,7 +195,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if outcome.plans.is_empty() {
         let mut why = why_nothing(&scorer, &space, &outcome);
         // Even with offload nothing fits: how many GPUs of this kind would do.
-        if outcome.no_fit.is_some() && space.offload_optimizer.iter().any(|&p| p > 0) {
+        let offloads = space.offload_optimizer.iter().any(|&p| p > 0)
+            || space.offload_params.contains(&true)
+            || space.offload_activations.iter().any(|&n| n > 0);
+        if outcome.no_fit.is_some() && offloads {
             let fewest =
                 pool.install(|| offload::fewest_gpus(&model, &cluster, options, target, &space));
             if let Some(f) = fewest {

@@ -8,7 +8,8 @@
 //! stage, buckets and overlap (§3.3; MiCS `mics_shard_size` for HSDP groups) and, with full
 //! recompute, `activation_checkpointing`; with `offload_optimizer`, ZeRO-Offload's
 //! `zero_optimization.offload_optimizer` (§3.3); with `offload_params`, ZeRO-Infinity's
-//! `zero_optimization.offload_param`. DeepSpeed runs one pipeline schedule (1F1B), no EP,
+//! `zero_optimization.offload_param`; with `offload_activations=all`,
+//! `activation_checkpointing.cpu_checkpointing` and `--checkpoint-in-cpu`. DeepSpeed runs one pipeline schedule (1F1B), no EP,
 //! no TP overlap and no selective recompute: its capability table refuses those plans. The
 //! collective algorithms are `--emit nccl`'s.
 
@@ -111,10 +112,12 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     };
     if plan.recompute == Recompute::Full {
         // DeepSpeed's activation checkpointing (Megatron-DeepSpeed routes Megatron's
-        // recompute through it): every block, nothing partitioned or offloaded.
+        // recompute through it): every block, nothing partitioned; with
+        // `offload_activations=all` (the capability table admits no other count) the
+        // checkpoints go to the CPU (`cpu_checkpointing`, config.py @ v0.19.5:L84-85).
         cfg["activation_checkpointing"] = json!({
             "partition_activations": false,
-            "cpu_checkpointing": false,
+            "cpu_checkpointing": plan.offload_activations > 0,
             "contiguous_memory_optimization": false,
         });
     }
@@ -157,6 +160,12 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     }
     if plan.recompute == Recompute::Full {
         flags.push("--deepspeed-activation-checkpointing".into());
+        if plan.offload_activations > 0 {
+            // Megatron-DeepSpeed hands `checkpoint_in_cpu` to
+            // `deepspeed.checkpointing.configure`, whose arguments override the config file
+            // (checkpointing.py @ v0.19.5:L1096-1113): the flag and the JSON say the same.
+            flags.push("--checkpoint-in-cpu".into());
+        }
     }
     flags.extend(precision_flag.map(String::from));
     flags.push("--deepspeed".into());
@@ -338,6 +347,20 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
     if full != cfg.get("activation_checkpointing").is_some() {
         return Err("recompute flags and activation_checkpointing disagree".into());
     }
+    let cpu_checkpointing = match cfg
+        .get("activation_checkpointing")
+        .and_then(|a| a.get("cpu_checkpointing"))
+    {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or("activation_checkpointing.cpu_checkpointing: expected true or false")?,
+    };
+    if cpu_checkpointing != has("--checkpoint-in-cpu") {
+        return Err(
+            "--checkpoint-in-cpu and activation_checkpointing.cpu_checkpointing disagree".into(),
+        );
+    }
     Ok(Plan {
         tp,
         sp: tp > 1 && has("--sequence-parallel"),
@@ -357,6 +380,12 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
             Recompute::Full
         } else {
             Recompute::None
+        },
+        // `cpu_checkpointing` offloads every checkpointed layer.
+        offload_activations: if cpu_checkpointing {
+            autoplan_plan::offload_activations::ALL
+        } else {
+            0
         },
         ..Plan::default()
     })

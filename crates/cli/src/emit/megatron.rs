@@ -153,6 +153,7 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         Zero::NONE
     };
     p.offload_optimizer = offload_from_flags(&get, &has)?;
+    p.offload_activations = activation_offload_from_flags(&get)?;
     if let Some(v) = get("--cp-comm-type") {
         p.cp_comm = match v.as_slice() {
             ["a2a+p2p"] => {
@@ -228,6 +229,7 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         "--optimizer-offload-fraction",
         "--overlap-cpu-optimizer-d2h-h2d",
         "--use-precision-aware-optimizer",
+        "--cpu-offloading-num-layers",
     ];
     if let Some((f, _)) = flags.iter().find(|(f, _)| !KNOWN.contains(f)) {
         return Err(format!("{f}: not a flag --emit megatron writes"));
@@ -293,6 +295,19 @@ fn stages_from_flags(p: &mut Plan, model: &ModelSpec, get: &Get, num: &Num) -> R
         p.schedule = Schedule::Interleaved;
     }
     Ok(())
+}
+
+/// Activation offload (frameworks.md §1.7): `--cpu-offloading-num-layers N`, the layers whose
+/// activations go to host memory (`N > 0` turns `cpu_offloading` on, arguments.py @
+/// core_v0.19.2:L1869-1870; 0 or absent offloads nothing).
+fn activation_offload_from_flags(get: &Get) -> Result<u32, String> {
+    match get("--cpu-offloading-num-layers").as_deref() {
+        None => Ok(0),
+        Some([v]) => v
+            .parse::<u32>()
+            .map_err(|_| format!("--cpu-offloading-num-layers {v}: expected an integer ≥ 0")),
+        Some(v) => Err(format!("--cpu-offloading-num-layers: one value, got {v:?}")),
+    }
 }
 
 /// Optimizer offload (frameworks.md §1.9): `--optimizer-cpu-offload` with its fraction (the

@@ -38,6 +38,24 @@
 //! transfers do not run, so the step is an upper bound (the notes have no measured
 //! ZeRO-Infinity step to set it by).
 
+//!
+//! Activation offload (`offload_activations`: Megatron-Core
+//! `--cpu-offloading-num-layers N`, frameworks.md §1.7; DeepSpeed `cpu_checkpointing`, §3) adds,
+//! per micro-batch ([`Evaluator::activation_offload_per_mb`]), on the bottleneck stage: the
+//! offloaded layers' stored activations go down (D2H) in the forward and come back (H2D) in
+//! the backward, over the GPU's share of the host link. How much of that is exposed is the
+//! framework's (the profile's `activation_offload_overlap`):
+//! - Megatron-Core through Transformer Engine copies on its own D2H and H2D streams: a layer's
+//!   copy starts once its forward is done, spread over the following layers' forward, and the
+//!   backward reloads a layer ahead of its use (`cpu_offload.py @ TE v2.8.0:L302-353,
+//!   L481-545, L620-644`). A pass exposes what its copies take beyond the compute of the
+//!   stage's other layers (the first layer's forward, the last layer's backward run before any
+//!   copy can), and at least one layer's copy when every layer is offloaded (nothing computes
+//!   after the last forward copy or before the first reload);
+//! - DeepSpeed copies each checkpoint with `tensor.to(device)` on the compute stream
+//!   (`runtime/utils.py @ v0.19.5:L164-177`; `checkpointing.py:L529-531, L625-627`): both
+//!   copies exposed.
+
 use autoplan_memory::MemoryBreakdown;
 use autoplan_plan::Plan;
 
@@ -111,10 +129,37 @@ impl Evaluator {
         exposed(up, pmax.fwd) + exposed(backward, pmax.bwd)
     }
 
+    /// The exposed host-link time of one micro-batch of a plan that offloads activations
+    /// (module docs), on stage `stage` (`st` its times), seconds; 0 without activation offload.
+    pub(super) fn activation_offload_per_mb(&self, plan: &Plan, stage: u32, st: &StageTime) -> f64 {
+        if plan.offload_activations == 0 || st.blocks == 0 {
+            return 0.0;
+        }
+        let Some(host) = self.cluster.host else {
+            return 0.0;
+        };
+        let (dense, moe) = (f64::from(st.dense), f64::from(st.moe));
+        let bytes = self
+            .mem
+            .offloaded_activation_bytes(plan, &self.mem_opts, stage, dense, moe);
+        let t = bytes / host.link_bw_per_gpu();
+        if !self.opts.activation_offload_overlap {
+            // Copied on the compute stream: down in the forward, up in the backward.
+            return 2.0 * t;
+        }
+        let blocks = st.blocks;
+        let n = plan.offloaded_layers(blocks);
+        let b = f64::from(blocks);
+        let others = (b - 1.0) / b;
+        let last = if n >= blocks { t / f64::from(n) } else { 0.0 };
+        let exposed = |window: f64| (t - window).max(last).max(0.0);
+        exposed(st.fwd * others) + exposed(st.bwd * others)
+    }
+
     /// The host memory check: the offloaded state of the most loaded GPU against its share of
     /// the node's host memory.
     pub(super) fn check_host(&self, plan: &Plan, m: &MemoryBreakdown) -> Result<(), Infeasible> {
-        if plan.offload_optimizer == 0 && !plan.offload_params {
+        if !plan.offloads() {
             return Ok(());
         }
         let need = self.mem.host_peak(plan, &self.mem_opts).max(m.host);

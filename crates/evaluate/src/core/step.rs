@@ -45,9 +45,12 @@ impl Evaluator {
         if let Some(o) = offload {
             rest.optimizer = o.gpu_optimizer;
         }
-        // Parameter offload: the host-link transfers of every micro-batch (`offload.rs`).
+        // Parameter and activation offload: the host-link transfers of every micro-batch
+        // (`offload.rs`), the activations' on the bottleneck stage.
         let offload_s = offload.map_or(0.0, |o| o.offload)
-            + micro * self.param_offload_per_mb(plan, &x, &scan.pmax);
+            + micro
+                * (self.param_offload_per_mb(plan, &x, &scan.pmax)
+                    + self.activation_offload_per_mb(plan, scan.bi, &scan.bottleneck));
         let pipeline = micro * (scan.tmax + rest.dp.per_mb) + bubble;
         let step = pipeline + rest.dp.step + rest.optimizer + offload_s;
         if S::ENABLED {

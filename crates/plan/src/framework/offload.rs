@@ -1,5 +1,5 @@
-//! Which offloads to host memory a framework runs (the `offload_optimizer` and
-//! `offload_params` knobs), each rule with its source.
+//! Which offloads to host memory a framework runs (the `offload_optimizer`, `offload_params`
+//! and `offload_activations` knobs), each rule with its source.
 
 use super::*;
 use checks::Refuse;
@@ -20,6 +20,18 @@ pub struct OffloadRules {
     pub params: bool,
     /// The optimizer offloaded only together with the parameters (torchtitan's one switch).
     pub together: bool,
+    /// Activation offload (`offload_activations`) at all.
+    pub activations: bool,
+    /// Activation offload only without pipeline parallelism (Megatron-Core `cpu_offloading`).
+    pub activations_single_stage: bool,
+    /// Activation offload only without recompute (Megatron-Core `cpu_offloading`).
+    pub activations_no_recompute: bool,
+    /// Fewer layers offloaded than the model has (Megatron-Core: `N < num_layers`; `all`
+    /// refused).
+    pub activations_below_all: bool,
+    /// Activation offload only of full recompute's checkpoints, of every layer (`all`;
+    /// DeepSpeed `cpu_checkpointing`).
+    pub activations_checkpoints: bool,
 }
 
 impl OffloadRules {
@@ -31,13 +43,25 @@ impl OffloadRules {
         partial_needs_zero3: false,
         params: true,
         together: false,
+        activations: true,
+        activations_single_stage: false,
+        activations_no_recompute: false,
+        activations_below_all: false,
+        activations_checkpoints: false,
     };
 }
 
-/// The offload knob against the framework's rules.
-pub(super) fn check_offload(c: &Capabilities, plan: &Plan, refuse: &Refuse) -> Result<(), Refusal> {
+/// The offload knobs against the framework's rules (`layers`: the model's transformer
+/// blocks).
+pub(super) fn check_offload(
+    c: &Capabilities,
+    plan: &Plan,
+    layers: u32,
+    refuse: &Refuse,
+) -> Result<(), Refusal> {
     let pct = plan.offload_optimizer;
     let r = c.offload;
+    check_activations(c, plan, layers, refuse)?;
     if plan.offload_params && !r.params {
         return Err(refuse(
             Knob::OffloadParams,
@@ -93,6 +117,83 @@ pub(super) fn check_offload(c: &Capabilities, plan: &Plan, refuse: &Refuse) -> R
             "offload a fraction of the optimizer state below 1 without ZeRO stage 3",
             "offload_optimizer ratio < 1 needs stage 3, offload_config.py @ v0.19.5:L388-393; \
              frameworks.md §3.3",
+        ));
+    }
+    Ok(())
+}
+
+/// `offload_activations` against the framework's rules.
+fn check_activations(
+    c: &Capabilities,
+    plan: &Plan,
+    layers: u32,
+    refuse: &Refuse,
+) -> Result<(), Refusal> {
+    let n = plan.offload_activations;
+    if n == 0 {
+        return Ok(());
+    }
+    let r = c.offload;
+    let k = Knob::OffloadActivations;
+    if !r.activations {
+        return Err(refuse(
+            k,
+            "offload activations to host memory",
+            match c.framework {
+                Framework::TorchTitan => {
+                    "torchtitan v0.2.2 has no activation offload: its one CPU offload, \
+                     [training] enable_cpu_offload, is FSDP's CPUOffloadPolicy (parameters, \
+                     gradients, optimizer state), job_config.py @ v0.2.2:L270-274; \
+                     frameworks.md §2.2"
+                }
+                _ => "frameworks.md",
+            },
+        ));
+    }
+    // Megatron-Core's `cpu_offloading` (transformer_config.py @ core_v0.19.2:L1707-1722;
+    // frameworks.md §1.7).
+    let megatron = "transformer_config.py @ core_v0.19.2:L1707-1722 (cpu_offloading); \
+                    frameworks.md §1.7";
+    if r.activations_single_stage && plan.pp > 1 {
+        return Err(refuse(
+            k,
+            "offload activations with pipeline parallelism (pp > 1)",
+            megatron,
+        ));
+    }
+    if r.activations_no_recompute && plan.recompute != crate::Recompute::None {
+        return Err(refuse(
+            k,
+            "offload activations with activation recomputation",
+            megatron,
+        ));
+    }
+    if r.activations_below_all && (n == crate::offload_activations::ALL || n >= layers) {
+        return Err(refuse(
+            k,
+            "offload the activations of every layer (--cpu-offloading-num-layers must be \
+             below num_layers)",
+            megatron,
+        ));
+    }
+    // DeepSpeed's `cpu_checkpointing` moves every checkpointed layer's input to the CPU
+    // (checkpointing.py @ v0.19.5:L529-531, L1024; config.py:L84-85).
+    let deepspeed = "activation_checkpointing.cpu_checkpointing offloads the checkpoints of \
+                     full recompute, of every checkpointed layer, \
+                     deepspeed/runtime/activation_checkpointing/checkpointing.py @ \
+                     v0.19.5:L529-531, L1024; frameworks.md §3";
+    if r.activations_checkpoints && plan.recompute != crate::Recompute::Full {
+        return Err(refuse(
+            k,
+            "offload activations without full recompute",
+            deepspeed,
+        ));
+    }
+    if r.activations_checkpoints && n != crate::offload_activations::ALL {
+        return Err(refuse(
+            k,
+            "offload the activations of some layers only (offload_activations=all)",
+            deepspeed,
         ));
     }
     Ok(())

@@ -98,6 +98,13 @@ pub struct CostProfile {
     pub moe_dense_dispatch: bool,
     /// Which elementwise ops run as separate kernels ([`Elementwise`]).
     pub elementwise: Elementwise,
+    /// Offloaded activations (`offload_activations`) move on their own CUDA streams, the next
+    /// layer's prefetched, beside the compute (Transformer Engine's
+    /// `AsyncDoubleBufferGroupOffloadHandler`, `cpu_offload.py @ TE v2.8.0:L302-353`, which
+    /// Megatron-Core's `--cpu-offloading-num-layers` uses). `false`: copied on the compute stream, exposed
+    /// (DeepSpeed's `cpu_checkpointing` moves each checkpoint with `tensor.to(device)`,
+    /// `runtime/utils.py @ v0.19.5:L164-177`, `checkpointing.py:L529-531, L625-627`).
+    pub activation_offload_overlap: bool,
     /// Where each mechanism's value comes from.
     pub source: &'static str,
     /// What the framework does that costs time and the profile does not price, and what
@@ -117,6 +124,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
+        activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
         source: "frameworks.md §1.3 (TP comm overlap), §1.4 (overlap-grad-reduce, \
                  overlap-param-gather with the distributed optimizer)",
@@ -132,6 +140,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
         source: "Megatron-LM v1 README (2020) and Shoeybi+19 §3: LocalDDP reduces after \
                  backward; published_runs_SOURCES.md §2",
@@ -148,6 +157,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
         source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
         not_modelled: "",
@@ -166,6 +176,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
+        activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
         source: "Megatron-LM argument defaults (frameworks.md §1.3, §1.4); MegaScale \
                  (Jiang+24) §3.2-3.3 names these as its additions to the baseline (the flags \
@@ -187,6 +198,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         fused_attention: false,
         moe_dense_dispatch: true,
+        activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels; \
@@ -212,6 +224,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         fused_attention: true,
         moe_dense_dispatch: false,
+        activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3); \
                  deepspeed/moe/sharded_moe.py @ v0.19.5:L207-232 (MoE gather by index)",
@@ -253,6 +266,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
+        activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
         source: "frameworks.md §2.1 (enable_async_tensor_parallel off by default), §2.4 \
                  (compile), §3.6 (FSDP2)",
@@ -292,6 +306,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
+        activation_offload_overlap: false,
         elementwise: Elementwise {
             rmsnorm: true,
             rope: false,

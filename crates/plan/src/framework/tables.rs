@@ -101,6 +101,18 @@ pub(super) fn megatron(fw: Framework, minor: u8) -> Capabilities {
             // No parameter offload (frameworks.md §1.9 lists optimizer offload only).
             params: false,
             together: false,
+            // `--cpu-offloading-num-layers N` (N > 0 sets `cpu_offloading`, arguments.py @
+            // core_v0.19.2:L1869-1870; Transformer Engine's `get_cpu_offload_context`,
+            // transformer_block.py @ core_v0.19.2:L298-319): no PP, no recompute,
+            // `N < num_layers` (transformer_config.py @ core_v0.19.2:L1707-1722; frameworks.md
+            // §1.7). The fine-grained module offload
+            // (`--fine-grained-activation-offloading`, L1846-1880) offloads module inputs, not
+            // layers: not priced.
+            activations: true,
+            activations_single_stage: true,
+            activations_no_recompute: true,
+            activations_below_all: true,
+            activations_checkpoints: false,
         },
     }
 }
@@ -175,6 +187,13 @@ pub(super) fn torchtitan(fw: Framework) -> Capabilities {
             partial_needs_zero3: false,
             params: true,
             together: true,
+            // No activation offload in v0.2.2 (job_config.py @ v0.2.2:L270-274: the CPU
+            // offload is FSDP's, of parameters, gradients and optimizer state).
+            activations: false,
+            activations_single_stage: false,
+            activations_no_recompute: false,
+            activations_below_all: false,
+            activations_checkpoints: false,
         },
     }
 }
@@ -241,6 +260,13 @@ pub(super) fn deepspeed(fw: Framework) -> Capabilities {
             // asks of every parameter offload.
             params: true,
             together: false,
+            // `activation_checkpointing.cpu_checkpointing`: full recompute's checkpoints of
+            // every layer to the CPU (checkpointing.py @ v0.19.5:L529-531, L1024).
+            activations: true,
+            activations_single_stage: false,
+            activations_no_recompute: false,
+            activations_below_all: false,
+            activations_checkpoints: true,
         },
     }
 }

@@ -47,7 +47,8 @@ fn every_value_prints_and_parses_back() {
                    order=tp-dp-cp-pp,placement=balanced:1,tp_overlap=on,ep_overlap=on,\
                    recompute=full,recompute_layers=2,first_stage_layers=3,\
                    last_stage_layers=1,pipeline_split=embedding+loss,pp=4,schedule=interleaved,vpp=2,\
-                   zero=3-noreshard:2,mbs=2,offload_optimizer=0.35,offload_params=on"
+                   zero=3-noreshard:2,mbs=2,offload_optimizer=0.35,offload_params=on,\
+                   offload_activations=3"
         .parse()
         .unwrap();
     for k in Knob::ALL {

@@ -64,6 +64,14 @@ pub struct RawMemory {
     /// numbers in [0, 1] or strings). Absent: `[0]`, no offload.
     #[serde(default)]
     pub offload_optimizer: Option<Vec<RawFraction>>,
+    /// Whether ZeRO-3's parameter shard lives in host memory (`offload_params=`, booleans).
+    /// Absent: `[false]`.
+    #[serde(default)]
+    pub offload_params: Option<Vec<bool>>,
+    /// Layers per pipeline stage whose activations are offloaded (`offload_activations=`,
+    /// numbers or `"all"`). Absent: `[0]`.
+    #[serde(default)]
+    pub offload_activations: Option<Vec<RawFraction>>,
 }
 
 /// One `[memory] offload_optimizer` entry: a number or a plan-string value.
@@ -191,6 +199,11 @@ pub struct Space {
     /// Percent of the optimizer state offloaded to host memory (`offload_optimizer`), the
     /// least first.
     pub offload_optimizer: Vec<u8>,
+    /// Parameter offload to host memory (`offload_params`), off first.
+    pub offload_params: Vec<bool>,
+    /// Layers per stage whose activations are offloaded (`offload_activations`), the fewest
+    /// first (`all` last).
+    pub offload_activations: Vec<u32>,
     pub constraints: Constraints,
 }
 
@@ -418,6 +431,26 @@ impl Space {
                 .collect()
             }
         };
+        let offload_params = match &raw.memory.offload_params {
+            None => vec![false],
+            Some(v) => bools(src, "memory", "offload_params", v)?,
+        };
+        let offload_activations = match &raw.memory.offload_activations {
+            None => vec![0],
+            Some(v) => {
+                let texts: Vec<String> = v.iter().map(RawFraction::text).collect();
+                values(
+                    src,
+                    "memory",
+                    "offload_activations",
+                    &texts,
+                    Knob::OffloadActivations,
+                )?
+                .into_iter()
+                .map(|p| p.offload_activations)
+                .collect()
+            }
+        };
         check_zero_constraints(src, &raw)?;
         let c = &raw.constraints;
         Ok(Space {
@@ -447,6 +480,8 @@ impl Space {
             ep_overlap: bools(src, "knobs", "ep_overlap", &k.ep_overlap)?,
             placement: canon(placement, placement_key),
             offload_optimizer: canon(offload_optimizer, |x| *x),
+            offload_params,
+            offload_activations: canon(offload_activations, |x| *x),
             constraints: Constraints {
                 tp_within_node: c.tp_within_node,
                 moe_tp_within_node: c.moe_tp_within_node,
@@ -561,11 +596,12 @@ impl Space {
             Knob::EpOverlap => self.ep_overlap = vec![p.ep_overlap],
             Knob::Placement => self.placement = vec![p.placement],
             Knob::OffloadOptimizer => self.offload_optimizer = vec![p.offload_optimizer],
+            Knob::OffloadParams => self.offload_params = vec![p.offload_params],
+            Knob::OffloadActivations => self.offload_activations = vec![p.offload_activations],
             Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit
-            | Knob::OffloadParams => {
+            | Knob::PipelineSplit => {
                 return Err(format!(
                     "`{}` is not a decision of the search (use `autoplan evaluate --plan`)",
                     knob.key()
@@ -600,12 +636,13 @@ impl Space {
             Knob::EpOverlap => self.ep_overlap.len(),
             Knob::Placement => self.placement.len(),
             Knob::OffloadOptimizer => self.offload_optimizer.len(),
+            Knob::OffloadParams => self.offload_params.len(),
+            Knob::OffloadActivations => self.offload_activations.len(),
             Knob::Dp
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit
-            | Knob::OffloadParams => 0,
+            | Knob::PipelineSplit => 0,
         }
     }
 
@@ -636,12 +673,13 @@ impl Space {
             Knob::EpOverlap => p.ep_overlap = self.ep_overlap[i],
             Knob::Placement => p.placement = self.placement[i],
             Knob::OffloadOptimizer => p.offload_optimizer = self.offload_optimizer[i],
+            Knob::OffloadParams => p.offload_params = self.offload_params[i],
+            Knob::OffloadActivations => p.offload_activations = self.offload_activations[i],
             Knob::Dp
             | Knob::RecomputeLayers
             | Knob::FirstStageLayers
             | Knob::LastStageLayers
-            | Knob::PipelineSplit
-            | Knob::OffloadParams => {}
+            | Knob::PipelineSplit => {}
         }
     }
 }
