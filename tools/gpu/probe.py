@@ -384,30 +384,11 @@ def attention_part():
     (QKᵀ and PV over the causal half)."""
     rows = []
     for label, b, s, h, kv, d in ATTENTION:
-        q = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-        k = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-        v = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-        go = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16)
         flops = 4.0 * b * h * d * s * s / 2
-
-        def fwd():
-            with torch.no_grad():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
-
-        def fwd_bwd():
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=kv != h)
-            o.backward(go)
-
-        t_f = graph_time(fwd, 3)
-        for t in (q, k, v):
-            t.grad = None
-        t_fb = graph_time(fwd_bwd, 1)
-        t_b = t_fb - t_f
+        t_f, t_b = sdpa_times(b, h, kv, s, s, d, d, True, gqa=kv != h)
         rows.append((label, b, s, h, kv, d, t_f, t_b))
         print(f"{label:20s} b={b} s={s:6d} h={h:3d} kv={kv:3d} d={d:3d}  fwd {t_f*1e3:7.3f} ms"
               f" ({flops/t_f/1e12:6.1f} TF/s)  bwd {t_b*1e3:7.3f} ms (x{t_b/t_f:4.2f} fwd)", flush=True)
-        del q, k, v, go
-        torch.cuda.empty_cache()
     with open(os.path.join(OUT, "attention.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["label", "batch", "seq", "heads", "kv_heads", "head_dim", "fwd_s", "bwd_s"])
@@ -612,6 +593,32 @@ ATTN_SEQ = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 ATTN_DIMS = [(64, 64), (128, 128), (192, 128)]
 
 
+def sdpa_times(b, h, kv, sq, sk, dqk, dv, causal, reps=3, replays=15, gqa=True):
+    """(forward, backward) seconds of one SDPA call (`h` query heads, `kv` key/value heads,
+    `sq` queries against `sk` keys), BF16, graph-timed: the backward is the forward + backward
+    call's time less the forward's. `gqa`: SDPA's `enable_gqa`."""
+    q = torch.randn(b, h, sq, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(b, kv, sk, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(b, kv, sk, dv, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    go = torch.randn(b, h, sq, dv, device=DEV, dtype=torch.bfloat16)
+
+    def fwd():
+        with torch.no_grad():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+
+    def fwd_bwd():
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+        o.backward(go)
+
+    t_f = graph_time(fwd, reps, replays)
+    for t in (q, k, v):
+        t.grad = None
+    t_fb = graph_time(fwd_bwd, 1, replays)
+    del q, k, v, go
+    torch.cuda.empty_cache()
+    return t_f, t_fb - t_f
+
+
 def attnseq_part():
     """FlashAttention (PyTorch SDPA) forward and forward + backward, BF16, graph-timed, over
     sequence length, head dim and causal masking: how the kernel's rate moves with what
@@ -623,26 +630,9 @@ def attnseq_part():
         for causal in (True, False):
             for s in ATTN_SEQ:
                 try:
-                    q = torch.randn(b, h, s, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    k = torch.randn(b, kv, s, dqk, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    v = torch.randn(b, kv, s, dv, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    go = torch.randn(b, h, s, dv, device=DEV, dtype=torch.bfloat16)
-
-                    def fwd():
-                        with torch.no_grad():
-                            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-
-                    def fwd_bwd():
-                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-                        o.backward(go)
-
                     reps = 3 if s <= 16384 else 1
                     replays = 15 if s <= 32768 else 5
-                    t_f = graph_time(fwd, reps, replays)
-                    for t in (q, k, v):
-                        t.grad = None
-                    t_fb = graph_time(fwd_bwd, 1, replays)
-                    t_b = t_fb - t_f
+                    t_f, t_b = sdpa_times(b, h, kv, s, s, dqk, dv, causal, reps, replays)
                 except Exception as e:  # a head-dim pair SDPA has no kernel for
                     print(f"d={dqk}/{dv} causal={causal} s={s}: {str(e)[:120]}", file=sys.stderr, flush=True)
                     torch.cuda.empty_cache()
@@ -651,8 +641,6 @@ def attnseq_part():
                 rows.append((b, s, h, kv, dqk, dv, int(causal), t_f, t_b))
                 print(f"d={dqk:3d}/{dv:3d} causal={int(causal)} s={s:6d}  fwd {t_f*1e3:8.3f} ms"
                       f" ({flops/t_f/1e12:6.1f} TF/s)  bwd {t_b*1e3:8.3f} ms (x{t_b/t_f:4.2f})", flush=True)
-                del q, k, v, go
-                torch.cuda.empty_cache()
     with open(os.path.join(OUT, "attention_seq.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["batch", "seq", "heads", "kv_heads", "head_dim_qk", "head_dim_v", "causal", "fwd_s", "bwd_s"])
@@ -963,26 +951,10 @@ def attncp_part():
                 for kind, sq, sk, causal in (("causal", 2 * c, 2 * c, True),
                                               ("q2c-k1c", 2 * c, c, False),
                                               ("q1c-k2c", c, 2 * c, False)):
-                    q = torch.randn(b, h, sq, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    k = torch.randn(b, kv, sk, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    v = torch.randn(b, kv, sk, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
-                    go = torch.randn(b, h, sq, d, device=DEV, dtype=torch.bfloat16)
-
-                    def fwd():
-                        with torch.no_grad():
-                            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-
-                    def fwd_bwd():
-                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-                        o.backward(go)
-
-                    t_f = graph_time(fwd, 3)
-                    t_b = graph_time(fwd_bwd, 1) - t_f
+                    t_f, t_b = sdpa_times(b, h, kv, sq, sk, d, d, causal)
                     rows.append((s, cp, kind, b, h, kv, sq, sk, d, int(causal), t_f, t_b))
                     print(f"d={d:3d} s={s:6d} cp={cp} {kind:8s} q={sq:6d} k={sk:6d}  fwd {t_f*1e6:9.1f} us"
                           f"  bwd {t_b*1e6:9.1f} us", flush=True)
-                    del q, k, v, go
-                    torch.cuda.empty_cache()
     with open(os.path.join(OUT, "attention_cp.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["seq", "cp", "step", "batch", "heads", "kv_heads", "q_len", "k_len", "head_dim",
