@@ -416,18 +416,24 @@ fn table_2_1_all_to_all_share() {
     assert!(hi - lo <= 0.05, "{shares:?}");
 }
 
+/// Every row's run (model, cluster, batch, replicas) and Table 5-4's runs with 1 and 2
+/// replicas.
+fn runs_with_replicas() -> Vec<(&'static str, &'static str, u32, usize)> {
+    let mut runs: Vec<_> = ROWS
+        .iter()
+        .map(|r| (r.model, r.cluster, r.batch, r.replicas))
+        .collect();
+    runs.extend([1, 2].map(|r| ("thesis-txl-94m", "thesis-4node", 40, r)));
+    runs
+}
+
 /// Issue 22 item 1 on the thesis's runs: `place-experts` pricing the replicas' gradient sync
 /// never ends slower than DeepSpeed's placement (contiguous is one of its starts) nor than
 /// the thesis's design with the same slots (the design's placement is one it can reach; 1%
 /// slack for the local search).
 #[test]
 fn autoplan_placement_pays_for_replicas() {
-    let mut runs: Vec<(&str, &str, u32, usize)> = ROWS
-        .iter()
-        .map(|r| (r.model, r.cluster, r.batch, r.replicas))
-        .collect();
-    runs.extend([1, 2].map(|r| ("thesis-txl-94m", "thesis-4node", 40, r)));
-    for (model, cluster, batch, r) in runs {
+    for (model, cluster, batch, r) in runs_with_replicas() {
         let run = |p| predict(model, cluster, None, batch, p).overall;
         let (b, d, a) = (
             run(Policy::Baseline),
@@ -448,12 +454,7 @@ fn autoplan_placement_pays_for_replicas() {
 /// winner (Table 5-3's 94M batch-40 row stays the model's near tie).
 #[test]
 fn einsum_dispatch_changes_no_winner() {
-    let mut runs: Vec<(&str, &str, u32, usize)> = ROWS
-        .iter()
-        .map(|r| (r.model, r.cluster, r.batch, r.replicas))
-        .collect();
-    runs.extend([1, 2].map(|r| ("thesis-txl-94m", "thesis-4node", 40, r)));
-    for (model, cluster, batch, r) in runs {
+    for (model, cluster, batch, r) in runs_with_replicas() {
         let run = |p, e| stages_ms(&predict_with(model, cluster, None, batch, p, e));
         let (b0, d0) = (run(Policy::Baseline, false), run(Policy::Design(r), false));
         let (b1, d1) = (run(Policy::Baseline, true), run(Policy::Design(r), true));

@@ -37,7 +37,6 @@
 //! weight upload included: with the parameters and gradients already on the host those
 //! transfers do not run, so the step is an upper bound (the notes have no measured
 //! ZeRO-Infinity step to set it by).
-
 //!
 //! Activation offload (`offload_activations`: Megatron-Core
 //! `--cpu-offloading-num-layers N`, frameworks.md §1.7; DeepSpeed `cpu_checkpointing`, §3) adds,

@@ -415,21 +415,17 @@ impl Space {
                 .map(|p| p.placement)
                 .collect(),
         };
+        // `[memory]` lists of numbers or names read as the knob's plan-string values.
+        let memory_values = |name: &str, v: &[RawFraction], knob: Knob| {
+            let texts: Vec<String> = v.iter().map(RawFraction::text).collect();
+            values(src, "memory", name, &texts, knob)
+        };
         let offload_optimizer = match &raw.memory.offload_optimizer {
             None => vec![0],
-            Some(v) => {
-                let texts: Vec<String> = v.iter().map(RawFraction::text).collect();
-                values(
-                    src,
-                    "memory",
-                    "offload_optimizer",
-                    &texts,
-                    Knob::OffloadOptimizer,
-                )?
+            Some(v) => memory_values("offload_optimizer", v, Knob::OffloadOptimizer)?
                 .into_iter()
                 .map(|p| p.offload_optimizer)
-                .collect()
-            }
+                .collect(),
         };
         let offload_params = match &raw.memory.offload_params {
             None => vec![false],
@@ -437,19 +433,10 @@ impl Space {
         };
         let offload_activations = match &raw.memory.offload_activations {
             None => vec![0],
-            Some(v) => {
-                let texts: Vec<String> = v.iter().map(RawFraction::text).collect();
-                values(
-                    src,
-                    "memory",
-                    "offload_activations",
-                    &texts,
-                    Knob::OffloadActivations,
-                )?
+            Some(v) => memory_values("offload_activations", v, Knob::OffloadActivations)?
                 .into_iter()
                 .map(|p| p.offload_activations)
-                .collect()
-            }
+                .collect(),
         };
         check_zero_constraints(src, &raw)?;
         let c = &raw.constraints;
