@@ -21,13 +21,13 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 
 use autoplan_plan::knob::{Context, Knob};
-use autoplan_plan::{Plan, Schedule};
+use autoplan_plan::{Plan, Schedule, Zero};
 use rayon::prelude::*;
 
 use crate::queue::{Item, Queue, FULL};
 use crate::{
-    Bound, Depth, NoFit, Objective, Observer, Outcome, Partial, Ranked, Reject, SearchOptions,
-    Shape, Space, Stats,
+    Bound, Depth, NoFit, Objective, Observer, Open, Outcome, Partial, Ranked, Reject,
+    SearchOptions, Shape, Space, Stats,
 };
 
 /// The degree knobs a task fixes, in [`Knob::KEY_ORDER`]'s order (`dp` is what is left).
@@ -627,18 +627,38 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         plan
     }
 
-    /// Bound a node; true if its subtree is cut.
-    fn cut(&self, plan: &Plan, depth: Depth, deg: &Degrees, l: &mut Local<O::Metrics>) -> bool {
+    /// Bound a node; true if its subtree is cut. With `floor` (the least entry of the node's
+    /// block of the task's floor table) the step-time bound is that, and only the memory floor
+    /// is asked of the objective, where the time does not cut.
+    fn cut(
+        &self,
+        plan: &Plan,
+        depth: Depth,
+        deg: &Degrees,
+        l: &mut Local<O::Metrics>,
+        floor: Option<f64>,
+    ) -> bool {
         if self.opts.exhaustive {
             return false;
         }
         l.stats.nodes += 1;
-        let b: Bound = self.obj.bound(&Partial {
+        let partial = Partial {
             plan: *plan,
             depth,
             space: self.space,
             threshold: self.threshold.get(),
-        });
+        };
+        let b: Bound = match floor {
+            Some(t) if t > partial.threshold => Bound {
+                step_time_s: t,
+                memory_bytes: 0.0,
+            },
+            Some(t) => Bound {
+                step_time_s: t,
+                memory_bytes: self.obj.memory_bound(&partial),
+            },
+            None => self.obj.bound(&partial),
+        };
         if b.memory_bytes > self.shape.hbm_bytes {
             l.stats.pruned_by_memory += 1;
             l.stats.pruned_plans += self.below(deg, depth);
@@ -651,6 +671,38 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             return true;
         }
         false
+    }
+
+    /// The task's floor table ([`Objective::floor_table`]) over its open recompute entries,
+    /// (schedule, vpp) pairs and sharding modes, in the walk's order; empty where the
+    /// objective has none (or the search is exhaustive).
+    fn table(&self, t: &Task, deg: &Degrees) -> Vec<f64> {
+        let mut table = Vec::new();
+        if self.opts.exhaustive {
+            return table;
+        }
+        let s = self.space;
+        let schedules: Vec<(Schedule, u32)> = deg
+            .schedules
+            .iter()
+            .map(|&(is, iv)| (s.schedule[is], iv.map_or(1, |v| s.vpp[v])))
+            .collect();
+        let zeros: Vec<Zero> = deg.zeros.iter().map(|&iz| s.zero[iz]).collect();
+        let open = Open {
+            recomputes: &s.recompute,
+            schedules: &schedules,
+            zeros: &zeros,
+        };
+        let root = Partial {
+            plan: self.root(t),
+            depth: Depth::MicroBatch,
+            space: s,
+            threshold: self.threshold.get(),
+        };
+        if !self.obj.floor_table(&root, &open, &mut table) || table.len() != open.len() {
+            table.clear();
+        }
+        table
     }
 
     /// One task's depth-first walk: recompute → schedule/vpp → ZeRO, bounding each node, then
@@ -666,26 +718,46 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             .map(|(&k, i)| r.digit(k, i))
             .sum::<u128>()
             + r.digit(Knob::Mbs, t.mbs);
+        let table = self.table(t, deg);
+        let (ns, nz) = (deg.schedules.len(), deg.zeros.len());
+        // A node's floor: the least entry of its block of the table (entries run recompute,
+        // then schedule, then sharding mode, so every node's block is contiguous); 0 where
+        // every entry is ∞ (no valid triple: no information, as `Objective::bound` gives).
+        let floor = |from: usize, len: usize| {
+            (!table.is_empty()).then(|| {
+                let m = table[from..from + len]
+                    .iter()
+                    .fold(f64::INFINITY, |a, &b| a.min(b));
+                if m.is_finite() {
+                    m
+                } else {
+                    0.0
+                }
+            })
+        };
         for (ir, &rc) in s.recompute.iter().enumerate() {
             (plan.recompute, plan.recompute_modules) = rc;
             plan.zero = s.zero[deg.zeros[0]];
             plan.schedule = s.schedule[0];
             plan.vpp = 1;
-            if self.cut(&plan, Depth::Recompute, deg, l) {
+            let f = floor(ir * ns * nz, ns * nz);
+            if self.cut(&plan, Depth::Recompute, deg, l, f) {
                 continue;
             }
             let k_rc = base + r.digit(Knob::Recompute, ir);
-            for &(is, iv) in &deg.schedules {
+            for (ip, &(is, iv)) in deg.schedules.iter().enumerate() {
                 plan.schedule = s.schedule[is];
                 plan.vpp = iv.map_or(1, |v| s.vpp[v]);
                 plan.zero = s.zero[deg.zeros[0]];
-                if self.cut(&plan, Depth::Schedule, deg, l) {
+                let f = floor((ir * ns + ip) * nz, nz);
+                if self.cut(&plan, Depth::Schedule, deg, l, f) {
                     continue;
                 }
                 let k_s = k_rc + r.digit(Knob::Schedule, is) + r.vpp_digit(iv);
-                for &iz in &deg.zeros {
+                for (iz_pos, &iz) in deg.zeros.iter().enumerate() {
                     plan.zero = s.zero[iz];
-                    if self.cut(&plan, Depth::Zero, deg, l) {
+                    let f = floor((ir * ns + ip) * nz + iz_pos, 1);
+                    if self.cut(&plan, Depth::Zero, deg, l, f) {
                         continue;
                     }
                     self.leaves(&plan, k_s + r.digit(Knob::Zero, iz), deg, l);

@@ -29,11 +29,11 @@
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
-    Dispatcher, Framework, Plan, RankOrder, Recompute, RecomputeModules, Schedule, TpSpTransition,
-    Zero,
+    CpComm, Dispatcher, Framework, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules,
+    Schedule, TpSpTransition, Zero,
 };
 
-use crate::{Bound, Depth, Objective, Partial, Reject, Shape, Space};
+use crate::{Bound, Depth, Objective, Open, Partial, Reject, Shape, Space};
 
 /// The peak memory of `plan`, however the evaluator judges it (None: invalid, no information).
 fn peak(ev: &Evaluator, plan: &Plan) -> Option<f64> {
@@ -334,7 +334,6 @@ impl Scorer {
     fn comm_floor(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
         let s = partial.space;
         let p = partial.plan;
-        let d = Plan::default();
         let ctx = context(&self.exact, &p);
         // The ZeRO stages and (schedule, vpp) pairs still open, as the engine enumerates them
         // (`engine::degrees`: one stage where ZeRO does not matter, interleaving with
@@ -378,9 +377,62 @@ impl Scorer {
         } else {
             &s.recompute[..]
         };
-        // The leaf knobs open here, each as the engine enumerates it (`Knob::matters`); the
-        // overlaps only hide time, so on wherever the space has it on. `ep_comm` hides the
-        // `moe_tp` collectives with the EP overlap too.
+        let k = self.leaf_knobs(partial);
+        let mut best = f64::INFINITY;
+        k.each(&p, &mut |q| {
+            let f = match detail {
+                Detail::Compute => {
+                    // The knobs at a value they can take (the partial plan's may be
+                    // placeholders, `Evaluator::step_floor`).
+                    let r = Plan {
+                        tp_sp_transition: k.tpsp()[0],
+                        cp_comm: k.cpc()[0],
+                        dispatcher: k.disp()[0],
+                        moe_tp_scheme: k.mts()[0],
+                        ..*q
+                    };
+                    self.exact.step_floor_compute(&r, recomputes, schedules)
+                }
+                Detail::Quick => self.exact.step_floor_quick(
+                    q,
+                    k.orders(),
+                    recomputes,
+                    schedules,
+                    k.tpsp(),
+                    k.cpc(),
+                    k.disp(),
+                    k.mts(),
+                ),
+                Detail::Full => self.exact.step_floor(
+                    q,
+                    k.orders(),
+                    recomputes,
+                    schedules,
+                    zeros,
+                    k.tpsp(),
+                    k.cpc(),
+                    k.disp(),
+                    k.mts(),
+                ),
+            };
+            best = best.min(f);
+        });
+        if best.is_finite() {
+            best
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Scorer {
+    /// The leaf knobs open below `partial`, each as the engine enumerates it
+    /// (`Knob::matters`); the overlaps only hide time, so on wherever the space has it on
+    /// (`ep_comm` hides the `moe_tp` collectives with the EP overlap too).
+    fn leaf_knobs<'a>(&self, partial: &Partial<'a>) -> LeafKnobs<'a> {
+        let space = partial.space;
+        let dflt = Plan::default();
+        let ctx = context(&self.exact, &partial.plan);
         let on = |k: Knob, list: &[bool], default: bool| {
             if k.matters(&ctx) {
                 list.contains(&true)
@@ -388,73 +440,91 @@ impl Scorer {
                 default
             }
         };
-        let sps = open(Knob::Sp, &ctx, &s.sp, &d.sp);
-        let tpsp = open(
+        let (orders, n_orders) = canonical_orders(space, &ctx);
+        LeafKnobs {
+            tpo: on(Knob::TpOverlap, &space.tp_overlap, dflt.tp_overlap),
+            epo: on(Knob::EpOverlap, &space.ep_overlap, dflt.ep_overlap),
+            space,
+            ctx,
+            dflt,
+            orders,
+            n_orders,
+        }
+    }
+}
+
+/// The open leaf-knob values of a partial plan ([`Scorer::leaf_knobs`]): the space's list
+/// where the knob matters, else `Plan::default()`'s value (`open`).
+struct LeafKnobs<'a> {
+    space: &'a Space,
+    ctx: Context,
+    dflt: Plan,
+    tpo: bool,
+    epo: bool,
+    orders: [RankOrder; MAX_ORDERS],
+    n_orders: usize,
+}
+
+impl LeafKnobs<'_> {
+    /// The canonical rank orders.
+    fn orders(&self) -> &[RankOrder] {
+        &self.orders[..self.n_orders]
+    }
+
+    fn tpsp(&self) -> &[TpSpTransition] {
+        let (s, d) = (self.space, &self.dflt);
+        open(
             Knob::Transition,
-            &ctx,
+            &self.ctx,
             &s.tp_sp_transition,
             &d.tp_sp_transition,
-        );
-        let tpo = on(Knob::TpOverlap, &s.tp_overlap, d.tp_overlap);
-        let cpc = open(Knob::CpComm, &ctx, &s.cp_comm, &d.cp_comm);
-        let mts = open(Knob::MoeTpScheme, &ctx, &s.moe_tp_scheme, &d.moe_tp_scheme);
-        let disp = open(Knob::Dispatcher, &ctx, &s.dispatcher, &d.dispatcher);
-        let epo = on(Knob::EpOverlap, &s.ep_overlap, d.ep_overlap);
-        let places = open(Knob::Placement, &ctx, &s.placement, &d.placement);
-        let (orders, n) = canonical_orders(s, &ctx);
-        let mut q = p;
-        q.tp_overlap = tpo;
-        q.ep_overlap = epo;
-        let mut best = f64::INFINITY;
-        for &sp in sps {
-            for &pl in places {
+        )
+    }
+
+    fn cpc(&self) -> &[CpComm] {
+        open(
+            Knob::CpComm,
+            &self.ctx,
+            &self.space.cp_comm,
+            &self.dflt.cp_comm,
+        )
+    }
+
+    fn mts(&self) -> &[MoeTpScheme] {
+        let (s, d) = (self.space, &self.dflt);
+        open(
+            Knob::MoeTpScheme,
+            &self.ctx,
+            &s.moe_tp_scheme,
+            &d.moe_tp_scheme,
+        )
+    }
+
+    fn disp(&self) -> &[Dispatcher] {
+        open(
+            Knob::Dispatcher,
+            &self.ctx,
+            &self.space.dispatcher,
+            &self.dflt.dispatcher,
+        )
+    }
+
+    /// Call `f` with `p` under every open (SP, placement, algorithm mode), the overlaps on
+    /// where open (the knobs a floor tries value by value).
+    fn each(&self, p: &Plan, f: &mut dyn FnMut(&Plan)) {
+        let (s, d) = (self.space, &self.dflt);
+        let mut q = *p;
+        q.tp_overlap = self.tpo;
+        q.ep_overlap = self.epo;
+        for &sp in open(Knob::Sp, &self.ctx, &s.sp, &d.sp) {
+            for &pl in open(Knob::Placement, &self.ctx, &s.placement, &d.placement) {
                 for &algo in &s.algo {
                     q.sp = sp;
                     q.placement = pl;
                     q.algo = algo;
-                    let f = match detail {
-                        Detail::Compute => {
-                            // The knobs at a value they can take (the partial plan's may be
-                            // placeholders, `Evaluator::step_floor`).
-                            let r = Plan {
-                                tp_sp_transition: tpsp[0],
-                                cp_comm: cpc[0],
-                                dispatcher: disp[0],
-                                moe_tp_scheme: mts[0],
-                                ..q
-                            };
-                            self.exact.step_floor_compute(&r, recomputes, schedules)
-                        }
-                        Detail::Quick => self.exact.step_floor_quick(
-                            &q,
-                            &orders[..n],
-                            recomputes,
-                            schedules,
-                            tpsp,
-                            cpc,
-                            disp,
-                            mts,
-                        ),
-                        Detail::Full => self.exact.step_floor(
-                            &q,
-                            &orders[..n],
-                            recomputes,
-                            schedules,
-                            zeros,
-                            tpsp,
-                            cpc,
-                            disp,
-                            mts,
-                        ),
-                    };
-                    best = best.min(f);
+                    f(&q);
                 }
             }
-        }
-        if best.is_finite() {
-            best
-        } else {
-            0.0
         }
     }
 }
@@ -577,5 +647,31 @@ impl Objective for Scorer {
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
         memory_floor(&self.exact, partial)
+    }
+
+    /// `Evaluator::floor_table` of the root under every open SP, placement and algorithm
+    /// mode (the least of each entry), with the leaf knobs open as `comm_floor` opens them:
+    /// each entry is the `time_bound` of the node fixing its triple, without the
+    /// compute-and-bubble bound (which the floor's compute and pipeline already hold).
+    fn floor_table(&self, root: &Partial<'_>, open: &Open<'_>, out: &mut Vec<f64>) -> bool {
+        out.clear();
+        out.resize(open.len(), f64::INFINITY);
+        let k = self.leaf_knobs(root);
+        let mut ok = true;
+        k.each(&root.plan, &mut |q| {
+            ok &= self.exact.floor_table(
+                q,
+                k.orders(),
+                open.recomputes,
+                open.schedules,
+                open.zeros,
+                k.tpsp(),
+                k.cpc(),
+                k.disp(),
+                k.mts(),
+                out,
+            );
+        });
+        ok
     }
 }

@@ -33,7 +33,7 @@ pub mod space;
 pub mod testing;
 pub mod train;
 
-use autoplan_plan::{Plan, Recompute, RecomputeModules};
+use autoplan_plan::{Plan, Recompute, RecomputeModules, Schedule, Zero};
 
 pub use case::{search_case, search_case_for, CaseOutcome, Target, DEFAULT_MIN_HEADROOM_BYTES};
 pub use engine::search;
@@ -104,6 +104,35 @@ impl Bound {
     };
 }
 
+/// The values a task's tree still decides below its root, in the order its walk takes them:
+/// the index of a node's value in these lists is its position in a [`Objective::floor_table`].
+#[derive(Debug, Clone, Copy)]
+pub struct Open<'a> {
+    /// Recompute entries (mode, modules).
+    pub recomputes: &'a [(Recompute, RecomputeModules)],
+    /// (Schedule, virtual stages) pairs.
+    pub schedules: &'a [(Schedule, u32)],
+    /// Sharding modes.
+    pub zeros: &'a [Zero],
+}
+
+impl Open<'_> {
+    /// Entries of a table over these lists.
+    pub fn len(&self) -> usize {
+        self.recomputes.len() * self.schedules.len() * self.zeros.len()
+    }
+
+    /// Whether a table over these lists is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The table index of (recompute `r`, schedule pair `s`, sharding mode `z`).
+    pub fn index(&self, r: usize, s: usize, z: usize) -> usize {
+        (r * self.schedules.len() + s) * self.zeros.len() + z
+    }
+}
+
 /// Why an objective rejected a complete plan.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Reject {
@@ -157,6 +186,17 @@ pub trait Objective: Sync {
     /// default is `order_bound`.
     fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
         self.order_bound(partial)
+    }
+    /// Step-time floors of a task's tree from its root `root` (depth `MicroBatch`), one per
+    /// (recompute, schedule, sharding) triple of `open` at [`Open::index`]: each bounds every
+    /// completion of the root with those three values, as [`Objective::time_bound`] bounds the
+    /// node fixing them, and is `∞` where the triple makes no valid plan. The search then
+    /// bounds each node by the least entry of its block (0 where all are `∞`: no
+    /// information) and asks only for its memory floor. False where the objective has no
+    /// table (the default): the search asks `bound` at every node.
+    fn floor_table(&self, root: &Partial<'_>, open: &Open<'_>, out: &mut Vec<f64>) -> bool {
+        let _ = (root, open, out);
+        false
     }
     /// The memory part of [`Objective::bound`] alone. The default is `bound`'s.
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

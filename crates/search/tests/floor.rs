@@ -157,6 +157,72 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
+    /// Each entry of `floor_table` is `step_floor` with that (recompute, schedule, sharding)
+    /// triple alone and the other lists open (bit for bit: the same operations), ∞ where the
+    /// triple makes no valid plan; the plan's own entry is below its step time.
+    #[test]
+    fn floor_table_entries_are_the_single_triple_floors(
+        c in 0usize..3,
+        ix in prop::collection::vec(any::<prop::sample::Index>(), 19),
+        masks in prop::collection::vec(0u32..1024, 8),
+    ) {
+        let ev = unbounded(c);
+        let space = wide_space();
+        let Some(plan) = random_plan(&ev, &space, &ix) else { return Ok(()) };
+        let Ok(m) = ev.evaluate(&plan) else { return Ok(()) };
+        let orders = subset(&space.order, plan.order, masks[0]);
+        let zeros = subset(&space.zero, plan.zero, masks[1]);
+        let tpsp = subset(&space.tp_sp_transition, plan.tp_sp_transition, masks[2]);
+        let cpc = subset(&space.cp_comm, plan.cp_comm, masks[3]);
+        let disp = subset(&space.dispatcher, plan.dispatcher, masks[4]);
+        let mts = subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]);
+        let pairs = [
+            (Schedule::OneF1B, 1),
+            (Schedule::Interleaved, 2),
+            (Schedule::Interleaved, 4),
+            (Schedule::ZeroBubble, 1),
+            (Schedule::DualPipe, 1),
+        ];
+        let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
+        let recomputes = subset(
+            &space.recompute,
+            (plan.recompute, plan.recompute_modules),
+            masks[7],
+        );
+        let (ns, nz) = (schedules.len(), zeros.len());
+        let mut table = vec![f64::INFINITY; recomputes.len() * ns * nz];
+        prop_assert!(ev.floor_table(
+            &plan, &orders, &recomputes, &schedules, &zeros, &tpsp, &cpc, &disp, &mts, &mut table,
+        ));
+        for (ri, &r) in recomputes.iter().enumerate() {
+            for (si, &sv) in schedules.iter().enumerate() {
+                for (zi, &z) in zeros.iter().enumerate() {
+                    let q = Plan {
+                        recompute: r.0,
+                        recompute_modules: r.1,
+                        schedule: sv.0,
+                        vpp: sv.1,
+                        zero: z,
+                        ..plan
+                    };
+                    let f = ev.step_floor(&q, &orders, &[r], &[sv], &[z], &tpsp, &cpc, &disp, &mts);
+                    let e = table[(ri * ns + si) * nz + zi];
+                    if f == 0.0 {
+                        prop_assert!(e == f64::INFINITY, "{e} for the invalid {q}");
+                    } else {
+                        prop_assert!(e == f, "table {e} ≠ floor {f} for {q}");
+                    }
+                }
+            }
+        }
+        let own = table[0];
+        prop_assert!(own <= m.step_time_s, "own entry {own} > step {} for {plan}", m.step_time_s);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
     /// The scorer's bounds (the communication floor from the ZeRO level down) ≤ the step time
     /// and peak memory of random plans of the three real models, at every depth above them.
     #[test]

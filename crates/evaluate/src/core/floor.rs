@@ -63,6 +63,10 @@ const MARGIN: f64 = 1.0 - 1e-12;
 const SEEN: usize = 24;
 /// (Stage layout, recompute) pairs remembered per order (later ones are recomputed).
 const LAYOUTS: usize = 16;
+/// (Schedule, vpp) pairs a [`Evaluator::floor_table`] holds at most.
+pub const TABLE_SCHEDULES: usize = 32;
+/// Sharding modes a [`Evaluator::floor_table`] holds at most.
+pub const TABLE_ZEROS: usize = 16;
 
 /// The open values of the communication knobs.
 #[derive(Clone, Copy)]
@@ -89,6 +93,52 @@ fn tried<T>(matters: bool, values: &[T]) -> &[T] {
     } else {
         &values[..1]
     }
+}
+
+/// The open (schedule, vpp) pairs whose EP hiding gives the least of every EP figure the floor
+/// keeps, written to `out` (at most 4; their count returned). A schedule reaches the EP costs
+/// only through its hiding (`Evaluator::ep_hide`): DualPipe's partitioned SMs or the others'
+/// shared ones, each with the paired share of its chunk passes (`paired_share`). Every
+/// transfer's exposure `paired·hidden + (1 − paired)·t` (`Hide::exposed`, `hidden ≤ t`) falls
+/// as the share grows, and so does the recomputed forward's, while its time beside compute
+/// `t − exposed` grows: of each hiding form, the pair of the largest share has the least
+/// exposure and the pair of the smallest the least network time, so those (the first of equal
+/// shares) give the same minima as every pair (to rounding, inside the floor's margin).
+fn extremes(
+    q: &Plan,
+    micro: f64,
+    schedules: &[(Schedule, u32)],
+    out: &mut [(Schedule, u32); 4],
+) -> usize {
+    // (least share, its pair), (largest share, its pair) per form: shared, partitioned.
+    type Share = (f64, (Schedule, u32));
+    let mut ext: [Option<(Share, Share)>; 2] = [None; 2];
+    for &(sch, v) in schedules {
+        let p = Plan {
+            schedule: sch,
+            vpp: v,
+            ..*q
+        };
+        let share = super::ep_overlap::paired_share(&p, micro);
+        let form = usize::from(sch == Schedule::DualPipe);
+        ext[form] = Some(match ext[form] {
+            None => ((share, (sch, v)), (share, (sch, v))),
+            Some((lo, hi)) => (
+                if share < lo.0 { (share, (sch, v)) } else { lo },
+                if share > hi.0 { (share, (sch, v)) } else { hi },
+            ),
+        });
+    }
+    let mut n = 0;
+    for ((_, lo), (_, hi)) in ext.into_iter().flatten() {
+        out[n] = hi;
+        n += 1;
+        if lo != hi {
+            out[n] = lo;
+            n += 1;
+        }
+    }
+    n
 }
 
 impl Evaluator {
@@ -182,6 +232,162 @@ impl Evaluator {
         };
         let orders = [plan.order];
         self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
+    }
+
+    /// [`Evaluator::step_floor`] of each (recompute, schedule, sharding) triple on its own,
+    /// all from one pass: `out[(r·S + s)·Z + z]` (`S` schedules, `Z` sharding modes) is
+    /// lowered to the floor of the completions of `plan` with `recomputes[r]`,
+    /// `schedules[s]` and `zeros[z]` and any of the other open lists — the number
+    /// `step_floor` gives with those three lists of one value each (`tests/floor.rs` checks
+    /// it) — and left as it is where that triple makes no valid plan. A search bounds every
+    /// node below a task's root from one table (the least entry of the node's block) instead
+    /// of a floor per node: the class costs, the stage scans and the DP rest, the bulk of a
+    /// floor, are computed once per rank order. False, with `out` untouched, where `out` has
+    /// not `R·S·Z` entries or the lists are longer than the table's arrays
+    /// ([`TABLE_SCHEDULES`], [`TABLE_ZEROS`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn floor_table(
+        &self,
+        plan: &Plan,
+        orders: &[RankOrder],
+        recomputes: &[(Recompute, RecomputeModules)],
+        schedules: &[(Schedule, u32)],
+        zeros: &[Zero],
+        tp_sp: &[TpSpTransition],
+        cp_comm: &[CpComm],
+        dispatchers: &[Dispatcher],
+        schemes: &[MoeTpScheme],
+        out: &mut [f64],
+    ) -> bool {
+        let (nr, ns, nz) = (recomputes.len(), schedules.len(), zeros.len());
+        if out.len() != nr * ns * nz || ns > TABLE_SCHEDULES || nz > TABLE_ZEROS {
+            return false;
+        }
+        let knobs = OpenKnobs {
+            tp_sp,
+            cp_comm,
+            dispatchers,
+            schemes,
+            schedules,
+        };
+        if orders.is_empty()
+            || [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()].contains(&0)
+        {
+            return true;
+        }
+        let mut q = *plan;
+        // The open knobs at a value they can take (`floor_of`).
+        q.tp_sp_transition = tp_sp[0];
+        q.cp_comm = cp_comm[0];
+        q.dispatcher = dispatchers[0];
+        q.moe_tp_scheme = schemes[0];
+        // The valid triples (`valid_with` with the sharding mode set: an HSDP group can be
+        // invalid at these degrees).
+        let mut valid = vec![false; out.len()];
+        for (ri, &r) in recomputes.iter().enumerate() {
+            for (si, &sv) in schedules.iter().enumerate() {
+                for (zi, &z) in zeros.iter().enumerate() {
+                    q.zero = z;
+                    valid[(ri * ns + si) * nz + zi] = self.valid_with(&mut q, r, sv);
+                }
+            }
+        }
+        if !valid.contains(&true) {
+            return true;
+        }
+        // Under EP overlap the EP part reads the schedule: one set of class costs per open
+        // (schedule, vpp) pair, as the floor of a node with that pair prices it.
+        let by_schedule = q.ep_overlap
+            && ns > 1
+            && ClassId::ALL.into_iter().any(|id| {
+                self.has_class(id) && CommPart::Ep.applies(id, &self.classes[id as usize])
+            });
+        let sets = if by_schedule { ns } else { 1 };
+        let x0 = self.ctx(plan);
+        let cc = self.class_compute(&x0);
+        let none = GroupPlacement {
+            size: 0,
+            ranks_per_node: 0,
+            nodes: 0,
+        };
+        let mut seen = [[none; 8]; SEEN];
+        let mut n_seen = 0;
+        let mut costs = vec![[ClassCost::default(); NCLASS]; sets];
+        // (layout, recompute, DualPipe pairing, cost set) → (t_max, stage sum, rest per mode).
+        type Scanned = (
+            StageLayout,
+            (Recompute, RecomputeModules),
+            bool,
+            usize,
+            f64,
+            f64,
+            [f64; TABLE_ZEROS],
+        );
+        let mut layouts: Vec<Scanned> = Vec::new();
+        for &order in orders {
+            q.order = order;
+            let x = self.ctx(&q);
+            let groups = x.groups();
+            if seen[..n_seen].contains(&groups) {
+                continue;
+            }
+            if n_seen < SEEN {
+                seen[n_seen] = groups;
+                n_seen += 1;
+            }
+            self.class_costs_floor_by(&mut q, &x, &cc, knobs, by_schedule, &mut costs);
+            let pp_t = self.pp_hop(&x).1;
+            layouts.clear();
+            for (ri, &r) in recomputes.iter().enumerate() {
+                for (si, &(sch, v)) in schedules.iter().enumerate() {
+                    let row = (ri * ns + si) * nz;
+                    if !valid[row..row + nz].contains(&true) {
+                        continue;
+                    }
+                    let set = if by_schedule { si } else { 0 };
+                    (q.recompute, q.recompute_modules) = r;
+                    q.schedule = sch;
+                    q.vpp = v;
+                    let Ok(mut layout) = self.layout(&q) else {
+                        continue;
+                    };
+                    // `blocks` does not read `vpp`; DualPipe's ranks pair the stages.
+                    layout.vpp = 1;
+                    let dual = super::dualpipe::paired(&q, x.pp);
+                    let found = layouts
+                        .iter()
+                        .find(|l| l.0 == layout && l.1 == r && l.2 == dual && l.3 == set);
+                    let (.., tmax, sum, rest) = match found {
+                        Some(l) => *l,
+                        None => {
+                            let mut costs_r = costs[set];
+                            if r.0 == Recompute::Selective {
+                                self.price_selective(r.1, &x0, &mut costs_r);
+                            }
+                            let scan = self.scan_stages(&q, &x, &costs_r, &layout, pp_t);
+                            let mut rest = [f64::INFINITY; TABLE_ZEROS];
+                            for (zi, &z) in zeros.iter().enumerate() {
+                                q.zero = z;
+                                let a = self.after_pipeline(&q, &x, &scan.pmax, &mut (), x.micro);
+                                rest[zi] = x.micro * a.dp.per_mb + a.dp.step + a.optimizer;
+                            }
+                            let l = (layout, r, dual, set, scan.tmax, scan.sum, rest);
+                            layouts.push(l);
+                            l
+                        }
+                    };
+                    // `run`'s bubble of the schedule (`order_floor`).
+                    let bubble = sch.bubble(sum - tmax, v, x.pp);
+                    for zi in 0..nz {
+                        if valid[row + zi] {
+                            let t = (x.micro * tmax + bubble + rest[zi]) * MARGIN;
+                            out[row + zi] = out[row + zi].min(t);
+                        }
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
@@ -330,10 +536,30 @@ impl Evaluator {
         cc: &[ComputeCost; NCLASS],
         knobs: OpenKnobs<'_>,
     ) -> [ClassCost; NCLASS] {
+        let mut out = [[ClassCost::default(); NCLASS]];
+        self.class_costs_floor_by(q, x, cc, knobs, false, &mut out);
+        out[0]
+    }
+
+    /// [`Evaluator::class_costs_floor`] into `out[0]`, or with `by_schedule` one set per open
+    /// (schedule, vpp) pair, `out[j]` with the EP part's least over `knobs.schedules[j]` alone
+    /// (EP overlap's hiding reads the schedule, `ep_overlap.rs`; the TP and CP parts read
+    /// none and are booked once).
+    fn class_costs_floor_by(
+        &self,
+        q: &mut Plan,
+        x: &Ctx,
+        cc: &[ComputeCost; NCLASS],
+        knobs: OpenKnobs<'_>,
+        by_schedule: bool,
+        out: &mut [[ClassCost; NCLASS]],
+    ) {
         let attn = cc[ClassId::Attn as usize];
         let moe = cc[ClassId::Moe as usize];
         let mut memo = Memo::default();
-        let mut costs = [ClassCost::default(); NCLASS];
+        for set in out.iter_mut() {
+            *set = [ClassCost::default(); NCLASS];
+        }
         for id in ClassId::ALL {
             if !self.has_class(id) {
                 continue;
@@ -352,7 +578,7 @@ impl Evaluator {
             // The network time beside each pass: per part the least over its knob (the DP
             // reduction hides more the less of the network the class takes, `dp.rs`).
             let mut net = [0.0; 2];
-            for part in CommPart::ALL {
+            for part in [CommPart::Tp, CommPart::Cp] {
                 let k = part.kind().index();
                 let n;
                 (exposed[k], rc[k], n) =
@@ -360,9 +586,25 @@ impl Evaluator {
                 net[0] += n[0];
                 net[1] += n[1];
             }
-            costs[i] = ClassCost::new(&cc[i], exposed, rc, net);
+            let k = CommPart::Ep.kind().index();
+            for (j, set) in out.iter_mut().enumerate() {
+                let kj = if by_schedule {
+                    OpenKnobs {
+                        schedules: &knobs.schedules[j..=j],
+                        ..knobs
+                    }
+                } else {
+                    knobs
+                };
+                let (mut ex, mut r, mut n) = (exposed, rc, net);
+                let nj;
+                (ex[k], r[k], nj) =
+                    self.part_floor(CommPart::Ep, q, id, x, &cc[i], (&attn, &moe), &mut e, kj);
+                n[0] += nj[0];
+                n[1] += nj[1];
+                set[i] = ClassCost::new(&cc[i], ex, r, n);
+            }
         }
-        costs
     }
 
     /// The least exposure of part `part` of class `id` (and of its recomputed forward, and its
@@ -415,19 +657,26 @@ impl Evaluator {
                 let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
                 let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
                 // Under EP overlap the hiding reads the schedule (`ep_overlap.rs`): the least
-                // over the open ones too.
+                // over the open ones too, of which the extremes stand for all (`extremes`).
                 let (sch0, v0) = (q.schedule, q.vpp);
-                let schedules: &[(Schedule, u32)] =
-                    if q.ep_overlap { knobs.schedules } else { &[] };
+                let mut picked = [(Schedule::OneF1B, 1); 4];
+                let schedules: &[(Schedule, u32)] = if q.ep_overlap {
+                    let n = extremes(q, x.micro, knobs.schedules, &mut picked);
+                    &picked[..n]
+                } else {
+                    &[]
+                };
+                // The schedule innermost: the same dispatch again under another hiding, which
+                // the emitter's one-entry cache of the unequal all-to-all answers (`Memo`).
                 let n = schedules.len().max(1);
-                for j in 0..n {
-                    if let Some(&(sch, v)) = schedules.get(j) {
-                        (q.schedule, q.vpp) = (sch, v);
-                    }
-                    for &d in ds {
-                        for &s in ss {
-                            q.dispatcher = d;
-                            q.moe_tp_scheme = s;
+                for &d in ds {
+                    for &s in ss {
+                        q.dispatcher = d;
+                        q.moe_tp_scheme = s;
+                        for j in 0..n {
+                            if let Some(&(sch, v)) = schedules.get(j) {
+                                (q.schedule, q.vpp) = (sch, v);
+                            }
                             price(q, e);
                         }
                     }
