@@ -208,8 +208,21 @@ fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degree
     let zeros = if Knob::Zero.matters(&ctx) {
         (0..space.zero.len()).collect()
     } else {
-        // Nothing to shard over: every mode without a shard group prices alike.
-        vec![space.zero.iter().position(|z| z.group == 0).unwrap_or(0)]
+        // Nothing to shard over: every mode without a shard group prices alike — but
+        // parameter offload needs a ZeRO-3 shard (`Plan::check`), so where the space offers
+        // it the first stage-3 mode stays too (found by the oracle, `tests/oracle.rs`).
+        let first = space.zero.iter().position(|z| z.group == 0).unwrap_or(0);
+        let mut zeros = vec![first];
+        if space.offload_params.contains(&true) {
+            let third = space
+                .zero
+                .iter()
+                .position(|z| z.group == 0 && z.shards_params());
+            if let Some(i) = third.filter(|&i| i != first) {
+                zeros.push(i);
+            }
+        }
+        zeros
     };
     let mut schedules = Vec::new();
     if !Knob::Schedule.matters(&ctx) {
