@@ -290,6 +290,23 @@ impl Evaluator {
     /// order: the MTP module reuses the GEMM times of the classes it repeats (`mtp_reuse`).
     /// `run`'s class costs and the step floor both start from it.
     pub(super) fn class_compute(&self, x: &Ctx) -> [ComputeCost; NCLASS] {
+        let key = ComputeKey::new(self.cache_id, x);
+        let slot = key.slot();
+        COMPUTE_CACHE.with(|cache| {
+            let cell = &cache[slot];
+            match cell.get() {
+                Some((k, c)) if k == key => c,
+                _ => {
+                    let c = self.class_compute_uncached(x);
+                    cell.set(Some((key, c)));
+                    c
+                }
+            }
+        })
+    }
+
+    /// [`Evaluator::class_compute`] computed afresh.
+    fn class_compute_uncached(&self, x: &Ctx) -> [ComputeCost; NCLASS] {
         let mut out = [ComputeCost::default(); NCLASS];
         let attn = ClassId::Attn as usize;
         out[attn] = self.compute(&self.classes[attn], x, None);
@@ -319,6 +336,62 @@ impl Evaluator {
     pub(super) fn has_class(&self, id: ClassId) -> bool {
         !(id == ClassId::Moe && self.experts == 0.0 || id == ClassId::Mtp && self.mtp == 0)
     }
+}
+
+/// What [`Evaluator::class_compute`] reads: the evaluator (its model, GPU and options, fixed
+/// at construction) and the context's degrees, tokens and routing figures (`compute`,
+/// `gemm_fwd`, `flash_core` and `moe_work` read no other field of [`Ctx`]: not the groups,
+/// the micro-batch count, the pipeline or the algorithm mode), as exact bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ComputeKey {
+    evaluator: u64,
+    bits: [u64; 10],
+}
+
+impl ComputeKey {
+    fn new(evaluator: u64, x: &Ctx) -> ComputeKey {
+        ComputeKey {
+            evaluator,
+            bits: [
+                x.tp.to_bits(),
+                x.cp.to_bits(),
+                x.ep.to_bits(),
+                x.mt.to_bits(),
+                x.m_tok.to_bits(),
+                x.t_rank.to_bits(),
+                x.ep_imb.to_bits(),
+                x.recv.to_bits(),
+                x.replicas.to_bits(),
+                u64::from(x.sp),
+            ],
+        }
+    }
+
+    /// The direct-mapped slot of the key (a multiplicative hash of its fields).
+    #[inline]
+    fn slot(&self) -> usize {
+        let mut h = self.evaluator;
+        for (i, b) in self.bits.iter().enumerate() {
+            h ^= b.rotate_left(7 * i as u32);
+        }
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - COMPUTE_CACHE_BITS)) as usize
+    }
+}
+
+/// A slot of the compute cache.
+type ComputeEntry = (ComputeKey, [ComputeCost; NCLASS]);
+
+/// log2 of the compute cache's slots.
+const COMPUTE_CACHE_BITS: u32 = 6;
+
+thread_local! {
+    /// Class compute costs computed on this thread, across evaluations and floors: the plans
+    /// and bounds of one search repeat the same degrees and micro-batch under every knob,
+    /// rank order and pipeline depth. Exact keys, so a hit returns what computing again
+    /// would, bit for bit (as the collective cache, `ctx.rs`).
+    static COMPUTE_CACHE: [std::cell::Cell<Option<ComputeEntry>>; 1 << COMPUTE_CACHE_BITS] =
+        const { [const { std::cell::Cell::new(None) }; 1 << COMPUTE_CACHE_BITS] };
 }
 
 #[cfg(test)]

@@ -353,8 +353,203 @@ impl Evaluator {
         self.memory(plan).total
     }
 
-    /// Memory of the most loaded GPU (autoplan-memory; allocation-free).
+    /// Memory of the most loaded GPU (autoplan-memory; allocation-free), through a per-thread
+    /// cache: a search asks for the same memory under every communication knob.
     fn memory(&self, plan: &Plan) -> autoplan_memory::MemoryBreakdown {
-        self.mem.breakdown(plan, &self.mem_opts)
+        let key = MemKey {
+            evaluator: self.cache_id,
+            plan: memory_view(plan),
+        };
+        let slot = key.slot();
+        MEM_CACHE.with(|cache| {
+            let cell = &cache[slot];
+            match cell.get() {
+                Some((k, m)) if k == key => m,
+                _ => {
+                    let m = self.mem.breakdown(plan, &self.mem_opts);
+                    cell.set(Some((key, m)));
+                    m
+                }
+            }
+        })
+    }
+}
+
+/// `plan` with the knobs the memory model does not read at `Plan::default()`'s values: the CP
+/// exchange, the `moe_tp` scheme, the algorithm mode, the rank order and both overlaps move
+/// time only (`autoplan-memory` reads none of them; `tests/memory_knobs.rs` checks the
+/// breakdown is the same under every value).
+pub(crate) fn memory_view(plan: &Plan) -> Plan {
+    let d = Plan::default();
+    Plan {
+        cp_comm: d.cp_comm,
+        moe_tp_scheme: d.moe_tp_scheme,
+        algo: d.algo,
+        order: d.order,
+        tp_overlap: d.tp_overlap,
+        ep_overlap: d.ep_overlap,
+        ..*plan
+    }
+}
+
+/// A memory breakdown as computed: the evaluator (its model and memory options) and the plan
+/// as the memory model reads it ([`memory_view`]), compared exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct MemKey {
+    evaluator: u64,
+    plan: Plan,
+}
+
+impl MemKey {
+    /// The direct-mapped slot of the key (a multiplicative hash of the fields that vary most
+    /// in a search; equal keys share a slot, which is all a cache needs).
+    #[inline]
+    fn slot(&self) -> usize {
+        let p = &self.plan;
+        let mut h = self.evaluator;
+        for (i, v) in [
+            p.tp,
+            p.cp,
+            p.dp,
+            p.pp,
+            p.ep,
+            p.moe_tp,
+            p.mbs,
+            p.vpp,
+            u32::from(p.zero.stage) | p.zero.group << 4,
+            p.recompute as u32 | u32::from(p.recompute_modules.0) << 4,
+            p.schedule as u32 | (p.dispatcher as u32) << 4 | (p.tp_sp_transition as u32) << 8,
+            p.offload_activations ^ u32::from(p.offload_optimizer) << 24,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            h ^= u64::from(v).rotate_left(11 * i as u32);
+        }
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - MEM_CACHE_BITS)) as usize
+    }
+}
+
+/// log2 of the memory cache's slots.
+const MEM_CACHE_BITS: u32 = 8;
+
+thread_local! {
+    /// Memory breakdowns computed on this thread (exact keys: a hit is what computing again
+    /// gives, bit for bit).
+    static MEM_CACHE: [std::cell::Cell<Option<(MemKey, autoplan_memory::MemoryBreakdown)>>;
+        1 << MEM_CACHE_BITS] =
+        const { [const { std::cell::Cell::new(None) }; 1 << MEM_CACHE_BITS] };
+}
+
+#[cfg(test)]
+mod memory_cache_tests {
+    use autoplan_cluster::resolve_cluster;
+    use autoplan_cost::{AlgoMode, Algorithm};
+    use autoplan_graph::resolve_model;
+    use autoplan_plan::{
+        CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
+        TpSpTransition, Zero,
+    };
+
+    use super::{memory_view, Evaluator};
+    use crate::EvalOptions;
+
+    /// The knobs `memory_view` sets aside move no byte of the memory model (computed without
+    /// the cache), and the cached `memory` answers what the model computes, in any order of
+    /// asking: every plan of a grid over the degrees and the memory knobs of three bundled
+    /// models, each under every value of the set-aside knobs.
+    #[test]
+    fn the_memory_cache_keys_on_everything_the_memory_model_reads() {
+        let orders: Vec<RankOrder> = ["tp-cp-dp-pp", "tp-pp-cp-dp", "pp-dp-cp-tp"]
+            .iter()
+            .map(|o| o.parse().expect("rank order"))
+            .collect();
+        let cp_comms = [
+            CpComm::Ring,
+            CpComm::AllToAll,
+            CpComm::AllGather,
+            CpComm::Hierarchical { a2a: 2 },
+        ];
+        let algos = [
+            AlgoMode::Cheapest,
+            AlgoMode::NcclLike,
+            AlgoMode::Fixed(Algorithm::Ring),
+        ];
+        let mut checked = 0;
+        for (model, cluster) in [
+            ("deepseek-v3", "h800x2048"),
+            ("mixtral-8x7b", "h100x256"),
+            ("llama3-8b", "dgx-h100"),
+        ] {
+            let m = resolve_model(model).expect("bundled model");
+            let c = resolve_cluster(cluster).expect("bundled cluster");
+            let ev = Evaluator::new(&m, &c, EvalOptions::default());
+            let gpus = c.gpus();
+            let moe = m.moe.is_some();
+            for (tp, cp, pp) in [(1, 1, 1), (2, 2, 2), (4, 1, 4), (8, 2, 1)] {
+                let Some(dp) = gpus
+                    .checked_div(tp * cp * pp)
+                    .filter(|d| d * tp * cp * pp == gpus)
+                else {
+                    continue;
+                };
+                for (recompute, modules) in [
+                    (Recompute::None, RecomputeModules::DEFAULT),
+                    (Recompute::Selective, RecomputeModules::DEFAULT),
+                    (Recompute::Full, RecomputeModules::DEFAULT),
+                ] {
+                    for (zero, dispatcher, sp) in
+                        [Zero::stage(1), Zero::stage(3)].into_iter().flat_map(|z| {
+                            [Dispatcher::AllToAll, Dispatcher::AllGather]
+                                .into_iter()
+                                .flat_map(move |d| [(z, d, true), (z, d, false)])
+                        })
+                    {
+                        let base = Plan {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            ep: if moe { 8.min(dp * cp * tp) } else { 1 },
+                            recompute,
+                            recompute_modules: modules,
+                            zero,
+                            dispatcher,
+                            sp,
+                            schedule: if pp > 1 {
+                                Schedule::Interleaved
+                            } else {
+                                Schedule::OneF1B
+                            },
+                            vpp: if pp > 1 { 2 } else { 1 },
+                            tp_sp_transition: TpSpTransition::AllReduceSlice,
+                            ..Plan::default()
+                        };
+                        let fresh = ev.mem.breakdown(&base, &ev.mem_opts);
+                        for (i, &order) in orders.iter().enumerate() {
+                            let v = Plan {
+                                order,
+                                cp_comm: cp_comms[i % cp_comms.len()],
+                                algo: algos[i % algos.len()],
+                                moe_tp_scheme: if i % 2 == 0 {
+                                    MoeTpScheme::ScatterGather
+                                } else {
+                                    MoeTpScheme::GroupAllToAll
+                                },
+                                tp_overlap: i % 2 == 1,
+                                ep_overlap: i % 2 == 0,
+                                ..base
+                            };
+                            assert_eq!(memory_view(&v), memory_view(&base));
+                            assert_eq!(ev.mem.breakdown(&v, &ev.mem_opts), fresh, "{v}");
+                            assert_eq!(ev.memory(&v), fresh, "cached, {v}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked} plans checked");
     }
 }
