@@ -48,6 +48,13 @@ pub(super) struct Ctx {
 impl Ctx {
     /// Every group of the plan (two plans with the same groups cost the same: the floor's
     /// rank orders).
+    /// The groups the class costs' communication parts read (`tp_comm`: TP; `cp_comm`: CP
+    /// and its ring hop; `ep_comm`: EP and `moe_tp`): two rank orders placing these alike
+    /// have the same class costs, whatever their DP and pipeline groups.
+    pub(super) fn class_groups(&self) -> [GroupPlacement; 5] {
+        [self.g_tp, self.g_cp, self.hop_cp, self.g_ep, self.g_mt]
+    }
+
     pub(super) fn groups(&self) -> [GroupPlacement; 8] {
         [
             self.g_tp,

@@ -313,6 +313,7 @@ impl Evaluator {
         let mut seen = [[none; 8]; SEEN];
         let mut n_seen = 0;
         let mut costs = vec![[ClassCost::default(); NCLASS]; sets];
+        let mut priced = None;
         // (layout, recompute, DualPipe pairing, cost set) → (t_max, stage sum, rest per mode).
         type Scanned = (
             StageLayout,
@@ -335,7 +336,12 @@ impl Evaluator {
                 seen[n_seen] = groups;
                 n_seen += 1;
             }
-            self.class_costs_floor_by(&mut q, &x, &cc, knobs, by_schedule, &mut costs);
+            // Orders that place the class costs' groups alike share them (`class_groups`).
+            let key = x.class_groups();
+            if priced != Some(key) {
+                self.class_costs_floor_by(&mut q, &x, &cc, knobs, by_schedule, &mut costs);
+                priced = Some(key);
+            }
             let pp_t = self.pp_hop(&x).1;
             layouts.clear();
             for (ri, &r) in recomputes.iter().enumerate() {
@@ -445,6 +451,8 @@ impl Evaluator {
         };
         let mut seen = [[none; 8]; SEEN];
         let mut n_seen = 0;
+        // The class costs last priced, with their groups (`class_groups`).
+        let mut priced: Option<([GroupPlacement; 5], [ClassCost; NCLASS])> = None;
         let mut best = f64::INFINITY;
         for &order in orders {
             q.order = order;
@@ -459,7 +467,16 @@ impl Evaluator {
                 n_seen += 1;
             }
             let costs = if comm {
-                self.class_costs_floor(&mut q, &x, &cc, knobs)
+                // Orders that place the class costs' groups alike share them (`class_groups`).
+                let key = x.class_groups();
+                match priced {
+                    Some((k, c)) if k == key => c,
+                    _ => {
+                        let c = self.class_costs_floor(&mut q, &x, &cc, knobs);
+                        priced = Some((key, c));
+                        c
+                    }
+                }
             } else {
                 // Compute alone (`step_floor_compute`).
                 let mut costs = [ClassCost::default(); NCLASS];
