@@ -502,7 +502,22 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
     /// memory floor are asked for there, only of the tasks that reach its front uncut).
     /// Returns the counters of the bounding and the `(bound, task index)` pairs, sorted.
     fn best_first(&self, tasks: &[Task]) -> (Local<O::Metrics>, Vec<(f64, usize)>) {
-        let bounded: Vec<f64> = tasks.par_iter().map(|t| self.task_bound(t)).collect();
+        // Bounded in the order of the degrees other than pp, then mbs: neighbours share their
+        // compute costs (which no pipeline depth changes), so the evaluator's per-thread
+        // cache of them answers most; the bounds are the same in any order.
+        let mut by_compute: Vec<usize> = (0..tasks.len()).collect();
+        by_compute.sort_by_key(|&i| {
+            let d = &self.degs[tasks[i].deg];
+            (d.tp, d.ep, d.moe_tp, d.cp, tasks[i].mbs, d.pp, i)
+        });
+        let sorted: Vec<f64> = by_compute
+            .par_iter()
+            .map(|&i| self.task_bound(&tasks[i]))
+            .collect();
+        let mut bounded = vec![0.0; tasks.len()];
+        for (&i, b) in by_compute.iter().zip(sorted) {
+            bounded[i] = b;
+        }
         let mut first = Local::new(self.opts.top_k);
         if !self.opts.exhaustive {
             first.stats.nodes += tasks.len() as u64;

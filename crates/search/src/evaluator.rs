@@ -90,7 +90,7 @@ impl Objective for Evaluator {
 
     fn bound(&self, partial: &Partial<'_>) -> Bound {
         Bound {
-            memory_bytes: memory_floor(self, partial),
+            memory_bytes: memory_floor(self, partial, self.cluster().gpu.hbm_bytes),
             ..time_bound(self, partial)
         }
     }
@@ -100,14 +100,16 @@ impl Objective for Evaluator {
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
-        memory_floor(self, partial)
+        memory_floor(self, partial, self.cluster().gpu.hbm_bytes)
     }
 }
 
 /// The memory floor of the module docs: the peak of the completion with every undecided memory
 /// knob at its most saving value, minimised over the open schedules, dispatchers and sharding
-/// modes; 0 if the plan is invalid (no information).
-fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
+/// modes; 0 if the plan is invalid (no information), and 0 as soon as one of those peaks fits
+/// `budget` (a search asks only whether the floor exceeds its budget, and keeps the floors of
+/// the subtrees it cuts, which are computed in full; 0 bounds every completion).
+fn memory_floor(ev: &Evaluator, partial: &Partial<'_>, budget: f64) -> f64 {
     let p = partial.plan;
     let s = partial.space;
     let ctx = context(ev, &p);
@@ -177,6 +179,10 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     let floor = |q: &mut Plan| {
         let mut mem = Some(f64::INFINITY);
         open_schedules(partial, &ctx, &mut |sch, v| {
+            if mem.is_some_and(|m| m <= budget) {
+                // One completion fits: the floor is 0 (below), the rest need no pricing.
+                return;
+            }
             q.schedule = sch;
             q.vpp = v;
             // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
@@ -198,6 +204,9 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
     };
     let mut mem = Some(f64::INFINITY);
     for z in candidates.into_iter().flatten() {
+        if mem.is_some_and(|m| m <= budget) {
+            break;
+        }
         q.zero = z;
         mem = mem.zip(floor(&mut q)).map(|(a, b)| a.min(b));
         if let Some(m) = union {
@@ -210,7 +219,7 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>) -> f64 {
             mem = mem.zip(floor(&mut r)).map(|(a, b)| a.min(b));
         }
     }
-    mem.filter(|m| m.is_finite()).unwrap_or(0.0)
+    mem.filter(|m| m.is_finite() && *m > budget).unwrap_or(0.0)
 }
 
 /// The relevance context of `plan` for the evaluator's model ([`Knob::matters`]).
@@ -608,7 +617,7 @@ impl Objective for Scorer {
             // Cut already: spare the floors.
             return b;
         }
-        b.memory_bytes = memory_floor(&self.exact, partial);
+        b.memory_bytes = memory_floor(&self.exact, partial, self.memory_budget());
         if b.memory_bytes <= self.memory_budget() {
             b.step_time_s = b.step_time_s.max(self.comm_floor(partial, Detail::Full));
         }
@@ -646,7 +655,7 @@ impl Objective for Scorer {
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {
-        memory_floor(&self.exact, partial)
+        memory_floor(&self.exact, partial, self.memory_budget())
     }
 
     /// `Evaluator::floor_table` of the root under every open SP, placement and algorithm
