@@ -77,6 +77,9 @@ struct OpenKnobs<'a> {
     cp_comm: &'a [CpComm],
     dispatchers: &'a [Dispatcher],
     schemes: &'a [MoeTpScheme],
+    /// Only the exposures are read (the quick and compute floors: no recompute, no DP rest,
+    /// so neither the recomputed forward's exposure nor the network time beside compute).
+    exposure_only: bool,
 }
 
 /// Where a knob cannot change the plan's cost its first open value stands for all; whether it
@@ -103,11 +106,13 @@ fn tried<T>(matters: bool, values: &[T]) -> &[T] {
 /// as the share grows, and so does the recomputed forward's, while its time beside compute
 /// `t − exposed` grows: of each hiding form, the pair of the largest share has the least
 /// exposure and the pair of the smallest the least network time, so those (the first of equal
-/// shares) give the same minima as every pair (to rounding, inside the floor's margin).
+/// shares) give the same minima as every pair (to rounding, inside the floor's margin). With
+/// `exposure_only` (a floor that reads no network time or recompute) the largest alone.
 fn extremes(
     q: &Plan,
     micro: f64,
     schedules: &[(Schedule, u32)],
+    exposure_only: bool,
     out: &mut [(Schedule, u32); 4],
 ) -> usize {
     // (least share, its pair), (largest share, its pair) per form: shared, partitioned.
@@ -133,7 +138,7 @@ fn extremes(
     for ((_, lo), (_, hi)) in ext.into_iter().flatten() {
         out[n] = hi;
         n += 1;
-        if lo != hi {
+        if lo != hi && !exposure_only {
             out[n] = lo;
             n += 1;
         }
@@ -169,6 +174,7 @@ impl Evaluator {
             dispatchers,
             schemes,
             schedules,
+            exposure_only: false,
         };
         self.floor_of(
             plan,
@@ -207,6 +213,7 @@ impl Evaluator {
             dispatchers,
             schemes,
             schedules,
+            exposure_only: true,
         };
         self.floor_of(plan, orders, recomputes, schedules, None, true, knobs)
     }
@@ -229,6 +236,7 @@ impl Evaluator {
             dispatchers: std::slice::from_ref(&plan.dispatcher),
             schemes: std::slice::from_ref(&plan.moe_tp_scheme),
             schedules,
+            exposure_only: true,
         };
         let orders = [plan.order];
         self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
@@ -269,6 +277,7 @@ impl Evaluator {
             dispatchers,
             schemes,
             schedules,
+            exposure_only: false,
         };
         if orders.is_empty()
             || [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()].contains(&0)
@@ -416,6 +425,7 @@ impl Evaluator {
             dispatchers,
             schemes,
             schedules: _,
+            exposure_only: _,
         } = knobs;
         let lists = [
             orders.len(),
@@ -678,7 +688,13 @@ impl Evaluator {
                 let (sch0, v0) = (q.schedule, q.vpp);
                 let mut picked = [(Schedule::OneF1B, 1); 4];
                 let schedules: &[(Schedule, u32)] = if q.ep_overlap {
-                    let n = extremes(q, x.micro, knobs.schedules, &mut picked);
+                    let n = extremes(
+                        q,
+                        x.micro,
+                        knobs.schedules,
+                        knobs.exposure_only,
+                        &mut picked,
+                    );
                     &picked[..n]
                 } else {
                     &[]
