@@ -64,9 +64,9 @@ const SEEN: usize = 24;
 /// (Stage layout, recompute) pairs remembered per order (later ones are recomputed).
 const LAYOUTS: usize = 16;
 /// (Schedule, vpp) pairs a [`Evaluator::floor_table`] holds at most.
-pub const TABLE_SCHEDULES: usize = 32;
+const TABLE_SCHEDULES: usize = 32;
 /// Sharding modes a [`Evaluator::floor_table`] holds at most.
-pub const TABLE_ZEROS: usize = 16;
+const TABLE_ZEROS: usize = 16;
 
 /// The open values of the communication knobs.
 #[derive(Clone, Copy)]
@@ -252,7 +252,7 @@ impl Evaluator {
     /// of a floor per node: the class costs, the stage scans and the DP rest, the bulk of a
     /// floor, are computed once per rank order. False, with `out` untouched, where `out` has
     /// not `R·S·Z` entries or the lists are longer than the table's arrays
-    /// ([`TABLE_SCHEDULES`], [`TABLE_ZEROS`]).
+    /// (32 (schedule, vpp) pairs, 16 sharding modes).
     #[allow(clippy::too_many_arguments)]
     pub fn floor_table(
         &self,
