@@ -48,6 +48,43 @@ fn subset<T: Copy + PartialEq>(all: &[T], own: T, mask: u32) -> Vec<T> {
     v
 }
 
+/// The open lists of a floor: each the plan's own value, then the space's values whose bit is
+/// set in the mask of the same position.
+struct Lists {
+    orders: Vec<autoplan_plan::RankOrder>,
+    zeros: Vec<autoplan_plan::Zero>,
+    tpsp: Vec<autoplan_plan::TpSpTransition>,
+    cpc: Vec<autoplan_plan::CpComm>,
+    disp: Vec<autoplan_plan::Dispatcher>,
+    mts: Vec<autoplan_plan::MoeTpScheme>,
+    schedules: Vec<(Schedule, u32)>,
+    recomputes: Vec<(autoplan_plan::Recompute, autoplan_plan::RecomputeModules)>,
+}
+
+fn lists(plan: &Plan, space: &Space, masks: &[u32]) -> Lists {
+    let pairs = [
+        (Schedule::OneF1B, 1),
+        (Schedule::Interleaved, 2),
+        (Schedule::Interleaved, 4),
+        (Schedule::ZeroBubble, 1),
+        (Schedule::DualPipe, 1),
+    ];
+    Lists {
+        orders: subset(&space.order, plan.order, masks[0]),
+        zeros: subset(&space.zero, plan.zero, masks[1]),
+        tpsp: subset(&space.tp_sp_transition, plan.tp_sp_transition, masks[2]),
+        cpc: subset(&space.cp_comm, plan.cp_comm, masks[3]),
+        disp: subset(&space.dispatcher, plan.dispatcher, masks[4]),
+        mts: subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]),
+        schedules: subset(&pairs, (plan.schedule, plan.vpp), masks[6]),
+        recomputes: subset(
+            &space.recompute,
+            (plan.recompute, plan.recompute_modules),
+            masks[7],
+        ),
+    }
+}
+
 /// The default space with both values of SP and the overlaps, and balanced placements.
 fn wide_space() -> Space {
     let mut s = resolve_space("default").expect("bundled space");
@@ -90,25 +127,8 @@ proptest! {
         );
         prop_assert!(own <= t, "{own} > {t} for {plan}");
         prop_assert!((t - own) <= 2e-12 * t, "own-values floor {own} ≠ {t} for {plan}");
-        let orders = subset(&space.order, plan.order, masks[0]);
-        let zeros = subset(&space.zero, plan.zero, masks[1]);
-        let tpsp = subset(&space.tp_sp_transition, plan.tp_sp_transition, masks[2]);
-        let cpc = subset(&space.cp_comm, plan.cp_comm, masks[3]);
-        let disp = subset(&space.dispatcher, plan.dispatcher, masks[4]);
-        let mts = subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]);
-        let pairs = [
-            (Schedule::OneF1B, 1),
-            (Schedule::Interleaved, 2),
-            (Schedule::Interleaved, 4),
-            (Schedule::ZeroBubble, 1),
-            (Schedule::DualPipe, 1),
-        ];
-        let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
-        let recomputes = subset(
-            &space.recompute,
-            (plan.recompute, plan.recompute_modules),
-            masks[7],
-        );
+        let Lists { orders, zeros, tpsp, cpc, disp, mts, schedules, recomputes } =
+            lists(&plan, &space, &masks);
         let f = ev.step_floor(
             &plan,
             &orders,
@@ -170,25 +190,8 @@ proptest! {
         let space = wide_space();
         let Some(plan) = random_plan(&ev, &space, &ix) else { return Ok(()) };
         let Ok(m) = ev.evaluate(&plan) else { return Ok(()) };
-        let orders = subset(&space.order, plan.order, masks[0]);
-        let zeros = subset(&space.zero, plan.zero, masks[1]);
-        let tpsp = subset(&space.tp_sp_transition, plan.tp_sp_transition, masks[2]);
-        let cpc = subset(&space.cp_comm, plan.cp_comm, masks[3]);
-        let disp = subset(&space.dispatcher, plan.dispatcher, masks[4]);
-        let mts = subset(&space.moe_tp_scheme, plan.moe_tp_scheme, masks[5]);
-        let pairs = [
-            (Schedule::OneF1B, 1),
-            (Schedule::Interleaved, 2),
-            (Schedule::Interleaved, 4),
-            (Schedule::ZeroBubble, 1),
-            (Schedule::DualPipe, 1),
-        ];
-        let schedules = subset(&pairs, (plan.schedule, plan.vpp), masks[6]);
-        let recomputes = subset(
-            &space.recompute,
-            (plan.recompute, plan.recompute_modules),
-            masks[7],
-        );
+        let Lists { orders, zeros, tpsp, cpc, disp, mts, schedules, recomputes } =
+            lists(&plan, &space, &masks);
         let (ns, nz) = (schedules.len(), zeros.len());
         let mut table = vec![f64::INFINITY; recomputes.len() * ns * nz];
         prop_assert!(ev.floor_table(

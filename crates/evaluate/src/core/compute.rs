@@ -291,17 +291,8 @@ impl Evaluator {
     /// `run`'s class costs and the step floor both start from it.
     pub(super) fn class_compute(&self, x: &Ctx) -> [ComputeCost; NCLASS] {
         let key = ComputeKey::new(self.cache_id, x);
-        let slot = key.slot();
-        COMPUTE_CACHE.with(|cache| {
-            let cell = &cache[slot];
-            match cell.get() {
-                Some((k, c)) if k == key => c,
-                _ => {
-                    let c = self.class_compute_uncached(x);
-                    cell.set(Some((key, c)));
-                    c
-                }
-            }
+        super::ctx::cached(&COMPUTE_CACHE, key.slot(), key, || {
+            self.class_compute_uncached(x)
         })
     }
 

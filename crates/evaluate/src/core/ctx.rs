@@ -180,19 +180,35 @@ impl Evaluator {
             bytes: bytes.to_bits(),
             algo,
         };
-        let slot = key.slot();
-        COLL_CACHE.with(|cache| {
-            let cell = &cache[slot];
-            match cell.get() {
-                Some((k, c)) if k == key => c,
-                _ => {
-                    let c = self.cost.collective(op, g, bytes, algo);
-                    cell.set(Some((key, c)));
-                    c
-                }
-            }
+        cached(&COLL_CACHE, key.slot(), key, || {
+            self.cost.collective(op, g, bytes, algo)
         })
     }
+}
+
+/// A direct-mapped cache's slots: each empty or one key with its value.
+pub(super) type Slots<K, V, const N: usize> = [Cell<Option<(K, V)>>; N];
+
+/// The value of `key` in slot `slot` of the direct-mapped per-thread cache `cache`, computed by
+/// `f` (and kept) where the slot holds another key. Exact keys: a hit is what `f` gives.
+#[inline]
+pub(super) fn cached<K: Copy + PartialEq + 'static, V: Copy + 'static, const N: usize>(
+    cache: &'static std::thread::LocalKey<Slots<K, V, N>>,
+    slot: usize,
+    key: K,
+    f: impl FnOnce() -> V,
+) -> V {
+    cache.with(|c| {
+        let cell = &c[slot];
+        match cell.get() {
+            Some((k, v)) if k == key => v,
+            _ => {
+                let v = f();
+                cell.set(Some((key, v)));
+                v
+            }
+        }
+    })
 }
 
 /// Evaluators made so far: each takes the next number as its cache key.

@@ -360,17 +360,8 @@ impl Evaluator {
             evaluator: self.cache_id,
             plan: memory_view(plan),
         };
-        let slot = key.slot();
-        MEM_CACHE.with(|cache| {
-            let cell = &cache[slot];
-            match cell.get() {
-                Some((k, m)) if k == key => m,
-                _ => {
-                    let m = self.mem.breakdown(plan, &self.mem_opts);
-                    cell.set(Some((key, m)));
-                    m
-                }
-            }
+        ctx::cached(&MEM_CACHE, key.slot(), key, || {
+            self.mem.breakdown(plan, &self.mem_opts)
         })
     }
 }
