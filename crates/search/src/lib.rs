@@ -22,6 +22,7 @@
 //! ```
 
 mod case;
+mod degrees;
 mod engine;
 mod evaluator;
 pub mod fold;
