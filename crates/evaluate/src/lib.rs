@@ -43,7 +43,10 @@ pub use balance::{
     balanced_imbalance, balanced_packing, contiguous_imbalance, Packing, ReplicaLayout,
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
-pub use core::{unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes};
+pub use core::{
+    unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes, ADAM_BYTES_PER_PARAM,
+    ADAM_STEP_BYTES,
+};
 pub use flops::{AttentionFlops, ModelFlops};
 
 use serde::Serialize;

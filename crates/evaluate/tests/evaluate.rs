@@ -164,7 +164,8 @@ fn hand_checked_step_time_dp16_on_two_nodes() {
             AlgoMode::Cheapest,
         )
         .time;
-    let adam = memory_bound_time(g, 34.0 * params);
+    // Fused Adam (28 B), the gradient norm (4), the copy to the 16-bit weights (6).
+    let adam = memory_bound_time(g, 38.0 * params);
     let want = 2.0 * (fwd + bwd) + ar + adam;
     let got = r.metrics.step_time_s;
     assert!(close(got, want, 1e-9), "step {got} vs hand {want}");

@@ -53,6 +53,7 @@ use classes::Class;
 pub use elementwise::{unfused_elementwise_bytes, UnfusedBytes};
 use ep::BALANCED_R;
 pub use moe::MoeWorkRow;
+pub use optimizer::{ADAM_BYTES_PER_PARAM, ADAM_STEP_BYTES};
 
 /// A partial plan for branch-and-bound: the degrees fixed so far. The current bound
 /// ([`Evaluator::lower_bound`]) holds for every completion and does not tighten with them yet.

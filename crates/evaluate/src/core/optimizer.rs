@@ -8,13 +8,29 @@ use super::ctx::Ctx;
 use super::pipeline::StageTime;
 use super::Evaluator;
 
-/// HBM bytes per parameter of one mixed-precision Adam step: read fp32 grad (4), read + write
-/// fp32 master, m and v (3 × 8), write the 16-bit weight (2), grad-norm read for clipping (4).
-const ADAM_BYTES_PER_PARAM: f64 = 34.0;
-/// Adam with BF16 moments: m and v read + write at 2 bytes instead of 4 (34 − 8).
-const ADAM_BF16_MOMENTS_BYTES_PER_PARAM: f64 = 26.0;
-/// SGD with momentum: grad (4) + master and momentum read/write (16) + weight (2) + norm (4).
-const SGD_BYTES_PER_PARAM: f64 = 26.0;
+/// HBM bytes per parameter of one mixed-precision Adam step, kernel by kernel: the fused Adam
+/// update (read the fp32 gradient, read + write the fp32 master weight, m and v: 28), the
+/// gradient norm for clipping (read the fp32 gradient: 4), and the copy of the updated master
+/// weight into the 16-bit model weight (read 4, write 2: 6). Megatron-Core's distributed
+/// optimizer runs that copy as a kernel of its own (`_copy_main_params_to_model_params`) unless
+/// `--use-precision-aware-optimizer` (opt-in, frameworks.md §1.9) folds it into the update.
+/// Measured on an H200 (`results/h200/adam.csv`, `tools/gpu/kernels_probe.py adam`): each of the
+/// three streamed its bytes at 3.3–3.5 TB/s from 256M parameters, 0.75–0.8 of the add's
+/// bandwidth (`hbm.csv`), so none moves more than counted (the copy was priced at its 2-byte
+/// write alone before: 34).
+pub const ADAM_STEP_BYTES: [(&str, f64); 3] = [
+    ("adamw-fused", 28.0),
+    ("grad-norm", 4.0),
+    ("copy-bf16", 6.0),
+];
+/// The three kernels' bytes per parameter: 38.
+pub const ADAM_BYTES_PER_PARAM: f64 =
+    ADAM_STEP_BYTES[0].1 + ADAM_STEP_BYTES[1].1 + ADAM_STEP_BYTES[2].1;
+/// Adam with BF16 moments: m and v read + write at 2 bytes instead of 4 (38 − 8).
+const ADAM_BF16_MOMENTS_BYTES_PER_PARAM: f64 = ADAM_BYTES_PER_PARAM - 8.0;
+/// SGD with momentum: grad (4) + master and momentum read/write (16) + norm (4) + the copy to
+/// the 16-bit weight (6).
+const SGD_BYTES_PER_PARAM: f64 = 30.0;
 
 impl Evaluator {
     /// The optimizer step: memory-bound over this GPU's shard of the parameters of the stage

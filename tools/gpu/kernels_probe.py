@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Measure on one GPU four kernels autoplan prices but `probe.py` did not time (needs PyTorch
+and a CUDA GPU); what each file holds and what the model takes from it: results/h200/README.md.
+
+- `window`: sliding-window attention against causal attention in one kernel family
+  (FlexAttention, compiled by Triton: its block mask skips the key tiles outside the window),
+  with cuDNN's causal SDPA at the same shapes as the anchor: what `attention_fwd_time`'s
+  windowed tile count (`k̄ = w − w²/2s`, the window's edge tiles) predicts. → window.csv
+- `mla`: DeepSeek-V3's attention core (q·k head dim 192, v 128) through each SDPA backend that
+  takes it, and the flash backend on V padded to 192. → mla.csv
+- `adam`: one fused AdamW step over fp32 master weights, gradients and moments (PyTorch's
+  `fused=True`), the gradient norm for clipping (`_foreach_norm`) and the copy to BF16
+  weights: the bytes per parameter `optimizer.rs` prices over the time. → adam.csv
+- `loss`: the LM head's cross entropy on BF16 logits, forward and backward: Megatron-Core's
+  `vocab_parallel_cross_entropy` forward at TP 1 (upcast, max, exp, sum, gather) as eager ops
+  under autograd, and `F.cross_entropy` on the upcast logits: what the model's fp32-logits bytes price.
+  → loss.csv
+
+Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all four when none is
+named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads the files.
+"""
+import csv
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe import DEV, OUT, graph_time, median_time, sdpa_times  # noqa: E402
+
+
+def write(name, header, rows):
+    with open(os.path.join(OUT, name), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(header)
+        for r in rows:
+            wr.writerow([f"{v:.9g}" if isinstance(v, float) else v for v in r])
+
+
+def timed(fn, reps=3):
+    """Graph-timed seconds of `fn()`, or event-timed when the work cannot be captured."""
+    try:
+        return graph_time(fn, reps), "graph"
+    except Exception as e:  # noqa: BLE001 - a kernel that cannot be captured is timed eagerly
+        print(f"  (graph capture failed: {str(e)[:80]}; eager)", flush=True)
+        torch.cuda.synchronize()
+        return median_time(fn, 10), "eager"
+
+
+# Sliding windows of the models autoplan bundles or may meet: GPT-OSS 128, Gemma 3 1024,
+# Mistral 7B / Gemma 2 4096; the causal call as the window of the whole sequence.
+WINDOWS = [128, 1024, 4096]
+WINDOW_SHAPES = [(128, 8192), (128, 32768), (64, 8192)]  # (head dim, sequence)
+
+
+def window_part():
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    torch._dynamo.config.cache_size_limit = 64
+    flex = torch.compile(flex_attention, dynamic=False)
+    rows = []
+    h, kv, b = 8, 1, 1
+    for d, s in WINDOW_SHAPES:
+        # One mask function for every window (a tensor, not a constant): one compile per shape.
+        w_t = torch.tensor(s, device=DEV, dtype=torch.int32)
+
+        def mask(bi, hi, q, k):
+            return (q >= k) & (q - k < w_t)
+
+        q = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, kv, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        go = torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16)
+        for w in [s] + [w for w in WINDOWS if w < s]:
+            w_t.fill_(w)
+            bm = create_block_mask(mask, None, None, s, s, device=DEV)
+
+            def fwd():
+                with torch.no_grad():
+                    return flex(q, k, v, block_mask=bm, enable_gqa=True)
+
+            def fwd_bwd():
+                o = flex(q, k, v, block_mask=bm, enable_gqa=True)
+                o.backward(go)
+
+            t0 = time.time()
+            fwd_bwd()  # compile (first window of a shape) outside the timings
+            torch.cuda.synchronize()
+            t_f, how = timed(fwd)
+            t_fb, _ = timed(fwd_bwd, 1)
+            for t in (q, k, v):
+                t.grad = None
+            kbar = s / 2 if w >= s else w - w * w / (2 * s)
+            flops = 4.0 * b * h * s * kbar * d
+            rows.append(("flex", d, s, w, h, kv, t_f, t_fb - t_f, how))
+            print(f"flex d={d:3d} s={s:6d} w={w:6d}  fwd {t_f*1e6:9.1f} us ({flops/t_f/1e12:5.1f} TF/s)"
+                  f"  bwd {(t_fb-t_f)*1e6:9.1f} us  [{how}, first call {time.time()-t0:.1f} s]", flush=True)
+        t_f, t_b = sdpa_times(b, h, kv, s, s, d, d, True)
+        rows.append(("sdpa", d, s, s, h, kv, t_f, t_b, "graph"))
+        print(f"sdpa d={d:3d} s={s:6d} causal  fwd {t_f*1e6:9.1f} us  bwd {t_b*1e6:9.1f} us", flush=True)
+        del q, k, v, go
+        torch.cuda.empty_cache()
+    write("window.csv", ["kernel", "head_dim", "seq", "window", "heads", "kv_heads", "fwd_s", "bwd_s", "timing"], rows)
+
+
+def mla_part():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    rows = []
+    # (heads per GPU, sequence): DeepSeek-V3's 128 heads at TP 1 and TP 8, 4K tokens.
+    for h, s in ((128, 4096), (16, 4096), (16, 16384)):
+        for label, backends, dv in (("default", None, 128), ("cudnn", [SDPBackend.CUDNN_ATTENTION], 128),
+                                    ("efficient", [SDPBackend.EFFICIENT_ATTENTION], 128),
+                                    ("flash-pad-v192", [SDPBackend.FLASH_ATTENTION], 192),
+                                    ("cudnn-pad-v192", [SDPBackend.CUDNN_ATTENTION], 192)):
+            try:
+                if backends is None:
+                    t_f, t_b = sdpa_times(1, h, h, s, s, 192, dv, True, gqa=False)
+                else:
+                    with sdpa_kernel(backends):
+                        t_f, t_b = sdpa_times(1, h, h, s, s, 192, dv, True, gqa=False)
+            except Exception as e:  # noqa: BLE001 - a backend without a kernel for the shape
+                print(f"mla {label} h={h} s={s}: {str(e)[:100]}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            flops = 2.0 * h * s * s * (192 + 128) * 0.5
+            rows.append((label, h, s, 192, dv, t_f, t_b))
+            print(f"mla {label:15s} h={h:3d} s={s:6d} dv={dv}  fwd {t_f*1e6:9.1f} us ({flops/t_f/1e12:5.1f} TF/s)"
+                  f"  bwd {t_b*1e6:9.1f} us (x{t_b/t_f:4.2f})", flush=True)
+    write("mla.csv", ["backend", "heads", "seq", "head_dim_qk", "head_dim_v", "fwd_s", "bwd_s"], rows)
+
+
+ADAM_PARAMS = [64 << 20, 256 << 20, 1 << 30]
+
+
+def adam_part():
+    rows = []
+    for total in ADAM_PARAMS:
+        n_t = 32
+        sizes = [total // n_t] * n_t
+        p = [torch.randn(n, device=DEV, dtype=torch.float32, requires_grad=True) for n in sizes]
+        for x in p:
+            x.grad = torch.randn_like(x) * 1e-3
+        opt = torch.optim.AdamW(p, lr=1e-4, fused=True)
+        opt.step()  # allocates m and v
+        w16 = [torch.empty(n, device=DEV, dtype=torch.bfloat16) for n in sizes]
+        grads = [x.grad for x in p]
+        ops = (
+            # grad r4, master r4 w4, m and v r4 w4 each: 28 B per parameter
+            ("adamw-fused", lambda: opt.step(), 28),
+            ("grad-norm", lambda: torch._foreach_norm(grads), 4),
+            ("copy-bf16", lambda: torch._foreach_copy_(w16, p), 6),
+        )
+        for name, fn, per in ops:
+            t = median_time(fn, 10, warm=3)
+            moved = per * total
+            rows.append((name, total, per, t))
+            print(f"{name:12s} {total/1e6:8.1f} M params  {t*1e3:8.3f} ms  {moved/t/1e9:7.0f} GB/s", flush=True)
+        del p, opt, w16, grads
+        torch.cuda.empty_cache()
+    write("adam.csv", ["op", "params", "bytes_per_param", "time_s"], rows)
+
+
+def vocab_parallel_ce(logits, target):
+    """Megatron-Core `tensor_parallel/cross_entropy.py` `_VocabParallelCrossEntropy` at TP 1:
+    fp32 upcast, max, subtract, exp, sum, the target's logit; softmax kept for backward."""
+    x = logits.float()
+    m = x.max(dim=-1, keepdim=True)[0]
+    x = x - m
+    pred = x.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    e = x.exp()
+    s = e.sum(dim=-1)
+    return (torch.log(s) - pred).mean()
+
+
+# (vocabulary, tokens): GPT-3's padded 50257, Llama 3's, Qwen's.
+LOSS_SHAPES = [(50304, 8192), (128256, 8192), (151936, 4096), (151936, 8192)]
+
+
+def loss_part():
+    rows = []
+    for vocab, t in LOSS_SHAPES:
+        logits = torch.randn(t, vocab, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        target = torch.randint(0, vocab, (t,), device=DEV)
+        for name, f in (("megatron-eager", vocab_parallel_ce),
+                        ("torch-ce-fp32", lambda x, y: F.cross_entropy(x.float(), y))):
+            def fwd():
+                with torch.no_grad():
+                    return f(logits, target)
+
+            def fwd_bwd():
+                f(logits, target).backward()
+
+            t_f, _ = timed(fwd)
+            logits.grad = None
+            t_fb, _ = timed(fwd_bwd, 1)
+            logits.grad = None
+            rows.append((name, vocab, t, t_f, t_fb - t_f))
+            print(f"{name:15s} V={vocab:6d} t={t:5d}  fwd {t_f*1e3:7.3f} ms  bwd {(t_fb-t_f)*1e3:7.3f} ms"
+                  f"  ({t_fb*1e9/(t*vocab):6.2f} ns per logit)", flush=True)
+        del logits, target
+        torch.cuda.empty_cache()
+    write("loss.csv", ["impl", "vocab", "tokens", "fwd_s", "bwd_s"], rows)
+
+
+if __name__ == "__main__":
+    print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part}
+    parts = sys.argv[1:] or ["mla", "adam", "loss", "window"]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        sys.exit(f"unknown part(s) {unknown}; parts: {sorted(PARTS)}")
+    for p in parts:
+        t0 = time.time()
+        try:
+            PARTS[p]()
+        except Exception as e:  # noqa: BLE001 - report, and run the other parts
+            print(f"part {p} failed: {e!r}", file=sys.stderr, flush=True)
+        print(f"part {p}: {time.time() - t0:.1f} s", flush=True)
