@@ -564,10 +564,7 @@ impl Plan {
                 // `--emit megatron`): an error rather than silently ignored. The search
                 // leaves them at `Plan::default()`'s value, where they do not apply.
                 let dflt = Plan::default();
-                if let Some(k) = Knob::ALL
-                    .into_iter()
-                    .find(|k| !k.same(self, &dflt) && k.moe_only())
-                {
+                if let Some(&k) = Knob::moe_only_knobs().iter().find(|k| !k.same(self, &dflt)) {
                     return Err(Invalid::MoeKnobWithoutMoe {
                         knob: k.key(),
                         value: k.value(self),

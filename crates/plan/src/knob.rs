@@ -759,6 +759,22 @@ impl Knob {
     /// ([`Self::matters`] with every degree > 1 and the interleaved schedule, dense and MoE):
     /// `ep`, `moe_tp`, `moe_tp_scheme`, `dispatcher`, `ep_overlap`, `placement`.
     pub fn moe_only(self) -> bool {
+        Self::moe_only_knobs().contains(&self)
+    }
+
+    /// The [`Self::moe_only`] knobs, worked out once.
+    pub fn moe_only_knobs() -> &'static [Knob] {
+        static MOE_ONLY: std::sync::LazyLock<Vec<Knob>> = std::sync::LazyLock::new(|| {
+            Knob::ALL
+                .into_iter()
+                .filter(|k| k.moe_only_by_matters())
+                .collect()
+        });
+        &MOE_ONLY
+    }
+
+    /// [`Self::moe_only`] from [`Self::matters`].
+    fn moe_only_by_matters(self) -> bool {
         let every = |moe| Context {
             tp: 2,
             cp: 2,

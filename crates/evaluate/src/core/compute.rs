@@ -370,9 +370,6 @@ impl ComputeKey {
     }
 }
 
-/// A slot of the compute cache.
-type ComputeEntry = (ComputeKey, [ComputeCost; NCLASS]);
-
 /// log2 of the compute cache's slots.
 const COMPUTE_CACHE_BITS: u32 = 6;
 
@@ -381,8 +378,8 @@ thread_local! {
     /// and bounds of one search repeat the same degrees and micro-batch under every knob,
     /// rank order and pipeline depth. Exact keys, so a hit returns what computing again
     /// would, bit for bit (as the collective cache, `ctx.rs`).
-    static COMPUTE_CACHE: [std::cell::Cell<Option<ComputeEntry>>; 1 << COMPUTE_CACHE_BITS] =
-        const { [const { std::cell::Cell::new(None) }; 1 << COMPUTE_CACHE_BITS] };
+    static COMPUTE_CACHE: super::ctx::Slots<ComputeKey, [ComputeCost; NCLASS], { 1 << COMPUTE_CACHE_BITS }> =
+        const { [const { std::cell::RefCell::new(None) }; 1 << COMPUTE_CACHE_BITS] };
 }
 
 #[cfg(test)]

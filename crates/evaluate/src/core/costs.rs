@@ -3,11 +3,13 @@
 //! under the plan's knobs; the step floor books each part under every open value of its knob
 //! and keeps the least.
 
+use std::cell::RefCell;
+
 use autoplan_plan::{Plan, Recompute, StageLayout};
 
 use super::classes::{Class, ClassId, NCLASS};
 use super::compute::ComputeCost;
-use super::ctx::Ctx;
+use super::ctx::{cached, Ctx, PlanKey, Slots};
 use super::emit::Emitter;
 use super::memo::Memo;
 use super::recompute::rc_frac;
@@ -131,7 +133,32 @@ impl Evaluator {
     /// Per-class costs for one micro-batch, pushing the inventory rows into `sink` with
     /// `calls_per_mb × mult` calls per step (mult = micro-batches × blocks on the stage
     /// `bottleneck`).
+    ///
+    /// Without a table (`S` disabled) the costs are kept per thread, keyed by the plan as they
+    /// read it ([`class_view`]): the plans of a search that differ only in their sharding,
+    /// offloads or block split (the walk's ZeRO level, every leaf under it) price them once.
     pub(super) fn class_costs<S: Sink>(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        sink: &mut S,
+        micro: f64,
+        bottleneck: u32,
+    ) -> [ClassCost; NCLASS] {
+        if S::ENABLED {
+            return self.class_costs_priced(plan, x, sink, micro, bottleneck);
+        }
+        let key = PlanKey {
+            evaluator: self.cache_id,
+            plan: class_view(plan),
+        };
+        cached(&CLASS_CACHE, key.slot(CLASS_CACHE_BITS), key, || {
+            self.class_costs_priced(plan, x, &mut (), 0.0, 0)
+        })
+    }
+
+    /// [`Evaluator::class_costs`] priced (no cache).
+    pub(super) fn class_costs_priced<S: Sink>(
         &self,
         plan: &Plan,
         x: &Ctx,
@@ -205,4 +232,44 @@ impl Evaluator {
         }
         (counts, rc_frac(plan, s.0))
     }
+}
+
+/// `plan` with the knobs the class costs do not read at `Plan::default()`'s values: the
+/// sharding stage, the three offloads and the pipeline's block split move the DP reduction,
+/// the optimizer step, the host transfers and the stage layout, all priced after the class
+/// costs (`step.rs`), never a class's compute or communication (the layout only picks the
+/// table's layer counts, which a disabled sink does not ask for). The schedule and `vpp`
+/// reach them only through the EP transfers' hiding (`ep_overlap.rs`, `paired_share`), so
+/// they are set aside too without `ep_overlap`. The unit test below checks it on a grid of
+/// plans.
+pub(super) fn class_view(plan: &Plan) -> Plan {
+    let d = Plan::default();
+    let (schedule, vpp) = if plan.ep_overlap {
+        (plan.schedule, plan.vpp)
+    } else {
+        (d.schedule, d.vpp)
+    };
+    Plan {
+        schedule,
+        vpp,
+        zero: d.zero,
+        offload_optimizer: d.offload_optimizer,
+        offload_params: d.offload_params,
+        offload_activations: d.offload_activations,
+        first_stage_layers: d.first_stage_layers,
+        last_stage_layers: d.last_stage_layers,
+        pipeline_split: d.pipeline_split,
+        ..*plan
+    }
+}
+
+/// log2 of the class-cost cache's slots: a task's walk revisits every (recompute, schedule,
+/// leaf) combination once per sharding mode.
+const CLASS_CACHE_BITS: u32 = 8;
+
+thread_local! {
+    /// Class costs priced on this thread (exact keys: a hit is what pricing again gives, bit
+    /// for bit).
+    static CLASS_CACHE: Slots<PlanKey, [ClassCost; NCLASS], { 1 << CLASS_CACHE_BITS }> =
+        const { [const { RefCell::new(None) }; 1 << CLASS_CACHE_BITS] };
 }

@@ -1,12 +1,12 @@
 //! The per-plan context every part reads: the degrees, the token counts of one micro-batch and
 //! where each communication group sits on the cluster.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use autoplan_cluster::GroupPlacement;
 use autoplan_cost::{AlgoMode, Collective, CollectiveCost};
-use autoplan_plan::{Dim, Plan};
+use autoplan_plan::{CpComm, Dim, PlacementPolicy, Plan, RankOrder};
 
 use super::Evaluator;
 
@@ -117,17 +117,31 @@ impl Evaluator {
         let order = plan.order.0;
         let dense = order.map(dense_deg);
         let moe = order.map(moe_deg);
-        let sel = |dims: &[Dim]| order.map(|d| dims.contains(&d));
-        // Groups are placed on NVLink domains (a host, or an NVL72 rack of 18 hosts), as many
-        // GPUs of each as the job's grids align with (`Cluster::job_domain_gpus`).
-        let gpn = self.cluster.job_domain_gpus(&[&dense[..], &moe[..]]);
-        let g_tp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Tp]));
-        let g_cp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp]));
-        let g_dp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp, Dim::Dp]));
-        let g_pp = GroupPlacement::of(gpn, &dense, &sel(&[Dim::Pp]));
-        let g_mt = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Tp]));
-        let g_ep = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Cp]));
-        let g_edp = GroupPlacement::of(gpn, &moe, &sel(&[Dim::Dp]));
+        // The groups are the grids' alone (and the cluster's): kept per thread, as every plan
+        // of a degree choice and rank order asks for the same.
+        let key = GroupsKey {
+            evaluator: self.cache_id,
+            dense,
+            moe,
+            order: plan.order,
+        };
+        let [g_tp, g_cp, g_dp, g_pp, g_mt, g_ep, g_edp] =
+            cached(&GROUPS_CACHE, key.slot(), key, || {
+                let sel = |dims: &[Dim]| order.map(|d| dims.contains(&d));
+                // Groups are placed on NVLink domains (a host, or an NVL72 rack of 18 hosts),
+                // as many GPUs of each as the job's grids align with
+                // (`Cluster::job_domain_gpus`).
+                let gpn = self.cluster.job_domain_gpus(&[&dense[..], &moe[..]]);
+                [
+                    GroupPlacement::of(gpn, &dense, &sel(&[Dim::Tp])),
+                    GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp])),
+                    GroupPlacement::of(gpn, &dense, &sel(&[Dim::Cp, Dim::Dp])),
+                    GroupPlacement::of(gpn, &dense, &sel(&[Dim::Pp])),
+                    GroupPlacement::of(gpn, &moe, &sel(&[Dim::Tp])),
+                    GroupPlacement::of(gpn, &moe, &sel(&[Dim::Cp])),
+                    GroupPlacement::of(gpn, &moe, &sel(&[Dim::Dp])),
+                ]
+            });
         let mbs = plan.mbs.max(1) as f64;
         let m_tok = mbs * self.seq / cp as f64;
         let ep_imb = self.ep_imbalance(plan);
@@ -187,12 +201,13 @@ impl Evaluator {
 }
 
 /// A direct-mapped cache's slots: each empty or one key with its value.
-pub(super) type Slots<K, V, const N: usize> = [Cell<Option<(K, V)>>; N];
+pub(super) type Slots<K, V, const N: usize> = [RefCell<Option<(K, V)>>; N];
 
 /// The value of `key` in slot `slot` of the direct-mapped per-thread cache `cache`, computed by
-/// `f` (and kept) where the slot holds another key. Exact keys: a hit is what `f` gives.
+/// `f` (and kept) where the slot holds another key. Exact keys: a hit is what `f` gives. The
+/// key is compared in place; only a hit's value is copied out.
 #[inline]
-pub(super) fn cached<K: Copy + PartialEq + 'static, V: Copy + 'static, const N: usize>(
+pub(super) fn cached<K: PartialEq + 'static, V: Copy + 'static, const N: usize>(
     cache: &'static std::thread::LocalKey<Slots<K, V, N>>,
     slot: usize,
     key: K,
@@ -200,15 +215,71 @@ pub(super) fn cached<K: Copy + PartialEq + 'static, V: Copy + 'static, const N: 
 ) -> V {
     cache.with(|c| {
         let cell = &c[slot];
-        match cell.get() {
-            Some((k, v)) if k == key => v,
-            _ => {
-                let v = f();
-                cell.set(Some((key, v)));
-                v
+        if let Some((k, v)) = &*cell.borrow() {
+            if *k == key {
+                return *v;
             }
         }
+        let v = f();
+        *cell.borrow_mut() = Some((key, v));
+        v
     })
+}
+
+/// A plan as one of the evaluator's per-thread caches reads it (the caller's view of it, with
+/// the knobs it does not read at their defaults) and the evaluator, compared exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct PlanKey {
+    pub(super) evaluator: u64,
+    pub(super) plan: Plan,
+}
+
+impl PlanKey {
+    /// The key's slot in a cache of `1 << bits` ([`plan_slot`]).
+    #[inline]
+    pub(super) fn slot(&self, bits: u32) -> usize {
+        plan_slot(self.evaluator, &self.plan, bits)
+    }
+}
+
+/// The direct-mapped slot (of `1 << bits`) of a per-thread cache keyed by an evaluator and a
+/// plan: a multiplicative hash of the fields a search varies (equal keys share a slot, which
+/// is all a cache needs; fields a key sets aside hash as their defaults).
+#[inline]
+pub(super) fn plan_slot(evaluator: u64, p: &Plan, bits: u32) -> usize {
+    let cp_comm = match p.cp_comm {
+        CpComm::Ring => 0,
+        CpComm::AllToAll => 1,
+        CpComm::AllGather => 2,
+        CpComm::Hierarchical { a2a } => 3 + a2a,
+    };
+    let placement = match p.placement {
+        PlacementPolicy::Contiguous => 0,
+        PlacementPolicy::Balanced { redundant } => 1 + redundant,
+    };
+    let order = p.order.0.iter().fold(0, |h, &d| h << 2 | d as u32);
+    let mut h = evaluator;
+    for v in [
+        p.tp | p.cp << 8 | p.pp << 16,
+        p.dp,
+        p.ep | p.moe_tp << 12 | p.mbs << 20,
+        p.vpp | order << 8 | cp_comm << 16,
+        p.recompute as u32 | u32::from(p.recompute_modules.0) << 4,
+        p.schedule as u32
+            | (p.dispatcher as u32) << 4
+            | (p.tp_sp_transition as u32) << 8
+            | (p.moe_tp_scheme as u32) << 12
+            | u32::from(p.sp) << 16
+            | u32::from(p.tp_overlap) << 17
+            | u32::from(p.ep_overlap) << 18,
+        placement ^ p.recompute_layers.unwrap_or(0) << 8,
+        u32::from(p.zero.stage) | p.zero.group << 4,
+        p.offload_activations ^ u32::from(p.offload_optimizer) << 24,
+    ] {
+        // FxHash's step: every field is mixed into all the bits the slot is taken from.
+        h = (h.rotate_left(5) ^ u64::from(v)).wrapping_mul(0x517C_C1B7_2722_0A95);
+    }
+    (h >> (64 - bits)) as usize
 }
 
 /// Evaluators made so far: each takes the next number as its cache key.
@@ -217,6 +288,39 @@ static CACHE_IDS: AtomicU64 = AtomicU64::new(0);
 /// A fresh key for a new evaluator's entries in the collective cache.
 pub(super) fn next_cache_id() -> u64 {
     CACHE_IDS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A plan's grids as `ctx` places its groups: the evaluator (its cluster), the dense and
+/// MoE degrees in rank order, and the order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct GroupsKey {
+    evaluator: u64,
+    dense: [u32; 4],
+    moe: [u32; 4],
+    order: RankOrder,
+}
+
+impl GroupsKey {
+    /// The direct-mapped slot of the key (a multiplicative hash of its fields).
+    #[inline]
+    fn slot(&self) -> usize {
+        let mut h = self.evaluator;
+        for (i, (d, m)) in self.dense.iter().zip(self.moe).enumerate() {
+            h ^= (u64::from(*d) | u64::from(m) << 32).rotate_left(13 * i as u32);
+        }
+        h ^= self.order.0.iter().fold(0, |h, &d| h << 2 | d as u64) << 56;
+        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - GROUPS_CACHE_BITS)) as usize
+    }
+}
+
+/// log2 of the group cache's slots.
+const GROUPS_CACHE_BITS: u32 = 6;
+
+thread_local! {
+    /// The seven groups of the grids placed on this thread (exact keys).
+    static GROUPS_CACHE: Slots<GroupsKey, [GroupPlacement; 7], { 1 << GROUPS_CACHE_BITS }> =
+        const { [const { RefCell::new(None) }; 1 << GROUPS_CACHE_BITS] };
 }
 
 /// A collective as priced: the evaluator (its cluster and cost model), the primitive, the group,
@@ -252,6 +356,6 @@ thread_local! {
     /// the same collectives on the same groups (every leaf-knob variant of a degree choice,
     /// every plan's floor), and `CostModel::collective` compares every algorithm each time.
     /// Exact keys, so a hit returns what pricing again would, bit for bit.
-    static COLL_CACHE: [Cell<Option<(CollKey, CollectiveCost)>>; 1 << COLL_CACHE_BITS] =
-        const { [const { Cell::new(None) }; 1 << COLL_CACHE_BITS] };
+    static COLL_CACHE: Slots<CollKey, CollectiveCost, { 1 << COLL_CACHE_BITS }> =
+        const { [const { RefCell::new(None) }; 1 << COLL_CACHE_BITS] };
 }

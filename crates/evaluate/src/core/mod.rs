@@ -45,6 +45,8 @@ mod recompute;
 mod replica;
 mod step;
 mod tp;
+#[cfg(test)]
+mod view_tests;
 
 use crate::comm::{CommRow, Pass};
 use crate::flops::ModelFlops;
@@ -358,11 +360,11 @@ impl Evaluator {
     /// Memory of the most loaded GPU (autoplan-memory; allocation-free), through a per-thread
     /// cache: a search asks for the same memory under every communication knob.
     fn memory(&self, plan: &Plan) -> autoplan_memory::MemoryBreakdown {
-        let key = MemKey {
+        let key = ctx::PlanKey {
             evaluator: self.cache_id,
             plan: memory_view(plan),
         };
-        ctx::cached(&MEM_CACHE, key.slot(), key, || {
+        ctx::cached(&MEM_CACHE, key.slot(MEM_CACHE_BITS), key, || {
             self.mem.breakdown(plan, &self.mem_opts)
         })
     }
@@ -385,54 +387,14 @@ pub(crate) fn memory_view(plan: &Plan) -> Plan {
     }
 }
 
-/// A memory breakdown as computed: the evaluator (its model and memory options) and the plan
-/// as the memory model reads it ([`memory_view`]), compared exactly.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct MemKey {
-    evaluator: u64,
-    plan: Plan,
-}
-
-impl MemKey {
-    /// The direct-mapped slot of the key (a multiplicative hash of the fields that vary most
-    /// in a search; equal keys share a slot, which is all a cache needs).
-    #[inline]
-    fn slot(&self) -> usize {
-        let p = &self.plan;
-        let mut h = self.evaluator;
-        for (i, v) in [
-            p.tp,
-            p.cp,
-            p.dp,
-            p.pp,
-            p.ep,
-            p.moe_tp,
-            p.mbs,
-            p.vpp,
-            u32::from(p.zero.stage) | p.zero.group << 4,
-            p.recompute as u32 | u32::from(p.recompute_modules.0) << 4,
-            p.schedule as u32 | (p.dispatcher as u32) << 4 | (p.tp_sp_transition as u32) << 8,
-            p.offload_activations ^ u32::from(p.offload_optimizer) << 24,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            h ^= u64::from(v).rotate_left(11 * i as u32);
-        }
-        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - MEM_CACHE_BITS)) as usize
-    }
-}
-
 /// log2 of the memory cache's slots.
 const MEM_CACHE_BITS: u32 = 8;
 
 thread_local! {
     /// Memory breakdowns computed on this thread (exact keys: a hit is what computing again
     /// gives, bit for bit).
-    static MEM_CACHE: [std::cell::Cell<Option<(MemKey, autoplan_memory::MemoryBreakdown)>>;
-        1 << MEM_CACHE_BITS] =
-        const { [const { std::cell::Cell::new(None) }; 1 << MEM_CACHE_BITS] };
+    static MEM_CACHE: ctx::Slots<ctx::PlanKey, autoplan_memory::MemoryBreakdown, { 1 << MEM_CACHE_BITS }> =
+        const { [const { std::cell::RefCell::new(None) }; 1 << MEM_CACHE_BITS] };
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! Pipeline parallelism: where the blocks go, what each stage costs per micro-batch, the
 //! busiest stage that sets the pace, and the activation send/recv between stages.
 
+use std::cell::RefCell;
+
 use autoplan_cost::{Algorithm, Collective};
 use autoplan_plan::{Plan, Recompute, StageLayout};
 
 use super::classes::{ClassId, NCLASS};
 use super::compute::ACT;
 use super::costs::ClassCost;
-use super::ctx::Ctx;
+use super::ctx::{cached, Ctx, PlanKey, Slots};
 use super::emit::Comm;
 use super::recompute::rc_frac;
 use super::Evaluator;
@@ -194,6 +196,21 @@ impl Evaluator {
         out
     }
 
+    /// The stages of `plan` ([`Evaluator::scan_stages`] over its class costs), kept per thread
+    /// keyed by the plan as they read it ([`scan_view`]): a task's walk asks again under every
+    /// sharding mode.
+    pub(super) fn scan(&self, plan: &Plan, x: &Ctx, layout: &StageLayout) -> StageScan {
+        let key = PlanKey {
+            evaluator: self.cache_id,
+            plan: scan_view(plan),
+        };
+        cached(&SCAN_CACHE, key.slot(SCAN_CACHE_BITS), key, || {
+            let costs = self.class_costs(plan, x, &mut (), 0.0, 0);
+            let (_, pp_t) = self.pp_hop(x);
+            self.scan_stages(plan, x, &costs, layout, pp_t)
+        })
+    }
+
     /// Pipeline point-to-point of one micro-batch: (bytes, seconds per transfer). One
     /// activation (b·s/cp·h, /tp under SP) forward and one gradient backward per micro-batch
     /// per stage boundary (seed 000 §7.4).
@@ -247,4 +264,28 @@ impl Evaluator {
             ));
         }
     }
+}
+
+/// `plan` with the knobs its stage scan does not read at `Plan::default()`'s values: the
+/// sharding stage and the optimizer and parameter offloads move only what follows the
+/// pipeline (`step.rs`: the DP reduction, the gathers, the optimizer step, the host
+/// transfers); the class costs read none of them ([`super::costs::class_view`]), and the
+/// stages add the layout's blocks of each class with recompute and the pipeline hops.
+pub(super) fn scan_view(plan: &Plan) -> Plan {
+    let d = Plan::default();
+    Plan {
+        zero: d.zero,
+        offload_optimizer: d.offload_optimizer,
+        offload_params: d.offload_params,
+        ..*plan
+    }
+}
+
+/// log2 of the scan cache's slots.
+const SCAN_CACHE_BITS: u32 = 8;
+
+thread_local! {
+    /// Stage scans computed on this thread (exact keys).
+    static SCAN_CACHE: Slots<PlanKey, StageScan, { 1 << SCAN_CACHE_BITS }> =
+        const { [const { RefCell::new(None) }; 1 << SCAN_CACHE_BITS] };
 }

@@ -33,9 +33,7 @@ impl Evaluator {
     pub(super) fn run<S: Sink>(&self, plan: &Plan, sink: &mut S) -> Result<Outcome, Infeasible> {
         let (layout, peak) = self.admit(plan)?;
         let x = self.ctx(plan);
-        let costs = self.class_costs(plan, &x, &mut (), 0.0, 0);
-        let (_, pp_t) = self.pp_hop(&x);
-        let scan = self.scan_stages(plan, &x, &costs, &layout, pp_t);
+        let scan = self.scan(plan, &x, &layout);
         let micro = x.micro;
         let bubble = plan.schedule.bubble(scan.sum - scan.tmax, plan.vpp, x.pp);
         // Data-parallel gradient reduction on the stage holding the most parameters.

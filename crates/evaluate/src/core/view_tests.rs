@@ -1,0 +1,124 @@
+//! The per-thread caches of the class costs and the stage scan key on every knob those read:
+//! [`class_view`] and [`scan_view`] set aside only knobs that move no bit of them (priced
+//! without the caches), and the cached answers are what pricing gives, in any order of asking.
+
+use autoplan_cluster::resolve_cluster;
+use autoplan_graph::resolve_model;
+use autoplan_plan::{PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
+
+use super::costs::class_view;
+use super::pipeline::scan_view;
+use super::Evaluator;
+use crate::EvalOptions;
+
+/// Every plan of a grid over the degrees, schedules, recompute modes and overlaps of three
+/// bundled models (dense, MoE, MLA + MoE) that passes its checks, each under every value of
+/// the knobs the views set aside.
+#[test]
+fn the_class_and_scan_caches_key_on_everything_they_read() {
+    let zeros = [
+        Zero::stage(0),
+        Zero::stage(1),
+        Zero::stage(2),
+        Zero::stage(3),
+    ];
+    let mut checked = 0;
+    for (model, cluster) in [
+        ("deepseek-v3", "h800x2048"),
+        ("mixtral-8x7b", "h100x256"),
+        ("llama3-70b", "h100x256"),
+    ] {
+        let m = resolve_model(model).expect("bundled model");
+        let c = resolve_cluster(cluster).expect("bundled cluster");
+        let ev = Evaluator::new(&m, &c, EvalOptions::default());
+        let gpus = c.gpus();
+        let moe = m.moe.is_some();
+        for (tp, cp, pp) in [(1, 1, 1), (2, 2, 4), (4, 1, 8), (8, 1, 2)] {
+            let dp = gpus / (tp * cp * pp);
+            for (schedule, vpp) in [
+                (Schedule::OneF1B, 1),
+                (Schedule::Interleaved, 2),
+                (Schedule::ZeroBubble, 1),
+                (Schedule::DualPipe, 1),
+            ] {
+                for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+                    for ep_overlap in [false, moe] {
+                        let base = Plan {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            ep: if moe { 8.min(dp * cp * tp) } else { 1 },
+                            sp: tp > 1,
+                            schedule,
+                            vpp,
+                            recompute,
+                            recompute_modules: RecomputeModules::DEFAULT,
+                            ep_overlap,
+                            zero: Zero::stage(1),
+                            ..Plan::default()
+                        };
+                        if base.check(&m, gpus).is_err() || ev.layout(&base).is_err() {
+                            continue;
+                        }
+                        let x = ev.ctx(&base);
+                        let layout = ev.layout(&base).expect("checked");
+                        let priced = ev.class_costs_priced(&base, &x, &mut (), 0.0, 0);
+                        let costs = format!("{priced:?}");
+                        let (_, pp_t) = ev.pp_hop(&x);
+                        let scan =
+                            format!("{:?}", ev.scan_stages(&base, &x, &priced, &layout, pp_t));
+                        // The scan view's knobs, and (the class view's) the block split and
+                        // activation offload, and without EP overlap the schedule.
+                        let mut variants: Vec<Plan> = Vec::new();
+                        for &zero in &zeros {
+                            for (offload_optimizer, offload_params) in [(0, false), (100, true)] {
+                                variants.push(Plan {
+                                    zero,
+                                    offload_optimizer,
+                                    offload_params,
+                                    ..base
+                                });
+                            }
+                        }
+                        let mut class_only = vec![Plan {
+                            pipeline_split: PipelineSplit::EmbeddingLoss,
+                            offload_activations: 1,
+                            ..base
+                        }];
+                        if !ep_overlap {
+                            class_only.push(Plan {
+                                schedule: Schedule::OneF1B,
+                                vpp: 1,
+                                ..base
+                            });
+                        }
+                        for v in &variants {
+                            assert_eq!(scan_view(v), scan_view(&base));
+                            assert_eq!(class_view(v), class_view(&base));
+                            let xv = ev.ctx(v);
+                            let pv = ev.class_costs_priced(v, &xv, &mut (), 0.0, 0);
+                            assert_eq!(format!("{pv:?}"), costs, "class costs of {v}");
+                            let sv = ev.scan_stages(v, &xv, &pv, &layout, pp_t);
+                            assert_eq!(format!("{sv:?}"), scan, "scan of {v}");
+                            let cached = ev.scan(v, &xv, &layout);
+                            assert_eq!(format!("{cached:?}"), scan, "cached scan of {v}");
+                            checked += 1;
+                        }
+                        for v in &class_only {
+                            assert_eq!(class_view(v), class_view(&base));
+                            let xv = ev.ctx(v);
+                            let pv = ev.class_costs_priced(v, &xv, &mut (), 0.0, 0);
+                            assert_eq!(format!("{pv:?}"), costs, "class costs of {v}");
+                            let cached = ev.class_costs(v, &xv, &mut (), 0.0, 0);
+                            assert_eq!(format!("{cached:?}"), costs, "cached class costs of {v}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{checked} plans checked");
+    assert!(checked > 300, "{checked} plans checked");
+}
