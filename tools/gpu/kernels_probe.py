@@ -15,6 +15,12 @@ and a CUDA GPU); what each file holds and what the model takes from it: results/
   `vocab_parallel_cross_entropy` forward at TP 1 (upcast, max, exp, sum, gather) as eager ops
   under autograd, and `F.cross_entropy` on the upcast logits: what the model's fp32-logits bytes price.
   → loss.csv
+- `mptblock`: one MPT transformer block as llm-foundry runs it (eager PyTorch under bf16
+  autocast with bf16 weights, FSDP's `PURE` mixed precision: low-precision LayerNorm without
+  bias, a fused Wqkv, causal flash attention through SDPA standing in for FlashAttention-2 with
+  ALiBi, a GELU MLP of 4h, residual adds), forward and forward + backward, event-timed eager
+  and graph-timed, at the per-GPU shapes of the llm-foundry rows (MPT-7B 6 × 2048 tokens,
+  MPT-70B 8 × 2048). → mpt_block.csv
 
 Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all four when none is
 named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads the files.
@@ -205,9 +211,80 @@ def loss_part():
     write("loss.csv", ["impl", "vocab", "tokens", "fwd_s", "bwd_s"], rows)
 
 
+# (name, hidden, heads, micro-batch): the llm-foundry H100 rows' models and micro-batches.
+MPT_SHAPES = [("mpt-7b", 4096, 32, 6), ("mpt-70b", 8192, 64, 8)]
+
+
+class MptBlock(torch.nn.Module):
+    """llm-foundry `MPTBlock` (models/layers/blocks.py): x + attn(norm_1(x)), then
+    x + ffn(norm_2(x)); no biases, no dropout (MPT's `resid_pdrop` 0)."""
+
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm_1 = torch.nn.LayerNorm(h, bias=False)
+        self.wqkv = torch.nn.Linear(h, 3 * h, bias=False)
+        self.out_proj = torch.nn.Linear(h, h, bias=False)
+        self.norm_2 = torch.nn.LayerNorm(h, bias=False)
+        self.up = torch.nn.Linear(h, 4 * h, bias=False)
+        self.down = torch.nn.Linear(4 * h, h, bias=False)
+
+    @staticmethod
+    def lp_norm(norm, x):
+        # `LPLayerNorm`: input and weight downcast to the autocast dtype, autocast off.
+        with torch.autocast("cuda", enabled=False):
+            return F.layer_norm(x.to(torch.bfloat16), norm.normalized_shape,
+                                norm.weight.to(torch.bfloat16), None, norm.eps)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        a = self.lp_norm(self.norm_1, x)
+        q, k, v = self.wqkv(a).chunk(3, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out_proj(o.transpose(1, 2).reshape(b, s, h))
+        m = self.lp_norm(self.norm_2, x)
+        return x + self.down(F.gelu(self.up(m)))
+
+
+def mptblock_part():
+    rows = []
+    s = 2048
+    for name, h, heads, mbs in MPT_SHAPES:
+        blk = MptBlock(h, heads).to(DEV, torch.bfloat16)
+        x = torch.randn(mbs, s, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        go = torch.randn(mbs, s, h, device=DEV, dtype=torch.bfloat16)
+
+        def fwd():
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                return blk(x)
+
+        def fwd_bwd():
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = blk(x)
+            y.backward(go)
+
+        e_f = median_time(fwd, 10, warm=3)
+        e_fb = median_time(fwd_bwd, 10, warm=3)
+        g_f, _ = timed(fwd)
+        g_fb, _ = timed(fwd_bwd, 1)
+        tokens = mbs * s
+        # Model FLOPs of the block (GEMMs 24·h² per token, causal attention 2·s·h per token), ×3.
+        flops = 3.0 * tokens * (24.0 * h * h + 2.0 * s * h)
+        rows.append((name, h, heads, mbs, s, e_f, e_fb, g_f, g_fb))
+        print(f"{name:8s} {mbs}x{s}: fwd {e_f*1e3:7.2f} ms eager / {g_f*1e3:7.2f} graph;"
+              f" fwd+bwd {e_fb*1e3:7.2f} eager / {g_fb*1e3:7.2f} graph"
+              f" ({flops/g_fb/1e12:5.1f} TF/s model FLOPs)", flush=True)
+        del blk, x, go
+        torch.cuda.empty_cache()
+    write("mpt_block.csv", ["model", "hidden", "heads", "mbs", "seq", "fwd_eager_s", "fwd_bwd_eager_s",
+                            "fwd_graph_s", "fwd_bwd_graph_s"], rows)
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
-    PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part}
+    PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
+             "mptblock": mptblock_part}
     parts = sys.argv[1:] or ["mla", "adam", "loss", "window"]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
