@@ -21,6 +21,10 @@ and a CUDA GPU); what each file holds and what the model takes from it: results/
   ALiBi, a GELU MLP of 4h, residual adds), forward and forward + backward, event-timed eager
   and graph-timed, at the per-GPU shapes of the llm-foundry rows (MPT-7B 6 × 2048 tokens,
   MPT-70B 8 × 2048). → mpt_block.csv
+- `llamablock`: one Llama-3-8B block as torchtitan writes it (`nn.RMSNorm`, complex RoPE,
+  SDPA with 8 KV heads, SwiGLU), BF16, forward and forward + backward, eager and under
+  `torch.compile`, at 8K and 32K tokens: the GPU work of the torchtitan rows' blocks at the
+  full 700 W (their H100s were capped at 500 W). → llama_block.csv
 
 Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all four when none is
 named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads the files.
@@ -281,10 +285,82 @@ def mptblock_part():
                             "fwd_graph_s", "fwd_bwd_graph_s"], rows)
 
 
+class LlamaBlock(torch.nn.Module):
+    """torchtitan `models/llama3/model/model.py` TransformerBlock: h = x + attn(norm(x)),
+    out = h + ffn(norm(h)); RoPE by complex multiplication, SDPA causal with GQA."""
+
+    def __init__(self, h=4096, heads=32, kv=8, ffn=14336):
+        super().__init__()
+        self.heads, self.kv, self.d = heads, kv, h // heads
+        self.attention_norm = torch.nn.RMSNorm(h, eps=1e-5)
+        self.wq = torch.nn.Linear(h, heads * self.d, bias=False)
+        self.wk = torch.nn.Linear(h, kv * self.d, bias=False)
+        self.wv = torch.nn.Linear(h, kv * self.d, bias=False)
+        self.wo = torch.nn.Linear(heads * self.d, h, bias=False)
+        self.ffn_norm = torch.nn.RMSNorm(h, eps=1e-5)
+        self.w1 = torch.nn.Linear(h, ffn, bias=False)
+        self.w2 = torch.nn.Linear(ffn, h, bias=False)
+        self.w3 = torch.nn.Linear(h, ffn, bias=False)
+
+    @staticmethod
+    def rope(x, freqs):
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(xc * freqs).flatten(3).type_as(x)
+
+    def forward(self, x, freqs):
+        b, s, _ = x.shape
+        a = self.attention_norm(x)
+        q = self.wq(a).view(b, s, self.heads, self.d)
+        k = self.wk(a).view(b, s, self.kv, self.d)
+        v = self.wv(a).view(b, s, self.kv, self.d)
+        q, k = self.rope(q, freqs), self.rope(k, freqs)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                           is_causal=True, enable_gqa=True)
+        h = x + self.wo(o.transpose(1, 2).reshape(b, s, -1))
+        m = self.ffn_norm(h)
+        return h + self.w2(F.silu(self.w1(m)) * self.w3(m))
+
+
+def llamablock_part():
+    rows = []
+    torch._dynamo.config.cache_size_limit = 64
+    for s in (8192, 32768):
+        blk = LlamaBlock().to(DEV, torch.bfloat16)
+        pos = torch.arange(s, device=DEV, dtype=torch.float32)
+        inv = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, device=DEV, dtype=torch.float32) / 128))
+        freqs = torch.polar(torch.ones(s, 64, device=DEV), torch.outer(pos, inv)).view(1, s, 1, 64)
+        x = torch.randn(1, s, 4096, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        go = torch.randn(1, s, 4096, device=DEV, dtype=torch.bfloat16)
+        compiled = torch.compile(blk)
+        for mode, f in (("eager", blk), ("compile", compiled)):
+            def fwd():
+                with torch.no_grad():
+                    return f(x, freqs)
+
+            def fwd_bwd():
+                f(x, freqs).backward(go)
+
+            t0 = time.time()
+            fwd_bwd()
+            fwd()
+            torch.cuda.synchronize()
+            t_f = median_time(fwd, 10, warm=3)
+            t_fb = median_time(fwd_bwd, 10, warm=3)
+            gemm = 2.0 * s * (4096 * 4096 * 2 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+            attn = 2.0 * 32 * s * s * 128  # causal: 4·s²/2·d per head
+            flops = 3.0 * (gemm + attn)
+            rows.append(("llama3-8b", mode, s, t_f, t_fb))
+            print(f"llama3-8b {mode:7s} s={s:6d}: fwd {t_f*1e3:7.2f} ms, fwd+bwd {t_fb*1e3:7.2f} ms"
+                  f" ({flops/t_fb/1e12:5.1f} TF/s model FLOPs; first calls {time.time()-t0:.0f} s)", flush=True)
+        del blk, compiled, x, go
+        torch.cuda.empty_cache()
+    write("llama_block.csv", ["model", "mode", "seq", "fwd_s", "fwd_bwd_s"], rows)
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
-             "mptblock": mptblock_part}
+             "mptblock": mptblock_part, "llamablock": llamablock_part}
     parts = sys.argv[1:] or ["mla", "adam", "loss", "window"]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:

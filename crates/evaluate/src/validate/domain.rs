@@ -37,10 +37,15 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
 /// FLOPs per GPU measured
 /// against the SDPA rate measured on a 700 W H100, `results/h100/attention_seq.csv`). A trace
 /// of one step of each run on that hardware, and the attention and GEMM rates under the
-/// 500 W cap, would settle it.
+/// 500 W cap, would settle it. Not the BF16 kernels at full power: one Llama-3-8B block as
+/// torchtitan writes it took 123–128 ms forward and backward at 32K tokens on a 700 W H100,
+/// eager or compiled (`results/h100/llama_block.csv`), about 165 ms with full recompute's
+/// second forward, which is the model's 164 ms per block against the row's 263 ms.
 pub(crate) const TORCHTITAN_LONG_SEQ: &str =
     "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
      SDPA on 96 GB / 500 W H100s: the torchtitan profile prices FSDP2's overlap and compile's \
      fused elementwise kernels, not Float8's scaling kernels, the CP path's attention kernel and rotation, or the \
-     power-capped clocks; a trace of one step of each run on that hardware, and the attention \
-     and GEMM rates under the 500 W cap, would settle it";
+     power-capped clocks (at 700 W a BF16 block of the 32K run takes about 165 ms with its \
+     recompute, results/h100/llama_block.csv: the model's 164 ms, the row's 263 ms); a trace of \
+     one step of each run on that hardware, and the attention and GEMM rates under the 500 W \
+     cap, would settle it";
