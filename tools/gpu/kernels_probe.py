@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Measure on one GPU four kernels autoplan prices but `probe.py` did not time (needs PyTorch
-and a CUDA GPU); what each file holds and what the model takes from it: results/h200/README.md.
+"""Measure on one GPU what autoplan prices but `probe.py` did not time (needs PyTorch and a CUDA
+GPU): four kernels and two whole blocks. What each file holds and what the model takes from it:
+results/h200/README.md (the kernels, taken on an H200) and results/h100/README.md (the blocks,
+taken on an H100).
 
 - `window`: sliding-window attention against causal attention in one kernel family
   (FlexAttention, compiled by Triton: its block mask skips the key tiles outside the window),
@@ -26,8 +28,10 @@ and a CUDA GPU); what each file holds and what the model takes from it: results/
   `torch.compile`, at 8K and 32K tokens: the GPU work of the torchtitan rows' blocks at the
   full 700 W (their H100s were capped at 500 W). → llama_block.csv
 
-Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all four when none is
-named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads the files.
+Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all six when none is
+named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads `mla.csv` and
+`window.csv`, `cargo test -p autoplan-evaluate --test optimizer_bytes` reads `adam.csv`; the
+loss and block timings are compared with the model in the READMEs and docs/validation.md.
 """
 import csv
 import os
@@ -361,7 +365,7 @@ if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
              "mptblock": mptblock_part, "llamablock": llamablock_part}
-    parts = sys.argv[1:] or ["mla", "adam", "loss", "window"]
+    parts = sys.argv[1:] or ["mla", "adam", "loss", "window", "mptblock", "llamablock"]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         sys.exit(f"unknown part(s) {unknown}; parts: {sorted(PARTS)}")
