@@ -240,8 +240,7 @@ impl Evaluator {
 /// costs (`step.rs`), never a class's compute or communication (the layout only picks the
 /// table's layer counts, which a disabled sink does not ask for). The schedule and `vpp`
 /// reach them only through the EP transfers' hiding (`ep_overlap.rs`, `paired_share`), so
-/// they are set aside too without `ep_overlap`. The unit test below checks it on a grid of
-/// plans.
+/// they are set aside too without `ep_overlap`. `view_tests.rs` checks it on a grid of plans.
 pub(super) fn class_view(plan: &Plan) -> Plan {
     let d = Plan::default();
     let (schedule, vpp) = if plan.ep_overlap {

@@ -270,7 +270,8 @@ impl Evaluator {
 /// sharding stage and the optimizer and parameter offloads move only what follows the
 /// pipeline (`step.rs`: the DP reduction, the gathers, the optimizer step, the host
 /// transfers); the class costs read none of them ([`super::costs::class_view`]), and the
-/// stages add the layout's blocks of each class with recompute and the pipeline hops.
+/// stages add the layout's blocks of each class with recompute and the pipeline hops
+/// (`view_tests.rs` checks it on a grid of plans).
 pub(super) fn scan_view(plan: &Plan) -> Plan {
     let d = Plan::default();
     Plan {
