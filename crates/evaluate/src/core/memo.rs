@@ -10,13 +10,24 @@ use super::Evaluator;
 const MEMO: usize = 16;
 
 /// A fixed array on the stack: no allocation.
-#[derive(Default)]
 pub(super) struct Memo {
     n: usize,
-    keys: [(Option<Collective>, u32, u32, u64); MEMO],
-    vals: [Option<CollectiveCost>; MEMO],
+    /// (op, group size, ranks per node) packed, and the bytes' bits: two words compared.
+    keys: [(u64, u64); MEMO],
+    vals: [CollectiveCost; MEMO],
     /// The last unequal all-to-all: (size, ranks per node, max bits, mean bits) → cost.
     a2a: Option<((u32, u32, u64, u64), CollectiveCost)>,
+}
+
+impl Default for Memo {
+    fn default() -> Memo {
+        Memo {
+            n: 0,
+            keys: [(0, 0); MEMO],
+            vals: [CollectiveCost::ZERO; MEMO],
+            a2a: None,
+        }
+    }
 }
 
 impl Memo {
@@ -30,18 +41,22 @@ impl Memo {
         bytes: f64,
         algo: AlgoMode,
     ) -> CollectiveCost {
-        let key = (Some(op), g.size, g.ranks_per_node, bytes.to_bits());
-        for i in 0..self.n {
-            if self.keys[i] == key {
-                if let Some(c) = self.vals[i] {
-                    return c;
-                }
+        // The op in the top byte, the size in the next 32 bits, the ranks per node in the low
+        // 24: exact while ranks per node < 2^24 (larger ones are priced, not kept).
+        let packable = g.ranks_per_node < 1 << 24;
+        let key = (
+            (op as u64) << 56 | u64::from(g.size) << 24 | u64::from(g.ranks_per_node),
+            bytes.to_bits(),
+        );
+        if packable {
+            if let Some(i) = self.keys[..self.n].iter().position(|&k| k == key) {
+                return self.vals[i];
             }
         }
         let c = ev.coll(op, g, bytes, algo);
-        if self.n < MEMO {
+        if packable && self.n < MEMO {
             self.keys[self.n] = key;
-            self.vals[self.n] = Some(c);
+            self.vals[self.n] = c;
             self.n += 1;
         }
         c
