@@ -55,6 +55,7 @@ use super::costs::{ClassCost, CommPart};
 use super::ctx::Ctx;
 use super::emit::Emitter;
 use super::memo::Memo;
+use super::pipeline::StageTime;
 use super::Evaluator;
 
 /// Relative margin for the rounding of `Σt − t_max` and of the regrouped sum (module docs).
@@ -585,6 +586,10 @@ impl Evaluator {
         let none = (Recompute::None, RecomputeModules::DEFAULT);
         let mut layouts = [(empty, none, false, 0.0, 0.0, 0.0); LAYOUTS];
         let mut n_layouts = 0;
+        // The least rest of the stages scanned, by what `after_pipeline` reads of its stage
+        // (`rest_key`): a layout's recompute entries leave it alike.
+        let mut rests = [([0u64; 6], 0.0); LAYOUTS];
+        let mut n_rests = 0;
         // The class costs of the recompute entry last priced.
         let mut priced: Option<(Recompute, RecomputeModules)> = None;
         let mut costs_r = *costs;
@@ -626,7 +631,15 @@ impl Evaluator {
             let (_, _, _, tmax, sum, rest) = match found {
                 Some(l) => *l,
                 None => {
-                    let l = self.stages_floor(q, x, &costs_r, &layout, zs, pp_t);
+                    let l = self.stages_floor(
+                        q,
+                        x,
+                        &costs_r,
+                        &layout,
+                        zs,
+                        pp_t,
+                        (&mut rests, &mut n_rests),
+                    );
                     let l = (layout, r, dual, l.0, l.1, l.2);
                     if n_layouts < LAYOUTS {
                         layouts[n_layouts] = l;
@@ -647,6 +660,8 @@ impl Evaluator {
     /// over `zeros` of the rest of the step: `m·dp_per_mb + dp_exposed + optimizer` (`run`
     /// sums `m·(t_max + dp_per_mb) + bubble + dp_exposed + optimizer`; the regrouping moves
     /// the result by ulps, inside the floor's margin).
+    /// `rests` holds the rests already found under the same context and sharding modes.
+    #[allow(clippy::too_many_arguments)]
     fn stages_floor(
         &self,
         q: &mut Plan,
@@ -655,12 +670,17 @@ impl Evaluator {
         layout: &StageLayout,
         zeros: Option<&[Zero]>,
         pp_t: f64,
+        (rests, n_rests): (&mut [([u64; 6], f64); LAYOUTS], &mut usize),
     ) -> (f64, f64, f64) {
         let scan = self.scan_stages(q, x, costs, layout, pp_t);
         // The quick floor: no rest (times, ≥ 0).
         let Some(zeros) = zeros else {
             return (scan.tmax, scan.sum, 0.0);
         };
+        let key = rest_key(&scan.pmax);
+        if let Some(&(_, rest)) = rests[..*n_rests].iter().find(|(k, _)| *k == key) {
+            return (scan.tmax, scan.sum, rest);
+        }
         let micro = x.micro;
         let mut rest = f64::INFINITY;
         for &z in zeros {
@@ -668,6 +688,28 @@ impl Evaluator {
             let r = self.after_pipeline(q, x, &scan.pmax, &mut (), micro);
             rest = rest.min(micro * r.dp.per_mb + r.dp.step + r.optimizer);
         }
+        if *n_rests < LAYOUTS {
+            rests[*n_rests] = (key, rest);
+            *n_rests += 1;
+        }
         (scan.tmax, scan.sum, rest)
     }
+}
+
+/// What `after_pipeline` reads of its stage, beside the plan's sharding mode and the context:
+/// the stage's forward and backward times and the network time beside each (the windows the
+/// DP collectives hide in, `dp.rs`, `replica.rs`) and its dense and expert parameters (the
+/// bytes, and the optimizer's shard, `optimizer.rs`). Stages equal in these have the same rest
+/// under each sharding mode (`tests/floor.rs` checks every floor-table entry against
+/// `step_floor`, and every floor against the plans it bounds).
+pub(super) fn rest_key(s: &StageTime) -> [u64; 6] {
+    [
+        s.fwd,
+        s.bwd,
+        s.net_fwd,
+        s.net_bwd,
+        s.params_dense,
+        s.params_expert,
+    ]
+    .map(f64::to_bits)
 }

@@ -10,7 +10,7 @@ use autoplan_plan::{
 
 use super::classes::{ClassId, NCLASS};
 use super::costs::{ClassCost, CommPart};
-use super::floor::{OpenKnobs, MARGIN, SEEN};
+use super::floor::{rest_key, OpenKnobs, MARGIN, SEEN};
 use super::Evaluator;
 
 /// (Schedule, vpp) pairs a [`Evaluator::floor_table`] holds at most.
@@ -111,6 +111,10 @@ impl Evaluator {
             [f64; TABLE_ZEROS],
         );
         let mut layouts: Vec<Scanned> = Vec::new();
+        // The rest per sharding mode of the stages scanned under one order, by what
+        // `after_pipeline` reads of its stage (`rest_key`): the recompute entries of a layout
+        // leave it alike.
+        let mut rests: Vec<([u64; 6], [f64; TABLE_ZEROS])> = Vec::new();
         for &order in orders {
             q.order = order;
             let x = self.ctx(&q);
@@ -130,6 +134,7 @@ impl Evaluator {
             }
             let pp_t = self.pp_hop(&x).1;
             layouts.clear();
+            rests.clear();
             for (ri, &r) in recomputes.iter().enumerate() {
                 for (si, &(sch, v)) in schedules.iter().enumerate() {
                     let row = (ri * ns + si) * nz;
@@ -157,12 +162,26 @@ impl Evaluator {
                                 self.price_selective(r.1, &x0, &mut costs_r);
                             }
                             let scan = self.scan_stages(&q, &x, &costs_r, &layout, pp_t);
-                            let mut rest = [f64::INFINITY; TABLE_ZEROS];
-                            for (zi, &z) in zeros.iter().enumerate() {
-                                q.zero = z;
-                                let a = self.after_pipeline(&q, &x, &scan.pmax, &mut (), x.micro);
-                                rest[zi] = x.micro * a.dp.per_mb + a.dp.step + a.optimizer;
-                            }
+                            let key = rest_key(&scan.pmax);
+                            let rest = match rests.iter().find(|(k, _)| *k == key) {
+                                Some(&(_, rest)) => rest,
+                                None => {
+                                    let mut rest = [f64::INFINITY; TABLE_ZEROS];
+                                    for (zi, &z) in zeros.iter().enumerate() {
+                                        q.zero = z;
+                                        let a = self.after_pipeline(
+                                            &q,
+                                            &x,
+                                            &scan.pmax,
+                                            &mut (),
+                                            x.micro,
+                                        );
+                                        rest[zi] = x.micro * a.dp.per_mb + a.dp.step + a.optimizer;
+                                    }
+                                    rests.push((key, rest));
+                                    rest
+                                }
+                            };
                             let l = (layout, r, dual, set, scan.tmax, scan.sum, rest);
                             layouts.push(l);
                             l
