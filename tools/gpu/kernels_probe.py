@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe import DEV, OUT, graph_time, median_time, sdpa_times  # noqa: E402
+from probe import DEV, OUT, graph_time, median_time, run_parts, sdpa_times  # noqa: E402
 
 
 def write(name, header, rows):
@@ -363,16 +363,6 @@ def llamablock_part():
 
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
-    PARTS = {"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
-             "mptblock": mptblock_part, "llamablock": llamablock_part}
-    parts = sys.argv[1:] or ["mla", "adam", "loss", "window", "mptblock", "llamablock"]
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown:
-        sys.exit(f"unknown part(s) {unknown}; parts: {sorted(PARTS)}")
-    for p in parts:
-        t0 = time.time()
-        try:
-            PARTS[p]()
-        except Exception as e:  # noqa: BLE001 - report, and run the other parts
-            print(f"part {p} failed: {e!r}", file=sys.stderr, flush=True)
-        print(f"part {p}: {time.time() - t0:.1f} s", flush=True)
+    run_parts({"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
+               "mptblock": mptblock_part, "llamablock": llamablock_part},
+              ["mla", "adam", "loss", "window", "mptblock", "llamablock"])

@@ -963,23 +963,27 @@ def attncp_part():
             wr.writerow([*r[:10], f"{r[10]:.9g}", f"{r[11]:.9g}"])
 
 
+def run_parts(table, default):
+    """Run the parts named on the command line (`default` when none is), in the order named;
+    one that fails is reported and the others still run."""
+    parts = sys.argv[1:] or default
+    unknown = [p for p in parts if p not in table]
+    if unknown:
+        sys.exit(f"unknown part(s) {unknown}; parts: {sorted(table)}")
+    for p in parts:
+        t0 = time.time()
+        try:
+            table[p]()
+        except Exception as e:  # noqa: BLE001 - report, and run the other parts
+            print(f"part {p} failed: {e!r}", file=sys.stderr, flush=True)
+        print(f"part {p}: {time.time() - t0:.1f} s", flush=True)
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0).multi_processor_count, "SMs", flush=True)
-    PARTS = {
+    run_parts({
         "gemm": gemm_part, "ratio": ratio_part, "grouped": grouped_part, "attention": attention_part,
         "fp8cast": fp8cast_part, "block": block_part, "moeops": moeops_part, "attnseq": attnseq_part,
         "grouped_dsv3": lambda: grouped_part(GROUPED_DSV3, "grouped_dsv3.csv"), "moe": moe_part,
         "hbm": hbm_part, "fp8block": fp8block_part, "attncp": attncp_part,
-    }
-    parts = sys.argv[1:] or ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"]
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown:
-        sys.exit(f"unknown part(s) {unknown}; parts: {sorted(PARTS)}")
-    # Parts run in the order named; one that fails is reported and the others still run.
-    for p in parts:
-        t0 = time.time()
-        try:
-            PARTS[p]()
-        except Exception as e:
-            print(f"part {p} failed: {e!r}", file=sys.stderr, flush=True)
-        print(f"part {p}: {time.time() - t0:.1f} s", flush=True)
+    }, ["gemm", "ratio", "grouped", "attention", "fp8cast", "block"])

@@ -397,18 +397,32 @@ thread_local! {
         const { [const { std::cell::RefCell::new(None) }; 1 << MEM_CACHE_BITS] };
 }
 
+/// The evaluators of bundled (model, cluster) pairs that the cache tests walk, each with its
+/// model and its cluster's GPU count.
+#[cfg(test)]
+pub(crate) fn bundled_evaluators(
+    pairs: &[(&str, &str)],
+) -> Vec<(autoplan_graph::ModelSpec, u32, Evaluator)> {
+    pairs
+        .iter()
+        .map(|&(model, cluster)| {
+            let m = autoplan_graph::resolve_model(model).expect("bundled model");
+            let c = autoplan_cluster::resolve_cluster(cluster).expect("bundled cluster");
+            let ev = Evaluator::new(&m, &c, crate::EvalOptions::default());
+            (m, c.gpus(), ev)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod memory_cache_tests {
-    use autoplan_cluster::resolve_cluster;
     use autoplan_cost::{AlgoMode, Algorithm};
-    use autoplan_graph::resolve_model;
     use autoplan_plan::{
         CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
         TpSpTransition, Zero,
     };
 
-    use super::{memory_view, Evaluator};
-    use crate::EvalOptions;
+    use super::memory_view;
 
     /// The knobs `memory_view` sets aside move no byte of the memory model (computed without
     /// the cache), and the cached `memory` answers what the model computes, in any order of
@@ -432,15 +446,11 @@ mod memory_cache_tests {
             AlgoMode::Fixed(Algorithm::Ring),
         ];
         let mut checked = 0;
-        for (model, cluster) in [
+        for (m, gpus, ev) in super::bundled_evaluators(&[
             ("deepseek-v3", "h800x2048"),
             ("mixtral-8x7b", "h100x256"),
             ("llama3-8b", "dgx-h100"),
-        ] {
-            let m = resolve_model(model).expect("bundled model");
-            let c = resolve_cluster(cluster).expect("bundled cluster");
-            let ev = Evaluator::new(&m, &c, EvalOptions::default());
-            let gpus = c.gpus();
+        ]) {
             let moe = m.moe.is_some();
             for (tp, cp, pp) in [(1, 1, 1), (2, 2, 2), (4, 1, 4), (8, 2, 1)] {
                 let Some(dp) = gpus

@@ -2,14 +2,10 @@
 //! [`class_view`] and [`scan_view`] set aside only knobs that move no bit of them (priced
 //! without the caches), and the cached answers are what pricing gives, in any order of asking.
 
-use autoplan_cluster::resolve_cluster;
-use autoplan_graph::resolve_model;
 use autoplan_plan::{PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
 
 use super::costs::class_view;
 use super::pipeline::scan_view;
-use super::Evaluator;
-use crate::EvalOptions;
 
 /// Every plan of a grid over the degrees, schedules, recompute modes and overlaps of three
 /// bundled models (dense, MoE, MLA + MoE) that passes its checks, each under every value of
@@ -23,15 +19,11 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
         Zero::stage(3),
     ];
     let mut checked = 0;
-    for (model, cluster) in [
+    for (m, gpus, ev) in super::bundled_evaluators(&[
         ("deepseek-v3", "h800x2048"),
         ("mixtral-8x7b", "h100x256"),
         ("llama3-70b", "h100x256"),
-    ] {
-        let m = resolve_model(model).expect("bundled model");
-        let c = resolve_cluster(cluster).expect("bundled cluster");
-        let ev = Evaluator::new(&m, &c, EvalOptions::default());
-        let gpus = c.gpus();
+    ]) {
         let moe = m.moe.is_some();
         for (tp, cp, pp) in [(1, 1, 1), (2, 2, 4), (4, 1, 8), (8, 1, 2)] {
             let dp = gpus / (tp * cp * pp);
