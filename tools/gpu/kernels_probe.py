@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measure on one GPU what autoplan prices but `probe.py` did not time (needs PyTorch and a CUDA
-GPU): four kernels and two whole blocks. What each file holds and what the model takes from it:
+GPU): four kernels and three whole blocks. What each file holds and what the model takes from it:
 results/h200/README.md (the kernels, taken on an H200) and results/h100/README.md (the blocks,
 taken on an H100).
 
@@ -27,8 +27,15 @@ taken on an H100).
   SDPA with 8 KV heads, SwiGLU), BF16, forward and forward + backward, eager and under
   `torch.compile`, at 8K and 32K tokens: the GPU work of the torchtitan rows' blocks at the
   full 700 W (their H100s were capped at 500 W). → llama_block.csv
+- `qwen235`: one Qwen3-235B-A22B block on one GPU of ModelZoo's intra-node plan (tp 4 with
+  sequence parallelism, ep 8, micro-batch 1 × 4096): the attention on the gathered sequence
+  with 16 query heads and 1 KV head, and the MoE layer on the rank's 1024 tokens (router,
+  top-8, permutation, 16 local experts of 4096 × 1536 on the 512 rows each the all-to-all
+  would deliver under balanced routing, un-permutation), `probe.py`'s plain-PyTorch block,
+  forward + backward, eager and graph-timed; the TP and EP collectives are not run.
+  → qwen235_block.csv
 
-Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all six when none is
+Usage: `OUT=results/h200 python3 tools/gpu/kernels_probe.py [PART]...` (all seven when none is
 named). `cargo test -p autoplan-cost --test h100_probe -- --nocapture` reads `mla.csv` and
 `window.csv`, `cargo test -p autoplan-evaluate --test optimizer_bytes` reads `adam.csv`; the
 loss and block timings are compared with the model in the READMEs and docs/validation.md.
@@ -361,8 +368,34 @@ def llamablock_part():
     write("llama_block.csv", ["model", "mode", "seq", "fwd_s", "fwd_bwd_s"], rows)
 
 
+def qwen235_part():
+    from probe import Qwen3Block
+
+    rows = []
+    attn = Qwen3Block(b=1, s=4096, h=4096, heads=16, kv=1, d=128, experts=128, top_k=8, ffn=1536, ep=8)
+    moe = Qwen3Block(b=1, s=1024, h=4096, heads=16, kv=1, d=128, experts=128, top_k=8, ffn=1536, ep=8)
+    for name, blk, s, f in (("attention", attn, 4096, attn.attention), ("moe", moe, 1024, moe.moe)):
+        x = torch.randn(1, s, 4096, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+        gy = torch.randn_like(x)
+
+        def fwd():
+            with torch.no_grad():
+                return f(x)
+
+        def fwd_bwd():
+            f(x).backward(gy)
+
+        e_f = median_time(fwd, 20)
+        e_fb = median_time(fwd_bwd, 20)
+        g_fb, how = timed(fwd_bwd, 1)
+        rows.append(("qwen3-235b-a22b tp4 ep8", name, s, e_f, e_fb, g_fb))
+        print(f"qwen3-235b {name:9s} ({s} tokens): fwd {e_f*1e3:7.3f} ms eager, fwd+bwd {e_fb*1e3:7.3f} ms"
+              f" eager / {g_fb*1e3:7.3f} ms {how}", flush=True)
+    write("qwen235_block.csv", ["plan", "part", "tokens", "fwd_eager_s", "fwd_bwd_eager_s", "fwd_bwd_graph_s"], rows)
+
+
 if __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     run_parts({"window": window_part, "mla": mla_part, "adam": adam_part, "loss": loss_part,
-               "mptblock": mptblock_part, "llamablock": llamablock_part},
-              ["mla", "adam", "loss", "window", "mptblock", "llamablock"])
+               "mptblock": mptblock_part, "llamablock": llamablock_part, "qwen235": qwen235_part},
+              ["mla", "adam", "loss", "window", "mptblock", "llamablock", "qwen235"])
