@@ -130,35 +130,24 @@ impl Evaluator {
         }
     }
 
-    /// Per-class costs for one micro-batch, pushing the inventory rows into `sink` with
-    /// `calls_per_mb × mult` calls per step (mult = micro-batches × blocks on the stage
-    /// `bottleneck`).
-    ///
-    /// Without a table (`S` disabled) the costs are kept per thread, keyed by the plan as they
-    /// read it ([`class_view`]): the plans of a search that differ only in their sharding,
-    /// offloads or block split (the walk's ZeRO level, every leaf under it) price them once.
-    pub(super) fn class_costs<S: Sink>(
-        &self,
-        plan: &Plan,
-        x: &Ctx,
-        sink: &mut S,
-        micro: f64,
-        bottleneck: u32,
-    ) -> [ClassCost; NCLASS] {
-        if S::ENABLED {
-            return self.class_costs_priced(plan, x, sink, micro, bottleneck);
-        }
+    /// [`Evaluator::class_costs`] without a table, kept per thread and keyed by the plan as
+    /// the costs read it ([`class_view`]): the plans of a search that differ only in their
+    /// sharding, offloads or block split (the walk's ZeRO level, every leaf under it) price
+    /// them once.
+    pub(super) fn class_costs_cached(&self, plan: &Plan, x: &Ctx) -> [ClassCost; NCLASS] {
         let key = PlanKey {
             evaluator: self.cache_id,
             plan: class_view(plan),
         };
         cached(&CLASS_CACHE, key.slot(CLASS_CACHE_BITS), key, || {
-            self.class_costs_priced(plan, x, &mut (), 0.0, 0)
+            self.class_costs(plan, x, &mut (), 0.0, 0)
         })
     }
 
-    /// [`Evaluator::class_costs`] priced (no cache).
-    pub(super) fn class_costs_priced<S: Sink>(
+    /// Per-class costs for one micro-batch, pushing the inventory rows into `sink` with
+    /// `calls_per_mb × mult` calls per step (mult = micro-batches × blocks on the stage
+    /// `bottleneck`).
+    pub(super) fn class_costs<S: Sink>(
         &self,
         plan: &Plan,
         x: &Ctx,

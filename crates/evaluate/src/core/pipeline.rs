@@ -205,7 +205,7 @@ impl Evaluator {
             plan: scan_view(plan),
         };
         cached(&SCAN_CACHE, key.slot(SCAN_CACHE_BITS), key, || {
-            let costs = self.class_costs(plan, x, &mut (), 0.0, 0);
+            let costs = self.class_costs_cached(plan, x);
             let (_, pp_t) = self.pp_hop(x);
             self.scan_stages(plan, x, &costs, layout, pp_t)
         })

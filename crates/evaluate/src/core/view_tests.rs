@@ -55,7 +55,7 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
                         }
                         let x = ev.ctx(&base);
                         let layout = ev.layout(&base).expect("checked");
-                        let priced = ev.class_costs_priced(&base, &x, &mut (), 0.0, 0);
+                        let priced = ev.class_costs(&base, &x, &mut (), 0.0, 0);
                         let costs = format!("{priced:?}");
                         let (_, pp_t) = ev.pp_hop(&x);
                         let scan =
@@ -89,7 +89,7 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
                             assert_eq!(scan_view(v), scan_view(&base));
                             assert_eq!(class_view(v), class_view(&base));
                             let xv = ev.ctx(v);
-                            let pv = ev.class_costs_priced(v, &xv, &mut (), 0.0, 0);
+                            let pv = ev.class_costs(v, &xv, &mut (), 0.0, 0);
                             assert_eq!(format!("{pv:?}"), costs, "class costs of {v}");
                             let sv = ev.scan_stages(v, &xv, &pv, &layout, pp_t);
                             assert_eq!(format!("{sv:?}"), scan, "scan of {v}");
@@ -100,9 +100,9 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
                         for v in &class_only {
                             assert_eq!(class_view(v), class_view(&base));
                             let xv = ev.ctx(v);
-                            let pv = ev.class_costs_priced(v, &xv, &mut (), 0.0, 0);
+                            let pv = ev.class_costs(v, &xv, &mut (), 0.0, 0);
                             assert_eq!(format!("{pv:?}"), costs, "class costs of {v}");
-                            let cached = ev.class_costs(v, &xv, &mut (), 0.0, 0);
+                            let cached = ev.class_costs_cached(v, &xv);
                             assert_eq!(format!("{cached:?}"), costs, "cached class costs of {v}");
                             checked += 1;
                         }
