@@ -53,6 +53,9 @@ impl Objective for Counted {
     fn order_bound(&self, p: &Partial<'_>) -> f64 {
         self.count(p.depth as usize, || self.inner.order_bound(p))
     }
+    fn compute_bound(&self, p: &Partial<'_>) -> f64 {
+        self.count(p.depth as usize, || self.inner.compute_bound(p))
+    }
     fn screen_bound(&self, p: &Partial<'_>) -> f64 {
         self.count(p.depth as usize, || self.inner.screen_bound(p))
     }

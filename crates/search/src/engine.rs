@@ -25,7 +25,7 @@ use autoplan_plan::{Plan, Schedule, Zero};
 use rayon::prelude::*;
 
 use crate::degrees::{degree_tuples, Degrees, KeyRadix, DEGREE_KNOBS, NLEAF, PLACE};
-use crate::queue::{Item, Queue, FULL};
+use crate::queue::{Item, Queue, COMPUTE, FULL};
 use crate::{
     Bound, Depth, NoFit, Objective, Observer, Open, Outcome, Partial, Ranked, Reject,
     SearchOptions, Shape, Space, Stats,
@@ -319,8 +319,8 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
     /// One popped task: cut it (by its bound against the current K-th best, or by its memory
     /// floor, counted and kept for the no-fit diagnosis), push it back with a tighter bound
     /// (true), or walk it. The memory floor is asked for once the full step-time bound is the
-    /// least in the queue (a task cut by time costs none), or first while no K-th best is
-    /// known (no step-time bound can cut then, and the memory floor is the cheaper one).
+    /// least in the queue (a task cut by time costs none), or, while no K-th best is known (no
+    /// step-time bound can cut then), before the screening bound, which costs more.
     fn step(&self, t: &Task, item: Item, queue: &Queue, l: &mut Local<O::Metrics>) -> bool {
         if !self.opts.exhaustive {
             let below = self.below(&self.degs[t.deg], Depth::MicroBatch);
@@ -339,7 +339,9 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 threshold: self.threshold.get(),
             };
             let mut fits = item.fits;
-            if !fits && (item.level == FULL || partial.threshold.is_infinite()) {
+            if !fits
+                && (item.level == FULL || partial.threshold.is_infinite() && item.level >= COMPUTE)
+            {
                 let memory = self.obj.memory_bound(&partial);
                 if memory > self.shape.hbm_bytes {
                     l.stats.pruned_by_memory += 1;
@@ -351,10 +353,10 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             }
             if item.level < FULL {
                 l.stats.nodes += 1;
-                let b = if item.level == 0 {
-                    self.obj.screen_bound(&partial)
-                } else {
-                    self.obj.time_bound(&partial)
+                let b = match item.level {
+                    0 => self.obj.compute_bound(&partial),
+                    1 => self.obj.screen_bound(&partial),
+                    _ => self.obj.time_bound(&partial),
                 };
                 let key = item.key.max(b);
                 if key > self.threshold.get() {

@@ -390,6 +390,7 @@ impl Scorer {
         let mut best = f64::INFINITY;
         k.each(&p, &mut |q| {
             let f = match detail {
+                Detail::Work => self.exact.step_floor_work(q),
                 Detail::Compute => {
                     // The knobs at a value they can take (the partial plan's may be
                     // placeholders, `Evaluator::step_floor`).
@@ -570,6 +571,8 @@ enum Detail {
     Quick,
     /// `Evaluator::step_floor_compute`.
     Compute,
+    /// `Evaluator::step_floor_work`.
+    Work,
 }
 
 /// (schedule, vpp) pairs [`Scorer::comm_floor`] opens at most.
@@ -634,9 +637,19 @@ impl Objective for Scorer {
         t.max(self.comm_floor(partial, Detail::Full))
     }
 
+    /// The compute-and-bubble bound, then the work floor (`Evaluator::step_floor_work`) where
+    /// that does not cut.
+    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, Detail::Work))
+    }
+
     /// The compute-and-bubble bound, then the compute floor (`Evaluator::step_floor_compute`)
     /// where that does not cut.
-    fn order_bound(&self, partial: &Partial<'_>) -> f64 {
+    fn compute_bound(&self, partial: &Partial<'_>) -> f64 {
         let t = time_bound(&self.exact, partial).step_time_s;
         if t > partial.threshold {
             return t;

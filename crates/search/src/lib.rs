@@ -181,12 +181,19 @@ pub trait Objective: Sync {
     fn order_bound(&self, partial: &Partial<'_>) -> f64 {
         self.time_bound(partial)
     }
-    /// A step-time bound between [`Objective::order_bound`] and [`Objective::time_bound`]
-    /// (both inclusive): the search asks for it at a task's root after the ordering bound and
-    /// before the full one, so the full one is computed only where this does not cut. The
-    /// default is `order_bound`.
-    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+    /// A step-time bound between [`Objective::order_bound`] and [`Objective::screen_bound`]
+    /// (both inclusive): the search asks for it at a task's root after the ordering bound, so
+    /// the screening one is computed only where this does not cut. The default is
+    /// `order_bound`.
+    fn compute_bound(&self, partial: &Partial<'_>) -> f64 {
         self.order_bound(partial)
+    }
+    /// A step-time bound between [`Objective::compute_bound`] and [`Objective::time_bound`]
+    /// (both inclusive): the search asks for it at a task's root after the compute bound and
+    /// before the full one, so the full one is computed only where this does not cut. The
+    /// default is `compute_bound`.
+    fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
+        self.compute_bound(partial)
     }
     /// Step-time floors of a task's tree from its root `root` (depth `MicroBatch`), one per
     /// (recompute, schedule, sharding) triple of `open` at [`Open::index`]: each bounds every

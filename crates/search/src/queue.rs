@@ -3,8 +3,9 @@
 //!
 //! Every task enters with its cheapest bound (`Objective::order_bound`, level 0). The workers
 //! pop the task of least bound; a task whose bound is not yet the full one is bounded one
-//! level tighter (`screen_bound`, then `time_bound`) and pushed back with the larger of its old
-//! and new bounds (both admissible), so a task is walked only when its full bound is the least
+//! level tighter (`compute_bound`, `screen_bound`, then `time_bound`) and pushed back with the
+//! larger of its old and new bounds (both admissible), so a task is walked only when its full
+//! bound is the least
 //! in the queue: the walk order of ordering every task by its full bound, but with the
 //! expensive bounds asked for only of the tasks that reach the front before the K-th best
 //! cuts them. The order only changes how much is pruned, never the result (the bounds are
@@ -14,13 +15,15 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
+/// The level of a task bounded by `Objective::compute_bound`: the screening bound is next.
+pub(crate) const COMPUTE: u8 = 1;
 /// The level of the full step-time bound (`Objective::time_bound`): a task popped at it is
 /// walked.
-pub(crate) const FULL: u8 = 2;
+pub(crate) const FULL: u8 = 3;
 
-/// A task in the queue: its bound so far, how tight that bound is (0 `order_bound`, 1
-/// `screen_bound`, [`FULL`] `time_bound`), its index, and whether its memory floor is known
-/// to fit.
+/// A task in the queue: its bound so far, how tight that bound is (0 `order_bound`,
+/// [`COMPUTE`] `compute_bound`, 2 `screen_bound`, [`FULL`] `time_bound`), its index, and
+/// whether its memory floor is known to fit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub(crate) key: f64,

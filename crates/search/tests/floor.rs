@@ -171,6 +171,10 @@ proptest! {
         let compute = ev.step_floor_compute(&plan, &recomputes, &schedules);
         prop_assert!(compute <= quick, "compute {compute} > quick {quick} for {plan}");
         prop_assert!(compute > 0.0, "no compute floor for the valid {plan}");
+        // The work floor (the model's compute spread evenly over the stages) is below that.
+        let work = ev.step_floor_work(&plan);
+        prop_assert!(work <= compute, "work {work} > compute {compute} for {plan}");
+        prop_assert!(work > 0.0, "no work floor for the valid {plan}");
     }
 }
 
@@ -260,9 +264,15 @@ proptest! {
             let b = s.bound(&p);
             prop_assert!(b.step_time_s <= m.0, "{depth:?}: {} > {} for {plan}", b.step_time_s, m.0);
             // The parts the engine asks for separately at a task's root, each admissible, the
-            // cheap ordering bound below the full one.
-            let (t, o) = (s.time_bound(&p), s.order_bound(&p));
-            prop_assert!(t <= m.0 && o <= t, "{depth:?}: order {o}, time {t}, step {} for {plan}", m.0);
+            // floors from the compute one up each at least as tight as the one before (the
+            // ordering bound checks no validity: where no completion with these leaves is
+            // valid the floors give 0, no information, and it may stand above them).
+            let (o, c) = (s.order_bound(&p), s.compute_bound(&p));
+            let (sc, t) = (s.screen_bound(&p), s.time_bound(&p));
+            prop_assert!(
+                o <= m.0 && c <= sc && sc <= t && t <= m.0,
+                "{depth:?}: order {o}, compute {c}, screen {sc}, time {t}, step {} for {plan}", m.0
+            );
             prop_assert!(s.memory_bound(&p) <= m.1, "{depth:?}: memory bound over {} for {plan}", m.1);
             prop_assert!(b.memory_bytes <= m.1, "{depth:?}: memory {} > {} for {plan}", b.memory_bytes, m.1);
         }

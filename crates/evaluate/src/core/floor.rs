@@ -239,6 +239,33 @@ impl Evaluator {
         self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
     }
 
+    /// The cheapest floor, below [`Evaluator::step_floor_compute`] for any open recompute
+    /// modes, schedules and stage layouts: the work of the whole model spread evenly over the
+    /// pipeline, `m·S/pp` (`S` every layer's forward and backward compute of one micro-batch).
+    /// `run`'s step is at least `m·t_max`, and the busiest stage (or DualPipe rank, the mean
+    /// of two stages) holds at least `1/pp` of the stages' sum, which is `S` plus the
+    /// recompute, exposures and hops (all ≥ 0); the bubble is ≥ 0. One `class_compute` (cached
+    /// per thread) and a sum over the classes: no stage layout, no validity check, so a search
+    /// can bound every task with it and ask for the compute floor only of those it does not
+    /// cut.
+    pub fn step_floor_work(&self, plan: &Plan) -> f64 {
+        let x = self.ctx(plan);
+        let cc = self.class_compute(&x);
+        let d = self.dense_blocks.min(self.model.layers);
+        let counts = self.class_counts(true, true, (self.model.layers, d, self.model.layers - d));
+        let work: f64 = ClassId::ALL
+            .into_iter()
+            .filter(|&id| self.has_class(id))
+            .map(|id| counts[id as usize] * (cc[id as usize].fwd + cc[id as usize].bwd))
+            .sum();
+        let w = x.micro * work / f64::from(x.pp.max(1));
+        if w.is_finite() {
+            w * MARGIN
+        } else {
+            0.0
+        }
+    }
+
     /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
     /// (`None`: no recompute, no once-per-step rest), [`Evaluator::step_floor_compute`]
     /// without `comm` either (no communication).
