@@ -12,7 +12,7 @@ use autoplan_plan::{Plan, Schedule, StageLayout};
 use super::classes::NCLASS;
 use super::costs::ClassCost;
 use super::ctx::Ctx;
-use super::pipeline::{StageScan, StageTime};
+use super::pipeline::{StageScan, StageTime, Stages};
 use super::Evaluator;
 
 /// Rank `i`'s time per micro-batch from its two stages `a` (stage `i`) and `b` (`pp − 1 − i`):
@@ -60,6 +60,7 @@ impl Evaluator {
         layout: &StageLayout,
         pp_t: f64,
         scan: StageScan,
+        seen: &Stages,
     ) -> StageScan {
         let pp = x.pp;
         let mut out = StageScan {
@@ -77,9 +78,12 @@ impl Evaluator {
             let r = match prev {
                 Some((a, b, c, d, r)) if middle && (a, b, c, d) == (nl, dl, nh, dh) => r,
                 _ => {
-                    let s_lo = self.stage(plan, x, costs, layout, i, lo_start, pp_t);
-                    let s_hi = self.stage(plan, x, costs, layout, j, hi_start, pp_t);
-                    pair(&s_lo, &s_hi)
+                    // The scan priced these stages already (`Stages`: the same inputs).
+                    let stage = |k: u32, start: u32, (n, d): (u32, u32)| {
+                        seen.get(Stages::key(k, pp, n, d))
+                            .unwrap_or_else(|| self.stage(plan, x, costs, layout, k, start, pp_t))
+                    };
+                    pair(&stage(i, lo_start, (nl, dl)), &stage(j, hi_start, (nh, dh)))
                 }
             };
             prev = middle.then_some((nl, dl, nh, dh, r));

@@ -170,6 +170,8 @@ impl Evaluator {
         let mut out = StageScan::default();
         let mut start = 0;
         let mut prev: Option<StageTime> = None;
+        let dual = super::dualpipe::paired(plan, x.pp);
+        let mut seen = Stages::default();
         for i in 0..x.pp {
             let (n, dense, _) = self.stage_blocks(layout, i, start);
             let middle = i > 0 && i + 1 < x.pp;
@@ -177,6 +179,9 @@ impl Evaluator {
                 Some(p) if middle && p.blocks == n && p.dense == dense => p,
                 _ => self.stage(plan, x, costs, layout, i, start, pp_t),
             };
+            if dual {
+                seen.keep(Stages::key(i, x.pp, n, dense), s);
+            }
             prev = middle.then_some(s);
             start += s.blocks;
             out.sum += s.t;
@@ -189,9 +194,9 @@ impl Evaluator {
                 out.pmax = s;
             }
         }
-        if super::dualpipe::paired(plan, x.pp) {
+        if dual {
             // DualPipe's pace is its ranks', each holding two stages (`dualpipe.rs`).
-            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, out);
+            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, out, &seen);
         }
         out
     }
@@ -263,6 +268,45 @@ impl Evaluator {
                 micro * exposed / 2.0,
             ));
         }
+    }
+}
+
+/// Distinct stage times of one scan, by what [`Evaluator::stage`] reads of a stage's index:
+/// whether it is the first and the last, and its blocks and dense blocks (its recompute share
+/// and class counts follow). DualPipe's ranks pair the same stages again (`dualpipe.rs`).
+#[derive(Default)]
+pub(super) struct Stages {
+    n: usize,
+    keys: [(bool, bool, u32, u32); STAGES],
+    vals: [StageTime; STAGES],
+}
+
+/// Distinct stages [`Stages`] keeps (a layout has at most four kinds of stage beside the
+/// first and last: `first`, `last`, `middle`, `middle + 1` blocks, with or without dense
+/// ones); later ones are priced again.
+const STAGES: usize = 8;
+
+impl Stages {
+    /// The key of stage `i` of `pp` holding `n` blocks, `dense` of them dense.
+    #[inline]
+    pub(super) fn key(i: u32, pp: u32, n: u32, dense: u32) -> (bool, bool, u32, u32) {
+        (i == 0, i + 1 == pp, n, dense)
+    }
+
+    #[inline]
+    fn keep(&mut self, key: (bool, bool, u32, u32), s: StageTime) {
+        if self.n < STAGES && !self.keys[..self.n].contains(&key) {
+            self.keys[self.n] = key;
+            self.vals[self.n] = s;
+            self.n += 1;
+        }
+    }
+
+    /// The stage kept under `key`, if any.
+    #[inline]
+    pub(super) fn get(&self, key: (bool, bool, u32, u32)) -> Option<StageTime> {
+        let i = self.keys[..self.n].iter().position(|&k| k == key)?;
+        Some(self.vals[i])
     }
 }
 
