@@ -51,7 +51,8 @@ impl Evaluator {
     /// `scan` (the stages of a DualPipe plan) with its pace, bottleneck and largest-parameter
     /// holder taken over the `pp/2` ranks instead of the stages; `sum` (the stage times of one
     /// micro-batch, the bubble's base) is unchanged. Pairs of middle stages with the same
-    /// block mix as the previous pair reuse its time.
+    /// block mix as the previous pair reuse its time, and the stages `seen` (the scan's) are
+    /// not priced again.
     pub(super) fn dualpipe_ranks(
         &self,
         plan: &Plan,
@@ -59,8 +60,7 @@ impl Evaluator {
         costs: &[ClassCost; NCLASS],
         layout: &StageLayout,
         pp_t: f64,
-        scan: StageScan,
-        seen: &Stages,
+        (scan, seen): (StageScan, &Stages),
     ) -> StageScan {
         let pp = x.pp;
         let mut out = StageScan {

@@ -196,7 +196,7 @@ impl Evaluator {
         }
         if dual {
             // DualPipe's pace is its ranks', each holding two stages (`dualpipe.rs`).
-            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, out, &seen);
+            return self.dualpipe_ranks(plan, x, costs, layout, pp_t, (out, &seen));
         }
         out
     }
