@@ -333,14 +333,14 @@ impl Evaluator {
 /// at construction) and the context's degrees, tokens and routing figures (`compute`,
 /// `gemm_fwd`, `flash_core` and `moe_work` read no other field of [`Ctx`]: not the groups,
 /// the micro-batch count, the pipeline or the algorithm mode), as exact bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ComputeKey {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct ComputeKey {
     evaluator: u64,
     bits: [u64; 10],
 }
 
 impl ComputeKey {
-    fn new(evaluator: u64, x: &Ctx) -> ComputeKey {
+    pub(super) fn new(evaluator: u64, x: &Ctx) -> ComputeKey {
         ComputeKey {
             evaluator,
             bits: [
@@ -358,15 +358,20 @@ impl ComputeKey {
         }
     }
 
-    /// The direct-mapped slot of the key (a multiplicative hash of its fields).
+    /// A multiplicative hash of the key's fields.
     #[inline]
-    fn slot(&self) -> usize {
+    pub(super) fn hash(&self) -> u64 {
         let mut h = self.evaluator;
         for (i, b) in self.bits.iter().enumerate() {
             h ^= b.rotate_left(7 * i as u32);
         }
-        h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - COMPUTE_CACHE_BITS)) as usize
+        h.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+
+    /// The direct-mapped slot of the key.
+    #[inline]
+    fn slot(&self) -> usize {
+        (self.hash() >> (64 - COMPUTE_CACHE_BITS)) as usize
     }
 }
 

@@ -87,7 +87,7 @@ impl Evaluator {
     /// The placements of `a2a+p2p`'s two levels: the a2a groups are `a2a` consecutive CP
     /// ranks, the p2p ring joins one rank of each (Megatron-Core's hierarchical CP groups,
     /// first size innermost: `model_parallel_config.py @ core_v0.19.0:L103-110`).
-    fn cp_levels(&self, plan: &Plan, a2a: u32) -> (GroupPlacement, GroupPlacement) {
+    pub(super) fn cp_levels(&self, plan: &Plan, a2a: u32) -> (GroupPlacement, GroupPlacement) {
         let gpn = self.cluster.node.gpus_per_node.max(1);
         let cp = plan.cp.max(1);
         let a2a = a2a.clamp(1, cp);

@@ -168,6 +168,10 @@ pub(super) struct Emitter<'a, S: Sink> {
     pub(super) net: [f64; 2],
     /// The kinds (bits of `CommKind::index`) whose forward collectives recompute repeats.
     rc_kinds: u8,
+    /// The paired share EP overlap's hiding takes instead of the schedule's
+    /// (`ep_overlap::paired_share`): the floor prices the EP part at 0 and at 1
+    /// (`floor_parts.rs`).
+    pub(super) ep_paired: Option<f64>,
 }
 
 impl<'a, S: Sink> Emitter<'a, S> {
@@ -197,6 +201,7 @@ impl<'a, S: Sink> Emitter<'a, S> {
             rc: [0.0; 5],
             net: [0.0; 2],
             rc_kinds,
+            ep_paired: None,
         }
     }
 

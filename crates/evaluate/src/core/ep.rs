@@ -212,7 +212,10 @@ impl Evaluator {
         // behind the sub-module beside it (shared by the EP and `moe_tp` transfers of a phase);
         // what exceeds it is exposed, and what hides slows it by the SMs the transfer takes.
         let per_phase = if x.ep > 1.0 { 1.0 } else { 0.0 } + if x.mt > 1.0 { 1.0 } else { 0.0 };
-        let w = self.ep_hide(plan, x.micro, windows, per_phase);
+        let paired = e
+            .ep_paired
+            .unwrap_or_else(|| super::ep_overlap::paired_share(plan, x.micro));
+        let w = self.ep_hide(plan, paired, windows, per_phase);
         if x.ep > 1.0 {
             match plan.dispatcher {
                 Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),

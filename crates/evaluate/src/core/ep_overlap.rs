@@ -90,15 +90,15 @@ impl Evaluator {
         (EP_COMM_SMS / f64::from(self.eff.sms.max(1))).min(1.0)
     }
 
-    /// The hide rules of a layer's EP transfers under `plan` with `micro` micro-batches per
-    /// step (module docs' table); `per_phase` transfers (EP, `moe_tp`) share each window.
+    /// The hide rules of a layer's EP transfers under `plan` with `paired` of its chunk passes
+    /// paired ([`paired_share`]; module docs' table); `per_phase` transfers (EP, `moe_tp`)
+    /// share each window.
     #[inline]
-    pub(super) fn ep_hide(&self, plan: &Plan, micro: f64, w: EpWindows, per_phase: f64) -> EpHide {
+    pub(super) fn ep_hide(&self, plan: &Plan, paired: f64, w: EpWindows, per_phase: f64) -> EpHide {
         if !plan.ep_overlap || per_phase <= 0.0 {
             return EpHide::NONE;
         }
         let share = self.ep_overlap_sm_share();
-        let paired = paired_share(plan, micro);
         let partitioned = plan.schedule == Schedule::DualPipe;
         let rule = |window: f64| {
             let window = window / per_phase;

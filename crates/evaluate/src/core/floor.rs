@@ -23,7 +23,9 @@
 //!
 //! The same operations run in the same order as in `run` on inputs no larger, and IEEE
 //! rounding is monotone, so the floor holds in floating point too; a relative margin of 1e-12
-//! covers `Σt − t_max` (not monotone by an ulp) and the regrouped sum of `stages_floor`.
+//! covers `Σt − t_max` (not monotone by an ulp), the regrouped sum of `stages_floor` and the EP
+//! part recombined at each schedule's paired share from its prices at 0 and 1
+//! (`floor_parts.rs`, which keeps the parts' prices per thread across task roots).
 //!
 //! What stays the floor's own: the loops over the open values and their caches (valid
 //! (recompute, schedule) pairs, rank orders with the same groups, stage layouts), the
@@ -43,7 +45,6 @@
 //! others only where it does not cut.
 
 use autoplan_cluster::GroupPlacement;
-use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
     CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
     StageLayout, TpSpTransition, Zero,
@@ -53,10 +54,9 @@ use super::classes::{ClassId, NCLASS};
 use super::compute::ComputeCost;
 use super::costs::{ClassCost, CommPart};
 use super::ctx::Ctx;
-use super::emit::Emitter;
-use super::memo::Memo;
 use super::pipeline::StageTime;
 use super::Evaluator;
+use crate::comm::CommKind;
 
 /// Relative margin for the rounding of `Σt − t_max` and of the regrouped sum (module docs).
 pub(super) const MARGIN: f64 = 1.0 - 1e-12;
@@ -87,7 +87,7 @@ pub(super) struct OpenKnobs<'a> {
 ///
 /// `values` if the knob matters, else its first value alone.
 #[inline]
-fn tried<T>(matters: bool, values: &[T]) -> &[T] {
+pub(super) fn tried<T>(matters: bool, values: &[T]) -> &[T] {
     if matters {
         values
     } else {
@@ -141,6 +141,43 @@ fn extremes(
         }
     }
     n
+}
+
+/// Sets of class costs [`Evaluator::class_costs_floor_by`] keeps the hidings of (more are
+/// worked out per class).
+const MAX_SETS: usize = 32;
+
+/// The EP hidings under `schedules` as the floor prices them (`extremes`): (form index of
+/// `floor_parts::EpOption`, paired share) per pair picked, into `out` (their count returned);
+/// none without EP overlap (the part unhidden).
+fn hidings(
+    q: &Plan,
+    micro: f64,
+    schedules: &[(Schedule, u32)],
+    exposure_only: bool,
+    out: &mut [(usize, f64); 4],
+) -> usize {
+    if !q.ep_overlap {
+        return 0;
+    }
+    let mut picked = [(Schedule::OneF1B, 1); 4];
+    let own = [(q.schedule, q.vpp)];
+    let n = extremes(q, micro, schedules, exposure_only, &mut picked);
+    let list = if n == 0 { &own[..] } else { &picked[..n] };
+    for (o, &(schedule, vpp)) in out.iter_mut().zip(list) {
+        let p = Plan {
+            schedule,
+            vpp,
+            ..*q
+        };
+        let form = if schedule == Schedule::DualPipe {
+            super::floor_parts::PARTITIONED
+        } else {
+            super::floor_parts::SHARED
+        };
+        *o = (form, super::ep_overlap::paired_share(&p, micro));
+    }
+    list.len()
 }
 
 impl Evaluator {
@@ -260,7 +297,9 @@ impl Evaluator {
             .sum();
         let w = x.micro * work / f64::from(x.pp.max(1));
         if w.is_finite() {
-            w * MARGIN
+            // Summed by class rather than by stage: the margin once more keeps it below the
+            // compute floor where the two meet (a balanced pipeline without a bubble).
+            w * MARGIN * MARGIN
         } else {
             0.0
         }
@@ -432,7 +471,9 @@ impl Evaluator {
     /// [`Evaluator::class_costs_floor`] into `out[0]`, or with `by_schedule` one set per open
     /// (schedule, vpp) pair, `out[j]` with the EP part's least over `knobs.schedules[j]` alone
     /// (EP overlap's hiding reads the schedule, `ep_overlap.rs`; the TP and CP parts read
-    /// none and are booked once).
+    /// none). The parts come priced per thread (`floor_parts.rs`): the TP and CP parts at their
+    /// least, the EP part per (dispatcher, scheme) pair at paired shares 0 and 1, combined here
+    /// under each set's schedules.
     pub(super) fn class_costs_floor_by(
         &self,
         q: &mut Plan,
@@ -442,9 +483,24 @@ impl Evaluator {
         by_schedule: bool,
         out: &mut [[ClassCost; NCLASS]],
     ) {
-        let attn = cc[ClassId::Attn as usize];
-        let moe = cc[ClassId::Moe as usize];
-        let mut memo = Memo::default();
+        let parts = self.part_floors(q, x, cc, knobs);
+        let k = CommPart::Ep.kind().index();
+        // The hidings of each set: (form, paired share) of its schedules' extremes.
+        let mut shares = [[(0, 0.0); 4]; MAX_SETS];
+        let mut n_shares = [0; MAX_SETS];
+        for (j, (s, n)) in shares
+            .iter_mut()
+            .zip(&mut n_shares)
+            .enumerate()
+            .take(out.len())
+        {
+            let schedules = if by_schedule {
+                &knobs.schedules[j..=j]
+            } else {
+                knobs.schedules
+            };
+            *n = hidings(q, x.micro, schedules, knobs.exposure_only, s);
+        }
         for set in out.iter_mut() {
             *set = [ClassCost::default(); NCLASS];
         }
@@ -453,132 +509,33 @@ impl Evaluator {
                 continue;
             }
             let i = id as usize;
-            // `class_costs` collects the recomputed forward's exposure (`rc`) for the kinds
-            // the plan's recompute repeats, and `stage` reads only those: collect all.
-            let rc_kinds = Self::block_comm_kinds(id);
-            let layer = self.classes[i].kind;
-            let mut sink = ();
-            let mut e = Emitter::new(self, x, &mut sink, &mut memo, layer, 0.0, 0.0, rc_kinds);
-            // One exposure per kind, each the least over its own knob (module docs); the
-            // recomputed forward's exposure likewise.
-            let mut exposed = [0.0; 5];
-            let mut rc = [0.0; 5];
-            // The network time beside each pass: per part the least over its knob (the DP
-            // reduction hides more the less of the network the class takes, `dp.rs`).
-            let mut net = [0.0; 2];
-            for part in [CommPart::Tp, CommPart::Cp] {
-                let k = part.kind().index();
-                let n;
-                (exposed[k], rc[k], n) =
-                    self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
-                net[0] += n[0];
-                net[1] += n[1];
-            }
-            let k = CommPart::Ep.kind().index();
+            let [tp, cp] = parts.tp_cp[i];
+            let (mut exposed, mut rc) = ([0.0; 5], [0.0; 5]);
+            (exposed[CommKind::Tp.index()], rc[CommKind::Tp.index()]) = (tp.ex, tp.rc);
+            (exposed[CommKind::Cp.index()], rc[CommKind::Cp.index()]) = (cp.ex, cp.rc);
+            let net = [tp.net[0] + cp.net[0], tp.net[1] + cp.net[1]];
             for (j, set) in out.iter_mut().enumerate() {
-                let kj = if by_schedule {
-                    OpenKnobs {
-                        schedules: &knobs.schedules[j..=j],
-                        ..knobs
-                    }
+                let b = if j < MAX_SETS {
+                    parts.ep_least(id, &shares[j][..n_shares[j]])
                 } else {
-                    knobs
+                    // More sets than kept: each schedule's own hiding, as the first set's.
+                    let mut s = [(0, 0.0); 4];
+                    let n = hidings(
+                        q,
+                        x.micro,
+                        &knobs.schedules[j..=j],
+                        knobs.exposure_only,
+                        &mut s,
+                    );
+                    parts.ep_least(id, &s[..n])
                 };
                 let (mut ex, mut r, mut n) = (exposed, rc, net);
-                let nj;
-                (ex[k], r[k], nj) =
-                    self.part_floor(CommPart::Ep, q, id, x, &cc[i], (&attn, &moe), &mut e, kj);
-                n[0] += nj[0];
-                n[1] += nj[1];
+                (ex[k], r[k]) = (b.ex, b.rc);
+                n[0] += b.net[0];
+                n[1] += b.net[1];
                 set[i] = ClassCost::new(&cc[i], ex, r, n);
             }
         }
-    }
-
-    /// The least exposure of part `part` of class `id` (and of its recomputed forward, and its
-    /// least network time beside each pass) over the open values of the part's knobs; 0 where
-    /// the class has no such part.
-    #[allow(clippy::too_many_arguments)]
-    fn part_floor(
-        &self,
-        part: CommPart,
-        q: &mut Plan,
-        id: ClassId,
-        x: &Ctx,
-        cc: &ComputeCost,
-        (attn, moe): (&ComputeCost, &ComputeCost),
-        e: &mut Emitter<'_, ()>,
-        knobs: OpenKnobs<'_>,
-    ) -> (f64, f64, [f64; 2]) {
-        if !part.applies(id, &self.classes[id as usize]) {
-            return (0.0, 0.0, [0.0; 2]);
-        }
-        let k = part.kind().index();
-        let (mut best, mut rc) = (f64::INFINITY, f64::INFINITY);
-        let mut net = [f64::INFINITY; 2];
-        let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
-            e.reset();
-            self.book_part(part, q, id, x, cc, (attn, moe), e);
-            best = best.min(e.exposed[k]);
-            rc = rc.min(e.rc[k]);
-            net[0] = net[0].min(e.net[0]);
-            net[1] = net[1].min(e.net[1]);
-        };
-        match part {
-            CommPart::Tp => {
-                for &t in knobs.tp_sp {
-                    q.tp_sp_transition = t;
-                    price(q, e);
-                }
-            }
-            CommPart::Cp => {
-                for &c in knobs.cp_comm {
-                    q.cp_comm = c;
-                    price(q, e);
-                }
-            }
-            CommPart::Ep => {
-                // EP parts apply to MoE classes only. The dispatcher also matters with
-                // `moe_tp > 1` at `ep = 1` (its buffer, a memory fact): there the values tried
-                // price alike and the minimum is unchanged.
-                let ctx = Context::new(q, true);
-                let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
-                let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
-                // Under EP overlap the hiding reads the schedule (`ep_overlap.rs`): the least
-                // over the open ones too, of which the extremes stand for all (`extremes`).
-                let (sch0, v0) = (q.schedule, q.vpp);
-                let mut picked = [(Schedule::OneF1B, 1); 4];
-                let schedules: &[(Schedule, u32)] = if q.ep_overlap {
-                    let n = extremes(
-                        q,
-                        x.micro,
-                        knobs.schedules,
-                        knobs.exposure_only,
-                        &mut picked,
-                    );
-                    &picked[..n]
-                } else {
-                    &[]
-                };
-                // The schedule innermost: the same dispatch again under another hiding, which
-                // the emitter's one-entry cache of the unequal all-to-all answers (`Memo`).
-                let n = schedules.len().max(1);
-                for &d in ds {
-                    for &s in ss {
-                        q.dispatcher = d;
-                        q.moe_tp_scheme = s;
-                        for j in 0..n {
-                            if let Some(&(sch, v)) = schedules.get(j) {
-                                (q.schedule, q.vpp) = (sch, v);
-                            }
-                            price(q, e);
-                        }
-                    }
-                }
-                (q.schedule, q.vpp) = (sch0, v0);
-            }
-        }
-        (best, rc, net)
     }
 
     /// For one rank order (context `x`, class costs `costs`): the least over the valid

@@ -35,6 +35,7 @@ mod emit;
 mod ep;
 mod ep_overlap;
 mod floor;
+mod floor_parts;
 mod floor_table;
 mod memo;
 mod moe;

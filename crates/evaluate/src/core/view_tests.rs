@@ -114,3 +114,77 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
     eprintln!("{checked} plans checked");
     assert!(checked > 300, "{checked} plans checked");
 }
+
+/// The floor's part cache (`floor_parts.rs`) keys on everything its pricing reads: over a grid
+/// of plans whose pipeline depths, rank orders and schedules differ (roots that share keys),
+/// each cached answer is what pricing afresh gives, bit for bit.
+#[test]
+fn the_part_cache_keys_on_everything_it_reads() {
+    use autoplan_plan::{CpComm, Dispatcher, MoeTpScheme, RankOrder, TpSpTransition};
+
+    use super::floor::OpenKnobs;
+
+    let orders: Vec<RankOrder> = ["tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp", "tp-pp-cp-dp"]
+        .iter()
+        .map(|o| o.parse().expect("rank order"))
+        .collect();
+    let schedules = [
+        (Schedule::OneF1B, 1),
+        (Schedule::Interleaved, 2),
+        (Schedule::DualPipe, 1),
+    ];
+    let tp_sp = [TpSpTransition::AllReduceSlice, TpSpTransition::AllToAll];
+    let cp_comm = [
+        CpComm::Ring,
+        CpComm::AllToAll,
+        CpComm::Hierarchical { a2a: 2 },
+    ];
+    let dispatchers = [Dispatcher::AllToAll, Dispatcher::DeepEp];
+    let schemes = [MoeTpScheme::ScatterGather, MoeTpScheme::GroupAllToAll];
+    let mut checked = 0;
+    for (m, gpus, ev) in
+        super::bundled_evaluators(&[("deepseek-v3", "h800x2048"), ("mixtral-8x7b", "h100x256")])
+    {
+        for (tp, cp, ep, mt) in [(1, 1, 64, 1), (2, 4, 16, 2), (4, 2, 8, 1), (1, 2, 32, 1)] {
+            for pp in [1, 2, 4, 8] {
+                let dp = gpus / (tp * cp * pp);
+                for &order in &orders {
+                    for (ep_overlap, tp_overlap) in [(true, true), (false, false)] {
+                        let mut q = Plan {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            ep: ep.min(dp * cp * tp),
+                            moe_tp: mt,
+                            sp: tp > 1,
+                            order,
+                            ep_overlap,
+                            tp_overlap,
+                            ..Plan::default()
+                        };
+                        if q.check(&m, gpus).is_err() {
+                            continue;
+                        }
+                        let x = ev.ctx(&q);
+                        let cc = ev.class_compute(&x);
+                        let knobs = OpenKnobs {
+                            schedules: &schedules,
+                            tp_sp: &tp_sp,
+                            cp_comm: &cp_comm,
+                            dispatchers: &dispatchers,
+                            schemes: &schemes,
+                            exposure_only: false,
+                        };
+                        let fresh = ev.price_parts(&mut q.clone(), &x, &cc, knobs);
+                        let cached = ev.part_floors(&mut q, &x, &cc, knobs);
+                        assert_eq!(format!("{cached:?}"), format!("{fresh:?}"), "parts of {q}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{checked} plans checked");
+    assert!(checked > 100, "{checked} plans checked");
+}

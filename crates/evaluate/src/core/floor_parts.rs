@@ -1,0 +1,441 @@
+//! The communication parts of the step floor's class costs (`floor.rs`,
+//! `class_costs_floor_by`), priced once per thread for every task root that reads them alike.
+//!
+//! Per class, each part's exposure is its least over the part's open knob values (TP: the
+//! TP→SP transition; CP: the CP exchange; EP: the dispatcher and `moe_tp` scheme), and so are
+//! the recomputed forward's exposure and the network time beside each pass. The TP and CP
+//! parts read no schedule and no micro-batch count. The EP part reads them only through EP
+//! overlap's hiding (`ep_overlap.rs`): the form (DualPipe's partitioned SMs or the shared
+//! ones) and the paired share `p` of the chunk passes. Every transfer's exposure is
+//! `p·hidden + (1 − p)·t` (`Hide::exposed`, `hidden ≤ t`), the recomputed forward's the same,
+//! and its time beside compute `t − exposed = p·(t − hidden)`: all affine in `p`. So each
+//! (dispatcher, scheme) pair is priced at `p = 0` and at `p = 1` under each form
+//! ([`EpOption`]), and a root's open schedules combine them, `(1 − p)·a₀ + p·a₁`, before the
+//! least over the pairs is taken.
+//!
+//! What the parts then read ([`PartsKey`]) holds no pipeline depth, micro-batch count or
+//! schedule: roots of other pipeline depths (and rank orders) with the same groups, tokens,
+//! compute and open knob values share the prices, which a search asks for at about 2,000 roots
+//! of DeepSeek-V3 on 2,048 GPUs. The recombination rounds differently from pricing at `p`
+//! (ulps of one part's exposure), well inside the floors' relative margin of 1e-12
+//! (`floor.rs`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use autoplan_cluster::GroupPlacement;
+use autoplan_cost::AlgoMode;
+use autoplan_plan::knob::{Context, Knob};
+use autoplan_plan::{
+    CpComm, Dispatcher, MoeTpScheme, PlacementPolicy, Plan, Schedule, TpSpTransition,
+};
+
+use super::classes::{ClassId, NCLASS};
+use super::compute::{ComputeCost, ComputeKey};
+use super::costs::CommPart;
+use super::ctx::Ctx;
+use super::emit::Emitter;
+use super::floor::{tried, OpenKnobs};
+use super::memo::Memo;
+use super::Evaluator;
+
+/// One part's least exposure of its kind, the recomputed forward's, and the network time
+/// beside the forward and backward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Part {
+    pub(super) ex: f64,
+    pub(super) rc: f64,
+    pub(super) net: [f64; 2],
+}
+
+impl Part {
+    const ZERO: Part = Part {
+        ex: 0.0,
+        rc: 0.0,
+        net: [0.0; 2],
+    };
+    const INF: Part = Part {
+        ex: f64::INFINITY,
+        rc: f64::INFINITY,
+        net: [f64::INFINITY; 2],
+    };
+
+    /// The least of each figure.
+    #[inline]
+    fn min(self, o: Part) -> Part {
+        Part {
+            ex: self.ex.min(o.ex),
+            rc: self.rc.min(o.rc),
+            net: [self.net[0].min(o.net[0]), self.net[1].min(o.net[1])],
+        }
+    }
+
+    /// Each figure at paired share `p` from its values at 0 (`a0`) and 1 (`a1`) (module docs;
+    /// exact at `p` = 0 and 1).
+    #[inline]
+    fn at(a0: Part, a1: Part, p: f64) -> Part {
+        let f = |u: f64, v: f64| (1.0 - p) * u + p * v;
+        Part {
+            ex: f(a0.ex, a1.ex),
+            rc: f(a0.rc, a1.rc),
+            net: [f(a0.net[0], a1.net[0]), f(a0.net[1], a1.net[1])],
+        }
+    }
+}
+
+/// One (dispatcher, scheme) pair's EP part: at paired share 0, then at 1 under the shared
+/// hiding ([`SHARED`]) and under DualPipe's partitioned one ([`PARTITIONED`]); without EP
+/// overlap all three are the part unhidden.
+pub(super) type EpOption = [Part; 3];
+
+/// [`EpOption`]'s index of the shared hiding at share 1.
+pub(super) const SHARED: usize = 1;
+/// [`EpOption`]'s index of DualPipe's partitioned hiding at share 1.
+pub(super) const PARTITIONED: usize = 2;
+
+/// (dispatcher, scheme) pairs kept per class; further ones are merged into the last, figure by
+/// figure at their least (a floor of theirs: `min (1 − p)·a₀ + p·a₁ ≥ (1 − p)·min a₀ + p·min a₁`).
+const EP_OPTIONS: usize = 6;
+
+/// The communication parts of every class, each at its least over its open knob values.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PartFloors {
+    /// Per class: the TP and the CP part.
+    pub(super) tp_cp: [[Part; 2]; NCLASS],
+    /// The EP part's options of the MoE class and the MTP module ([`ep_slot`]).
+    ep: [[EpOption; EP_OPTIONS]; 2],
+    n_ep: [usize; 2],
+}
+
+impl Default for PartFloors {
+    fn default() -> PartFloors {
+        PartFloors {
+            tp_cp: [[Part::ZERO; 2]; NCLASS],
+            ep: [[[Part::ZERO; 3]; EP_OPTIONS]; 2],
+            n_ep: [0; 2],
+        }
+    }
+}
+
+impl PartFloors {
+    /// Class `id`'s EP part at its least over the (dispatcher, scheme) pairs and the hidings
+    /// `shares` (form index of [`EpOption`], paired share); none without EP overlap (the
+    /// part unhidden). 0 where the class has no EP part.
+    pub(super) fn ep_least(&self, id: ClassId, shares: &[(usize, f64)]) -> Part {
+        let Some(slot) = ep_slot(id) else {
+            return Part::ZERO;
+        };
+        let n = self.n_ep[slot];
+        if n == 0 {
+            return Part::ZERO;
+        }
+        let mut best = Part::INF;
+        for o in &self.ep[slot][..n] {
+            if shares.is_empty() {
+                best = best.min(o[0]);
+            }
+            for &(form, p) in shares {
+                best = best.min(Part::at(o[0], o[form], p));
+            }
+        }
+        best
+    }
+}
+
+/// The slot of [`PartFloors::ep`] of the classes that can have an EP part.
+fn ep_slot(id: ClassId) -> Option<usize> {
+    match id {
+        ClassId::Moe => Some(0),
+        ClassId::Mtp => Some(1),
+        _ => None,
+    }
+}
+
+/// Open values of a knob a key holds at most (a longer list is priced without the cache).
+const KEY_LIST: usize = 6;
+
+/// What [`Evaluator::price_parts`] reads, as exact values: the evaluator and the compute's
+/// reads of the context (`ComputeKey`: degrees, tokens, routing), the algorithm mode, the
+/// groups the parts communicate on (TP, CP and its ring hop, EP, `moe_tp`), the overlaps, the
+/// expert placement, and the open knob values — each `a2a+p2p` CP exchange with the two levels
+/// it places (`cp_levels` reads the rank order and the other degrees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PartsKey {
+    compute: ComputeKey,
+    algo: AlgoMode,
+    groups: [GroupPlacement; 5],
+    overlaps: (bool, bool),
+    placement: PlacementPolicy,
+    tp_sp: [Option<TpSpTransition>; KEY_LIST],
+    cp_comm: [Option<(CpComm, GroupPlacement, GroupPlacement)>; KEY_LIST],
+    dispatchers: [Option<Dispatcher>; KEY_LIST],
+    schemes: [Option<MoeTpScheme>; KEY_LIST],
+}
+
+impl std::hash::Hash for PartsKey {
+    /// The fields roots vary most (equal keys hash alike, which is all a map needs; the
+    /// comparison is exact).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.compute.hash());
+        for g in self.groups {
+            state.write_u64(
+                u64::from(g.size) << 40 ^ u64::from(g.ranks_per_node) << 20 ^ u64::from(g.nodes),
+            );
+        }
+    }
+}
+
+/// `list` in a key's fixed array, `None` if it is too long.
+fn keyed<T: Copy, U: Copy>(list: &[T], f: impl Fn(T) -> U) -> Option<[Option<U>; KEY_LIST]> {
+    if list.len() > KEY_LIST {
+        return None;
+    }
+    let mut out = [None; KEY_LIST];
+    for (o, &v) in out.iter_mut().zip(list) {
+        *o = Some(f(v));
+    }
+    Some(out)
+}
+
+/// Keys [`PARTS_CACHE`] holds before it starts afresh (a search asks for about 2,000).
+const PARTS_CACHE_LEN: usize = 4096;
+
+thread_local! {
+    /// Class communication parts priced on this thread (exact keys: a hit is what pricing
+    /// again gives, bit for bit). A map rather than direct-mapped slots: the roots that share
+    /// a key come far apart in a search's queue.
+    static PARTS_CACHE: RefCell<HashMap<PartsKey, PartFloors, BuildHasherDefault<Mix>>> =
+        RefCell::new(HashMap::default());
+}
+
+/// A multiplicative hasher of [`PartsKey`]'s few words (exact keys, built by the search: no
+/// need for a keyed hash).
+#[derive(Default)]
+struct Mix(u64);
+
+impl Hasher for Mix {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+impl Evaluator {
+    /// [`Evaluator::price_parts`], kept per thread by what it reads ([`PartsKey`]).
+    pub(super) fn part_floors(
+        &self,
+        q: &mut Plan,
+        x: &Ctx,
+        cc: &[ComputeCost; NCLASS],
+        knobs: OpenKnobs<'_>,
+    ) -> PartFloors {
+        let Some(key) = self.parts_key(q, x, knobs) else {
+            return self.price_parts(q, x, cc, knobs);
+        };
+        if let Some(&v) = PARTS_CACHE.with(|c| c.borrow().get(&key).copied()).as_ref() {
+            return v;
+        }
+        let v = self.price_parts(q, x, cc, knobs);
+        PARTS_CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= PARTS_CACHE_LEN {
+                c.clear();
+            }
+            c.insert(key, v);
+        });
+        v
+    }
+
+    /// The key of [`Evaluator::price_parts`]' reads; `None` where a list is too long to key.
+    fn parts_key(&self, q: &Plan, x: &Ctx, knobs: OpenKnobs<'_>) -> Option<PartsKey> {
+        let none = GroupPlacement {
+            size: 0,
+            ranks_per_node: 0,
+            nodes: 0,
+        };
+        Some(PartsKey {
+            compute: ComputeKey::new(self.cache_id, x),
+            algo: x.algo,
+            groups: x.class_groups(),
+            overlaps: (q.tp_overlap, q.ep_overlap),
+            placement: q.placement,
+            tp_sp: keyed(knobs.tp_sp, |t| t)?,
+            cp_comm: keyed(knobs.cp_comm, |c| match c {
+                CpComm::Hierarchical { a2a } if x.cp > 1.0 => {
+                    let (inner, outer) = self.cp_levels(q, a2a);
+                    (c, inner, outer)
+                }
+                _ => (c, none, none),
+            })?,
+            dispatchers: keyed(knobs.dispatchers, |d| d)?,
+            schemes: keyed(knobs.schemes, |s| s)?,
+        })
+    }
+
+    /// Every class's communication parts at their least over the open knob values of `knobs`,
+    /// the EP part per (dispatcher, scheme) pair at paired shares 0 and 1 (module docs).
+    pub(super) fn price_parts(
+        &self,
+        q: &mut Plan,
+        x: &Ctx,
+        cc: &[ComputeCost; NCLASS],
+        knobs: OpenKnobs<'_>,
+    ) -> PartFloors {
+        let attn = cc[ClassId::Attn as usize];
+        let moe = cc[ClassId::Moe as usize];
+        let mut memo = Memo::default();
+        let mut out = PartFloors::default();
+        for id in ClassId::ALL {
+            if !self.has_class(id) {
+                continue;
+            }
+            let i = id as usize;
+            // `class_costs` collects the recomputed forward's exposure (`rc`) for the kinds
+            // the plan's recompute repeats, and `stage` reads only those: collect all.
+            let rc_kinds = Self::block_comm_kinds(id);
+            let layer = self.classes[i].kind;
+            let mut sink = ();
+            let mut e = Emitter::new(self, x, &mut sink, &mut memo, layer, 0.0, 0.0, rc_kinds);
+            for (j, part) in [CommPart::Tp, CommPart::Cp].into_iter().enumerate() {
+                out.tp_cp[i][j] =
+                    self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+            }
+            if let Some(slot) = ep_slot(id) {
+                if CommPart::Ep.applies(id, &self.classes[i]) {
+                    out.n_ep[slot] = self.ep_options(
+                        q,
+                        id,
+                        x,
+                        (&cc[i], &attn, &moe),
+                        &mut e,
+                        knobs,
+                        &mut out.ep[slot],
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// The least exposure of the TP or CP part of class `id` (and of its recomputed forward,
+    /// and its least network time beside each pass) over the open values of the part's knob;
+    /// 0 where the class has no such part.
+    #[allow(clippy::too_many_arguments)]
+    fn part_floor(
+        &self,
+        part: CommPart,
+        q: &mut Plan,
+        id: ClassId,
+        x: &Ctx,
+        cc: &ComputeCost,
+        (attn, moe): (&ComputeCost, &ComputeCost),
+        e: &mut Emitter<'_, ()>,
+        knobs: OpenKnobs<'_>,
+    ) -> Part {
+        if !part.applies(id, &self.classes[id as usize]) {
+            return Part::ZERO;
+        }
+        let k = part.kind().index();
+        let mut best = Part::INF;
+        let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
+            e.reset();
+            self.book_part(part, q, id, x, cc, (attn, moe), e);
+            best = best.min(Part {
+                ex: e.exposed[k],
+                rc: e.rc[k],
+                net: e.net,
+            });
+        };
+        match part {
+            CommPart::Tp => {
+                for &t in knobs.tp_sp {
+                    q.tp_sp_transition = t;
+                    price(q, e);
+                }
+            }
+            CommPart::Cp => {
+                for &c in knobs.cp_comm {
+                    q.cp_comm = c;
+                    price(q, e);
+                }
+            }
+            // Priced per option (`ep_options`).
+            CommPart::Ep => {}
+        }
+        best
+    }
+
+    /// The EP part of class `id` per open (dispatcher, scheme) pair into `out` (their count
+    /// returned): at paired share 0 and at 1 under each hiding form with EP overlap, the part
+    /// unhidden without (module docs). The dispatcher also matters with `moe_tp > 1` at
+    /// `ep = 1` (its buffer, a memory fact): there the values tried price alike.
+    #[allow(clippy::too_many_arguments)]
+    fn ep_options(
+        &self,
+        q: &mut Plan,
+        id: ClassId,
+        x: &Ctx,
+        (cc, attn, moe): (&ComputeCost, &ComputeCost, &ComputeCost),
+        e: &mut Emitter<'_, ()>,
+        knobs: OpenKnobs<'_>,
+        out: &mut [EpOption; EP_OPTIONS],
+    ) -> usize {
+        let k = CommPart::Ep.kind().index();
+        let ctx = Context::new(q, true);
+        let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
+        let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
+        let (sch0, v0) = (q.schedule, q.vpp);
+        let price = |q: &Plan, e: &mut Emitter<'_, ()>, paired: Option<f64>| {
+            e.reset();
+            e.ep_paired = paired;
+            self.book_part(CommPart::Ep, q, id, x, cc, (attn, moe), e);
+            Part {
+                ex: e.exposed[k],
+                rc: e.rc[k],
+                net: e.net,
+            }
+        };
+        let mut n = 0;
+        for &d in ds {
+            for &s in ss {
+                q.dispatcher = d;
+                q.moe_tp_scheme = s;
+                let opt = if q.ep_overlap {
+                    // The form is the schedule's (`ep_hide`); the share is given.
+                    let a0 = price(q, e, Some(0.0));
+                    q.schedule = Schedule::OneF1B;
+                    let shared = price(q, e, Some(1.0));
+                    q.schedule = Schedule::DualPipe;
+                    let partitioned = price(q, e, Some(1.0));
+                    [a0, shared, partitioned]
+                } else {
+                    let a = price(q, e, None);
+                    [a; 3]
+                };
+                if n < EP_OPTIONS {
+                    out[n] = opt;
+                    n += 1;
+                } else {
+                    let last = &mut out[EP_OPTIONS - 1];
+                    for (l, o) in last.iter_mut().zip(opt) {
+                        *l = l.min(o);
+                    }
+                }
+            }
+        }
+        (q.schedule, q.vpp) = (sch0, v0);
+        e.ep_paired = None;
+        n
+    }
+}
