@@ -4,6 +4,7 @@
 
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::Schedule;
+use rayon::prelude::*;
 
 use crate::{Shape, Space};
 
@@ -156,18 +157,17 @@ pub(crate) fn degree_tuples(space: &Space, shape: &Shape) -> Vec<Degrees> {
                         if !(tp * cp * dp).is_multiple_of(ep * mt) {
                             continue;
                         }
-                        out.push(degrees(
-                            space,
-                            shape,
-                            [pp, tp, ep, mt, cp, dp],
-                            [ip, it, ie, im, ic],
-                        ));
+                        out.push(([pp, tp, ep, mt, cp, dp], [ip, it, ie, im, ic]));
                     }
                 }
             }
         }
     }
-    out
+    // What each tuple implies, worked out in parallel (thousands of tuples, each with its
+    // lists), in the enumeration's order.
+    out.into_par_iter()
+        .map(|(d, idx)| degrees(space, shape, d, idx))
+        .collect()
 }
 
 fn degrees(space: &Space, shape: &Shape, d: [u32; 6], idx: [usize; 5]) -> Degrees {

@@ -368,7 +368,14 @@ impl Evaluator {
             q.order = order;
             // Compute alone reads no group: the plan's own context.
             let x = if comm { self.ctx(&q) } else { x0 };
-            let groups = x.groups();
+            // The quick and compute floors read no DP group (no rest after the pipeline): the
+            // class costs' groups and the pipeline hop decide their order's floor.
+            let groups = if zs.is_some() {
+                x.groups()
+            } else {
+                let [tp, cp, cp_hop, ep, mt] = x.class_groups();
+                [tp, cp, cp_hop, ep, mt, x.hop_pp, none, none]
+            };
             if seen[..n_seen].contains(&groups) {
                 continue;
             }
@@ -483,7 +490,25 @@ impl Evaluator {
         by_schedule: bool,
         out: &mut [[ClassCost; NCLASS]],
     ) {
-        let parts = self.part_floors(q, x, cc, knobs);
+        // The pricing leaves the plan as it comes (`price_parts`).
+        let plan = *q;
+        self.with_part_floors(q, x, cc, knobs, |parts| {
+            self.combine_parts(parts, &plan, x, cc, knobs, by_schedule, out)
+        });
+    }
+
+    /// [`Evaluator::class_costs_floor_by`]'s sets from the priced parts.
+    #[allow(clippy::too_many_arguments)]
+    fn combine_parts(
+        &self,
+        parts: &super::floor_parts::PartFloors,
+        q: &Plan,
+        x: &Ctx,
+        cc: &[ComputeCost; NCLASS],
+        knobs: OpenKnobs<'_>,
+        by_schedule: bool,
+        out: &mut [[ClassCost; NCLASS]],
+    ) {
         let k = CommPart::Ep.kind().index();
         // The hidings of each set: (form, paired share) of its schedules' extremes.
         let mut shares = [[(0, 0.0); 4]; MAX_SETS];
@@ -509,7 +534,7 @@ impl Evaluator {
                 continue;
             }
             let i = id as usize;
-            let [tp, cp] = parts.tp_cp[i];
+            let [tp, cp] = parts.tp_cp(id);
             let (mut exposed, mut rc) = ([0.0; 5], [0.0; 5]);
             (exposed[CommKind::Tp.index()], rc[CommKind::Tp.index()]) = (tp.ex, tp.rc);
             (exposed[CommKind::Cp.index()], rc[CommKind::Cp.index()]) = (cp.ex, cp.rc);

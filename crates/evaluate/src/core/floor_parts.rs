@@ -101,37 +101,47 @@ const EP_OPTIONS: usize = 6;
 /// The communication parts of every class, each at its least over its open knob values.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PartFloors {
-    /// Per class: the TP and the CP part.
-    pub(super) tp_cp: [[Part; 2]; NCLASS],
-    /// The EP part's options of the MoE class and the MTP module ([`ep_slot`]).
-    ep: [[EpOption; EP_OPTIONS]; 2],
-    n_ep: [usize; 2],
+    /// Per class: the TP part.
+    tp: [Part; NCLASS],
+    /// The CP part of the attention and of the MTP module ([`cp_slot`]).
+    cp: [Part; 2],
+    /// The EP part's options, one set for the MoE class and the MTP module: an MTP module's
+    /// MoE layer is a MoE block's, with the MoE class's windows (`book_part`), so the two
+    /// price alike.
+    ep: [EpOption; EP_OPTIONS],
+    n_ep: usize,
+    /// Which classes have the EP part (by `ClassId`).
+    has_ep: [bool; NCLASS],
 }
 
 impl Default for PartFloors {
     fn default() -> PartFloors {
         PartFloors {
-            tp_cp: [[Part::ZERO; 2]; NCLASS],
-            ep: [[[Part::ZERO; 3]; EP_OPTIONS]; 2],
-            n_ep: [0; 2],
+            tp: [Part::ZERO; NCLASS],
+            cp: [Part::ZERO; 2],
+            ep: [[Part::ZERO; 3]; EP_OPTIONS],
+            n_ep: 0,
+            has_ep: [false; NCLASS],
         }
     }
 }
 
 impl PartFloors {
+    /// Class `id`'s TP and CP parts.
+    pub(super) fn tp_cp(&self, id: ClassId) -> [Part; 2] {
+        let cp = cp_slot(id).map_or(Part::ZERO, |s| self.cp[s]);
+        [self.tp[id as usize], cp]
+    }
+
     /// Class `id`'s EP part at its least over the (dispatcher, scheme) pairs and the hidings
     /// `shares` (form index of [`EpOption`], paired share); none without EP overlap (the
     /// part unhidden). 0 where the class has no EP part.
     pub(super) fn ep_least(&self, id: ClassId, shares: &[(usize, f64)]) -> Part {
-        let Some(slot) = ep_slot(id) else {
-            return Part::ZERO;
-        };
-        let n = self.n_ep[slot];
-        if n == 0 {
+        if !self.has_ep[id as usize] || self.n_ep == 0 {
             return Part::ZERO;
         }
         let mut best = Part::INF;
-        for o in &self.ep[slot][..n] {
+        for o in &self.ep[..self.n_ep] {
             if shares.is_empty() {
                 best = best.min(o[0]);
             }
@@ -143,10 +153,10 @@ impl PartFloors {
     }
 }
 
-/// The slot of [`PartFloors::ep`] of the classes that can have an EP part.
-fn ep_slot(id: ClassId) -> Option<usize> {
+/// The slot of [`PartFloors::cp`] of the classes that can have a CP part.
+fn cp_slot(id: ClassId) -> Option<usize> {
     match id {
-        ClassId::Moe => Some(0),
+        ClassId::Attn => Some(0),
         ClassId::Mtp => Some(1),
         _ => None,
     }
@@ -201,12 +211,19 @@ fn keyed<T: Copy, U: Copy>(list: &[T], f: impl Fn(T) -> U) -> Option<[Option<U>;
 /// Keys [`PARTS_CACHE`] holds before it starts afresh (a search asks for about 2,000).
 const PARTS_CACHE_LEN: usize = 4096;
 
+/// The parts priced on one thread: the values in one growing array, a map from each key to
+/// its index (so the map moves small entries when it grows, and a lookup copies nothing).
+#[derive(Default)]
+struct PartsCache {
+    index: HashMap<PartsKey, u32, BuildHasherDefault<Mix>>,
+    values: Vec<PartFloors>,
+}
+
 thread_local! {
     /// Class communication parts priced on this thread (exact keys: a hit is what pricing
     /// again gives, bit for bit). A map rather than direct-mapped slots: the roots that share
     /// a key come far apart in a search's queue.
-    static PARTS_CACHE: RefCell<HashMap<PartsKey, PartFloors, BuildHasherDefault<Mix>>> =
-        RefCell::new(HashMap::default());
+    static PARTS_CACHE: RefCell<PartsCache> = RefCell::new(PartsCache::default());
 }
 
 /// A multiplicative hasher of [`PartsKey`]'s few words (exact keys, built by the search: no
@@ -232,29 +249,48 @@ impl Hasher for Mix {
 }
 
 impl Evaluator {
-    /// [`Evaluator::price_parts`], kept per thread by what it reads ([`PartsKey`]).
-    pub(super) fn part_floors(
+    /// `f` of [`Evaluator::price_parts`], kept per thread by what it reads ([`PartsKey`]).
+    pub(super) fn with_part_floors<R>(
         &self,
         q: &mut Plan,
         x: &Ctx,
         cc: &[ComputeCost; NCLASS],
         knobs: OpenKnobs<'_>,
-    ) -> PartFloors {
+        f: impl FnOnce(&PartFloors) -> R,
+    ) -> R {
         let Some(key) = self.parts_key(q, x, knobs) else {
-            return self.price_parts(q, x, cc, knobs);
+            return f(&self.price_parts(q, x, cc, knobs));
         };
-        if let Some(&v) = PARTS_CACHE.with(|c| c.borrow().get(&key).copied()).as_ref() {
-            return v;
+        let mut f = Some(f);
+        let hit = PARTS_CACHE.with(|c| {
+            let c = c.borrow();
+            let i = *c.index.get(&key)?;
+            let f = f.take()?;
+            Some(f(&c.values[i as usize]))
+        });
+        if let Some(r) = hit {
+            return r;
         }
         let v = self.price_parts(q, x, cc, knobs);
         PARTS_CACHE.with(|c| {
             let mut c = c.borrow_mut();
-            if c.len() >= PARTS_CACHE_LEN {
-                c.clear();
+            if c.values.len() >= PARTS_CACHE_LEN {
+                c.index.clear();
+                c.values.clear();
             }
-            c.insert(key, v);
+            if c.values.capacity() == 0 {
+                // About one search's keys up front: the arrays do not grow (and move) in it.
+                c.values.reserve(PARTS_CACHE_LEN / 2);
+                c.index.reserve(PARTS_CACHE_LEN / 2);
+            }
+            let i = c.values.len() as u32;
+            c.values.push(v);
+            c.index.insert(key, i);
         });
-        v
+        match f {
+            Some(f) => f(&v),
+            None => unreachable!("`f` is taken only on a hit"),
+        }
     }
 
     /// The key of [`Evaluator::price_parts`]' reads; `None` where a list is too long to key.
@@ -296,6 +332,9 @@ impl Evaluator {
         let moe = cc[ClassId::Moe as usize];
         let mut memo = Memo::default();
         let mut out = PartFloors::default();
+        // The knobs priced value by value, restored at the end: a cached answer leaves the
+        // plan as it was, so a fresh one must too.
+        let knobs_in = (q.tp_sp_transition, q.cp_comm, q.dispatcher, q.moe_tp_scheme);
         for id in ClassId::ALL {
             if !self.has_class(id) {
                 continue;
@@ -307,24 +346,30 @@ impl Evaluator {
             let layer = self.classes[i].kind;
             let mut sink = ();
             let mut e = Emitter::new(self, x, &mut sink, &mut memo, layer, 0.0, 0.0, rc_kinds);
-            for (j, part) in [CommPart::Tp, CommPart::Cp].into_iter().enumerate() {
-                out.tp_cp[i][j] =
-                    self.part_floor(part, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+            out.tp[i] =
+                self.part_floor(CommPart::Tp, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+            if let Some(slot) = cp_slot(id) {
+                out.cp[slot] =
+                    self.part_floor(CommPart::Cp, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
             }
-            if let Some(slot) = ep_slot(id) {
-                if CommPart::Ep.applies(id, &self.classes[i]) {
-                    out.n_ep[slot] = self.ep_options(
+            if CommPart::Ep.applies(id, &self.classes[i]) {
+                // Priced once: the MoE class's and the MTP module's EP parts are alike
+                // (`PartFloors::ep`).
+                if !out.has_ep.contains(&true) {
+                    out.n_ep = self.ep_options(
                         q,
                         id,
                         x,
                         (&cc[i], &attn, &moe),
                         &mut e,
                         knobs,
-                        &mut out.ep[slot],
+                        &mut out.ep,
                     );
                 }
+                out.has_ep[i] = true;
             }
         }
+        (q.tp_sp_transition, q.cp_comm, q.dispatcher, q.moe_tp_scheme) = knobs_in;
         out
     }
 
