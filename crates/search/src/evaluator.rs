@@ -450,15 +450,13 @@ impl Scorer {
                 default
             }
         };
-        let (orders, n_orders) = canonical_orders(space, &ctx);
         LeafKnobs {
             tpo: on(Knob::TpOverlap, &space.tp_overlap, dflt.tp_overlap),
             epo: on(Knob::EpOverlap, &space.ep_overlap, dflt.ep_overlap),
             space,
             ctx,
             dflt,
-            orders,
-            n_orders,
+            orders: std::cell::OnceCell::new(),
         }
     }
 }
@@ -471,14 +469,18 @@ struct LeafKnobs<'a> {
     dflt: Plan,
     tpo: bool,
     epo: bool,
-    orders: [RankOrder; MAX_ORDERS],
-    n_orders: usize,
+    /// The canonical rank orders, worked out where a floor reads them (the work and compute
+    /// floors read none).
+    orders: std::cell::OnceCell<([RankOrder; MAX_ORDERS], usize)>,
 }
 
 impl LeafKnobs<'_> {
     /// The canonical rank orders.
     fn orders(&self) -> &[RankOrder] {
-        &self.orders[..self.n_orders]
+        let (orders, n) = self
+            .orders
+            .get_or_init(|| canonical_orders(self.space, &self.ctx));
+        &orders[..*n]
     }
 
     fn tpsp(&self) -> &[TpSpTransition] {
