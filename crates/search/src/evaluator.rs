@@ -436,6 +436,16 @@ impl Scorer {
 }
 
 impl Scorer {
+    /// The compute-and-bubble bound of `partial`, then the floor `detail` where that does not
+    /// cut (the search's bounds at a task root, cheapest first).
+    fn root_bound(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
+        let t = time_bound(&self.exact, partial).step_time_s;
+        if t > partial.threshold {
+            return t;
+        }
+        t.max(self.comm_floor(partial, detail))
+    }
+
     /// The leaf knobs open below `partial`, each as the engine enumerates it
     /// (`Knob::matters`); the overlaps only hide time, so on wherever the space has it on
     /// (`ep_comm` hides the `moe_tp` collectives with the EP overlap too).
@@ -632,41 +642,25 @@ impl Objective for Scorer {
     /// `bound`'s step time without the memory floor: the compute-and-bubble bound, then the
     /// communication floor where that does not cut.
     fn time_bound(&self, partial: &Partial<'_>) -> f64 {
-        let t = time_bound(&self.exact, partial).step_time_s;
-        if t > partial.threshold {
-            return t;
-        }
-        t.max(self.comm_floor(partial, Detail::Full))
+        self.root_bound(partial, Detail::Full)
     }
 
     /// The compute-and-bubble bound, then the work floor (`Evaluator::step_floor_work`) where
     /// that does not cut.
     fn order_bound(&self, partial: &Partial<'_>) -> f64 {
-        let t = time_bound(&self.exact, partial).step_time_s;
-        if t > partial.threshold {
-            return t;
-        }
-        t.max(self.comm_floor(partial, Detail::Work))
+        self.root_bound(partial, Detail::Work)
     }
 
     /// The compute-and-bubble bound, then the compute floor (`Evaluator::step_floor_compute`)
     /// where that does not cut.
     fn compute_bound(&self, partial: &Partial<'_>) -> f64 {
-        let t = time_bound(&self.exact, partial).step_time_s;
-        if t > partial.threshold {
-            return t;
-        }
-        t.max(self.comm_floor(partial, Detail::Compute))
+        self.root_bound(partial, Detail::Compute)
     }
 
     /// The compute-and-bubble bound, then the quick communication floor
     /// (`Evaluator::step_floor_quick`) where that does not cut.
     fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
-        let t = time_bound(&self.exact, partial).step_time_s;
-        if t > partial.threshold {
-            return t;
-        }
-        t.max(self.comm_floor(partial, Detail::Quick))
+        self.root_bound(partial, Detail::Quick)
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

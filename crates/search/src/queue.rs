@@ -58,23 +58,55 @@ impl PartialEq for Item {
 
 impl Eq for Item {}
 
-/// The shared queue (a mutex-guarded binary heap: one push or pop per bound of a few thousand
-/// instructions or more, so the lock is never the bottleneck).
-pub(crate) struct Queue(Mutex<BinaryHeap<Item>>);
+/// The shared queue: the tasks as they enter, in pop order, behind a cursor, and a binary heap
+/// of the tasks pushed back; a pop takes the first of the two fronts. Every task enters once
+/// and most are cut at their first pop, so those pops cost no heap operation. One mutex over
+/// both (one push or pop per bound of a few thousand instructions or more, so the lock is
+/// never the bottleneck).
+pub(crate) struct Queue(Mutex<Fronts>);
+
+struct Fronts {
+    /// The entering tasks, sorted so that the first pops first.
+    entered: Vec<Item>,
+    /// The next of `entered` to pop.
+    next: usize,
+    /// The tasks pushed back.
+    heap: BinaryHeap<Item>,
+}
 
 impl Queue {
     pub(crate) fn new(items: impl IntoIterator<Item = Item>) -> Queue {
-        Queue(Mutex::new(items.into_iter().collect()))
+        let mut entered: Vec<Item> = items.into_iter().collect();
+        // `Item`'s order is the heap's (greatest pops first).
+        entered.sort_by(|a, b| b.cmp(a));
+        Queue(Mutex::new(Fronts {
+            entered,
+            next: 0,
+            heap: BinaryHeap::new(),
+        }))
     }
 
     /// The task of least bound, `None` when the queue is empty (a task another worker is
     /// bounding may still come back: that worker walks it).
     pub(crate) fn pop(&self) -> Option<Item> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        let mut f = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let first = f.entered.get(f.next).copied();
+        match (first, f.heap.peek()) {
+            (Some(a), Some(b)) if *b > a => f.heap.pop(),
+            (Some(a), _) => {
+                f.next += 1;
+                Some(a)
+            }
+            (None, _) => f.heap.pop(),
+        }
     }
 
     pub(crate) fn push(&self, item: Item) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(item);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .heap
+            .push(item);
     }
 }
 
@@ -97,5 +129,30 @@ mod tests {
         q.push(item(0.5, 1, 7));
         let order: Vec<usize> = std::iter::from_fn(|| q.pop()).map(|i| i.task).collect();
         assert_eq!(order, vec![7, 1, 3, 0]);
+    }
+
+    /// Pops interleave the entering tasks and those pushed back exactly as one heap of all of
+    /// them would, ties included.
+    #[test]
+    fn pops_as_one_heap_would() {
+        let entering: Vec<Item> = (0..40)
+            .map(|t| item(f64::from((t * 7 % 13) as u32), 0, t))
+            .collect();
+        let q = Queue::new(entering.clone());
+        let mut heap: BinaryHeap<Item> = entering.into_iter().collect();
+        let mut popped = 0;
+        loop {
+            let (a, b) = (q.pop(), heap.pop());
+            assert_eq!(a.map(|i| (i.task, i.level)), b.map(|i| (i.task, i.level)));
+            let Some(i) = a else { break };
+            popped += 1;
+            // Push every third task back one level up, a little later (or level with a tie).
+            if i.task % 3 == 0 && i.level < 2 {
+                let back = item(i.key + f64::from(i.task as u32 % 2), i.level + 1, i.task);
+                q.push(back);
+                heap.push(back);
+            }
+        }
+        assert!(popped > 40);
     }
 }
