@@ -314,8 +314,9 @@ impl GroupsKey {
     }
 }
 
-/// log2 of the group cache's slots.
-const GROUPS_CACHE_BITS: u32 = 6;
+/// log2 of the group cache's slots: the search's work floor asks for the groups of every task
+/// root (thousands of degree tuples and rank orders), in the order of their compute.
+const GROUPS_CACHE_BITS: u32 = 10;
 
 thread_local! {
     /// The seven groups of the grids placed on this thread (exact keys).
