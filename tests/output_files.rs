@@ -10,19 +10,23 @@ use std::time::{Duration, Instant};
 mod common;
 use common::autoplan;
 
-/// Small enough for a test, slow enough (real searches of the default space, one thread) that
-/// a sweep is still running after its first case is on disk.
+/// Small enough for a test, slow enough (30 real searches of the default space, one thread:
+/// about a quarter of a second in a release build on the development machine) that a sweep is
+/// still running after its first case is on disk, while other processes try its file.
 const SLOW_SPEC: &str = r#"
 top_k = 2
 models = ["llama3-70b", "mixtral-8x7b"]
-seq_lens = [4096]
+seq_lens = [2048, 4096, 8192]
 global_batches = [512]
 spaces = ["default"]
 
 [[clusters]]
 name = "dgx-h100"
-gpus = [64, 128, 256]
+gpus = [64, 128, 256, 512, 1024]
 "#;
+
+/// Cases of [`SLOW_SPEC`]: models × sequence lengths × GPU counts.
+const SLOW_CASES: usize = 2 * 3 * 5;
 
 const SMALL_SPEC: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -105,7 +109,7 @@ fn a_second_writer_is_refused_and_the_first_finishes_intact() {
     let spec = d.join("slow.toml");
     fs::write(&spec, SLOW_SPEC).unwrap();
     let reference = sweep_ok(&spec, &d.join("reference.csv"), &[]);
-    assert_eq!(reference.lines().count(), 1 + 6 * 2, "{reference}");
+    assert_eq!(reference.lines().count(), 1 + SLOW_CASES * 2, "{reference}");
 
     let out = d.join("out.csv");
     let mut first = spawn_sweep(&spec, &out, &[]);
