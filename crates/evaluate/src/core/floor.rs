@@ -52,7 +52,7 @@ use autoplan_plan::{
 
 use super::classes::{ClassId, NCLASS};
 use super::compute::ComputeCost;
-use super::costs::{ClassCost, CommPart};
+use super::costs::ClassCost;
 use super::ctx::Ctx;
 use super::pipeline::StageTime;
 use super::Evaluator;
@@ -95,61 +95,17 @@ pub(super) fn tried<T>(matters: bool, values: &[T]) -> &[T] {
     }
 }
 
-/// The open (schedule, vpp) pairs whose EP hiding gives the least of every EP figure the floor
-/// keeps, written to `out` (at most 4; their count returned). A schedule reaches the EP costs
-/// only through its hiding (`Evaluator::ep_hide`): DualPipe's partitioned SMs or the others'
-/// shared ones, each with the paired share of its chunk passes (`paired_share`). Every
-/// transfer's exposure `paired·hidden + (1 − paired)·t` (`Hide::exposed`, `hidden ≤ t`) falls
-/// as the share grows, and so does the recomputed forward's, while its time beside compute
-/// `t − exposed` grows: of each hiding form, the pair of the largest share has the least
-/// exposure and the pair of the smallest the least network time, so those (the first of equal
-/// shares) give the same minima as every pair (to rounding, inside the floor's margin). With
-/// `exposure_only` (a floor that reads no network time or recompute) the largest alone.
-fn extremes(
-    q: &Plan,
-    micro: f64,
-    schedules: &[(Schedule, u32)],
-    exposure_only: bool,
-    out: &mut [(Schedule, u32); 4],
-) -> usize {
-    // (least share, its pair), (largest share, its pair) per form: shared, partitioned.
-    type Share = (f64, (Schedule, u32));
-    let mut ext: [Option<(Share, Share)>; 2] = [None; 2];
-    for &(sch, v) in schedules {
-        let p = Plan {
-            schedule: sch,
-            vpp: v,
-            ..*q
-        };
-        let share = super::ep_overlap::paired_share(&p, micro);
-        let form = usize::from(sch == Schedule::DualPipe);
-        ext[form] = Some(match ext[form] {
-            None => ((share, (sch, v)), (share, (sch, v))),
-            Some((lo, hi)) => (
-                if share < lo.0 { (share, (sch, v)) } else { lo },
-                if share > hi.0 { (share, (sch, v)) } else { hi },
-            ),
-        });
-    }
-    let mut n = 0;
-    for ((_, lo), (_, hi)) in ext.into_iter().flatten() {
-        out[n] = hi;
-        n += 1;
-        if lo != hi && !exposure_only {
-            out[n] = lo;
-            n += 1;
-        }
-    }
-    n
-}
-
-/// Sets of class costs [`Evaluator::class_costs_floor_by`] keeps the hidings of (more are
-/// worked out per class).
-const MAX_SETS: usize = 32;
-
-/// The EP hidings under `schedules` as the floor prices them (`extremes`): (form index of
-/// `floor_parts::EpOption`, paired share) per pair picked, into `out` (their count returned);
-/// none without EP overlap (the part unhidden).
+/// The EP hidings of the open (schedule, vpp) pairs that give the least of every EP figure the
+/// floor keeps, as (form index of `floor_parts::EpOption`, paired share), written to `out` (at
+/// most 4; their count returned); none without EP overlap (the part unhidden), the plan's own
+/// schedule's where `schedules` is empty. A schedule reaches the EP costs only through its
+/// hiding (`Evaluator::ep_hide`): DualPipe's partitioned SMs or the others' shared ones, each
+/// with the paired share of its chunk passes (`paired_share`). Every transfer's exposure
+/// `paired·hidden + (1 − paired)·t` (`Hide::exposed`, `hidden ≤ t`) falls as the share grows,
+/// and so does the recomputed forward's, while its time beside compute `t − exposed` grows: of
+/// each hiding form, the largest share gives the least exposure and the smallest the least
+/// network time, so those two give the same minima as every pair. With `exposure_only` (a
+/// floor that reads no network time or recompute) the largest alone.
 fn hidings(
     q: &Plan,
     micro: f64,
@@ -160,24 +116,39 @@ fn hidings(
     if !q.ep_overlap {
         return 0;
     }
-    let mut picked = [(Schedule::OneF1B, 1); 4];
     let own = [(q.schedule, q.vpp)];
-    let n = extremes(q, micro, schedules, exposure_only, &mut picked);
-    let list = if n == 0 { &own[..] } else { &picked[..n] };
-    for (o, &(schedule, vpp)) in out.iter_mut().zip(list) {
+    let schedules = if schedules.is_empty() {
+        &own[..]
+    } else {
+        schedules
+    };
+    // (least share, largest share) per form: shared, partitioned.
+    let mut ext: [Option<(f64, f64)>; 2] = [None; 2];
+    for &(schedule, vpp) in schedules {
         let p = Plan {
             schedule,
             vpp,
             ..*q
         };
-        let form = if schedule == Schedule::DualPipe {
-            super::floor_parts::PARTITIONED
-        } else {
-            super::floor_parts::SHARED
-        };
-        *o = (form, super::ep_overlap::paired_share(&p, micro));
+        let share = super::ep_overlap::paired_share(&p, micro);
+        let form = usize::from(schedule == Schedule::DualPipe);
+        ext[form] = Some(match ext[form] {
+            None => (share, share),
+            Some((lo, hi)) => (lo.min(share), hi.max(share)),
+        });
     }
-    list.len()
+    let forms = [super::floor_parts::SHARED, super::floor_parts::PARTITIONED];
+    let mut n = 0;
+    for (form, e) in forms.into_iter().zip(ext) {
+        let Some((lo, hi)) = e else { continue };
+        out[n] = (form, hi);
+        n += 1;
+        if lo != hi && !exposure_only {
+            out[n] = (form, lo);
+            n += 1;
+        }
+    }
+    n
 }
 
 impl Evaluator {
@@ -288,8 +259,9 @@ impl Evaluator {
     pub fn step_floor_work(&self, plan: &Plan) -> f64 {
         let x = self.ctx(plan);
         let cc = self.class_compute(&x);
-        let d = self.dense_blocks.min(self.model.layers);
-        let counts = self.class_counts(true, true, (self.model.layers, d, self.model.layers - d));
+        // Every layer: one stage that is both the first and the last.
+        let dense = self.dense_blocks.min(self.blocks);
+        let counts = self.class_counts(true, true, (self.blocks, dense, self.blocks - dense));
         let work: f64 = ClassId::ALL
             .into_iter()
             .filter(|&id| self.has_class(id))
@@ -490,75 +462,30 @@ impl Evaluator {
         by_schedule: bool,
         out: &mut [[ClassCost; NCLASS]],
     ) {
-        // The pricing leaves the plan as it comes (`price_parts`).
-        let plan = *q;
-        self.with_part_floors(q, x, cc, knobs, |parts| {
-            self.combine_parts(parts, &plan, x, cc, knobs, by_schedule, out)
-        });
-    }
-
-    /// [`Evaluator::class_costs_floor_by`]'s sets from the priced parts.
-    #[allow(clippy::too_many_arguments)]
-    fn combine_parts(
-        &self,
-        parts: &super::floor_parts::PartFloors,
-        q: &Plan,
-        x: &Ctx,
-        cc: &[ComputeCost; NCLASS],
-        knobs: OpenKnobs<'_>,
-        by_schedule: bool,
-        out: &mut [[ClassCost; NCLASS]],
-    ) {
-        let k = CommPart::Ep.kind().index();
-        // The hidings of each set: (form, paired share) of its schedules' extremes.
-        let mut shares = [[(0, 0.0); 4]; MAX_SETS];
-        let mut n_shares = [0; MAX_SETS];
-        for (j, (s, n)) in shares
-            .iter_mut()
-            .zip(&mut n_shares)
-            .enumerate()
-            .take(out.len())
-        {
+        let parts = self.part_floors(q, x, cc, knobs);
+        // Each set's EP part under the hidings of its schedules (`hidings`).
+        for (j, set) in out.iter_mut().enumerate() {
             let schedules = if by_schedule {
                 &knobs.schedules[j..=j]
             } else {
                 knobs.schedules
             };
-            *n = hidings(q, x.micro, schedules, knobs.exposure_only, s);
-        }
-        for set in out.iter_mut() {
+            let mut shares = [(0, 0.0); 4];
+            let n_shares = hidings(q, x.micro, schedules, knobs.exposure_only, &mut shares);
             *set = [ClassCost::default(); NCLASS];
-        }
-        for id in ClassId::ALL {
-            if !self.has_class(id) {
-                continue;
-            }
-            let i = id as usize;
-            let [tp, cp] = parts.tp_cp(id);
-            let (mut exposed, mut rc) = ([0.0; 5], [0.0; 5]);
-            (exposed[CommKind::Tp.index()], rc[CommKind::Tp.index()]) = (tp.ex, tp.rc);
-            (exposed[CommKind::Cp.index()], rc[CommKind::Cp.index()]) = (cp.ex, cp.rc);
-            let net = [tp.net[0] + cp.net[0], tp.net[1] + cp.net[1]];
-            for (j, set) in out.iter_mut().enumerate() {
-                let b = if j < MAX_SETS {
-                    parts.ep_least(id, &shares[j][..n_shares[j]])
-                } else {
-                    // More sets than kept: each schedule's own hiding, as the first set's.
-                    let mut s = [(0, 0.0); 4];
-                    let n = hidings(
-                        q,
-                        x.micro,
-                        &knobs.schedules[j..=j],
-                        knobs.exposure_only,
-                        &mut s,
-                    );
-                    parts.ep_least(id, &s[..n])
-                };
-                let (mut ex, mut r, mut n) = (exposed, rc, net);
-                (ex[k], r[k]) = (b.ex, b.rc);
-                n[0] += b.net[0];
-                n[1] += b.net[1];
-                set[i] = ClassCost::new(&cc[i], ex, r, n);
+            for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
+                let i = id as usize;
+                let [tp, cp] = parts.tp_cp(id);
+                let ep = parts.ep_least(id, &shares[..n_shares]);
+                let (mut ex, mut rc) = ([0.0; 5], [0.0; 5]);
+                (ex[CommKind::Tp.index()], rc[CommKind::Tp.index()]) = (tp.ex, tp.rc);
+                (ex[CommKind::Cp.index()], rc[CommKind::Cp.index()]) = (cp.ex, cp.rc);
+                (ex[CommKind::Ep.index()], rc[CommKind::Ep.index()]) = (ep.ex, ep.rc);
+                let net = [
+                    tp.net[0] + cp.net[0] + ep.net[0],
+                    tp.net[1] + cp.net[1] + ep.net[1],
+                ];
+                set[i] = ClassCost::new(&cc[i], ex, rc, net);
             }
         }
     }

@@ -15,8 +15,8 @@
 //!
 //! What the parts then read ([`PartsKey`]) holds no pipeline depth, micro-batch count or
 //! schedule: roots of other pipeline depths (and rank orders) with the same groups, tokens,
-//! compute and open knob values share the prices, which a search asks for at about 2,000 roots
-//! of DeepSeek-V3 on 2,048 GPUs. The recombination rounds differently from pricing at `p`
+//! compute and open knob values share the prices: the search bench's DeepSeek-V3 case asks
+//! 5,335 times and prices 2,065 (docs/benchmarks.md). The recombination rounds differently from pricing at `p`
 //! (ulps of one part's exposure), well inside the floors' relative margin of 1e-12
 //! (`floor.rs`).
 
@@ -208,11 +208,12 @@ fn keyed<T: Copy, U: Copy>(list: &[T], f: impl Fn(T) -> U) -> Option<[Option<U>;
     Some(out)
 }
 
-/// Keys [`PARTS_CACHE`] holds before it starts afresh (a search asks for about 2,000).
+/// Keys [`PARTS_CACHE`] holds before it starts afresh (the search bench's DeepSeek-V3 case
+/// prices 2,065).
 const PARTS_CACHE_LEN: usize = 4096;
 
 /// The parts priced on one thread: the values in one growing array, a map from each key to
-/// its index (so the map moves small entries when it grows, and a lookup copies nothing).
+/// its index (so the map moves small entries when it grows).
 #[derive(Default)]
 struct PartsCache {
     index: HashMap<PartsKey, u32, BuildHasherDefault<Mix>>,
@@ -249,27 +250,23 @@ impl Hasher for Mix {
 }
 
 impl Evaluator {
-    /// `f` of [`Evaluator::price_parts`], kept per thread by what it reads ([`PartsKey`]).
-    pub(super) fn with_part_floors<R>(
+    /// [`Evaluator::price_parts`], kept per thread by what it reads ([`PartsKey`]).
+    pub(super) fn part_floors(
         &self,
         q: &mut Plan,
         x: &Ctx,
         cc: &[ComputeCost; NCLASS],
         knobs: OpenKnobs<'_>,
-        f: impl FnOnce(&PartFloors) -> R,
-    ) -> R {
+    ) -> PartFloors {
         let Some(key) = self.parts_key(q, x, knobs) else {
-            return f(&self.price_parts(q, x, cc, knobs));
+            return self.price_parts(q, x, cc, knobs);
         };
-        let mut f = Some(f);
         let hit = PARTS_CACHE.with(|c| {
             let c = c.borrow();
-            let i = *c.index.get(&key)?;
-            let f = f.take()?;
-            Some(f(&c.values[i as usize]))
+            c.index.get(&key).map(|&i| c.values[i as usize])
         });
-        if let Some(r) = hit {
-            return r;
+        if let Some(v) = hit {
+            return v;
         }
         let v = self.price_parts(q, x, cc, knobs);
         PARTS_CACHE.with(|c| {
@@ -287,10 +284,7 @@ impl Evaluator {
             c.values.push(v);
             c.index.insert(key, i);
         });
-        match f {
-            Some(f) => f(&v),
-            None => unreachable!("`f` is taken only on a hit"),
-        }
+        v
     }
 
     /// The key of [`Evaluator::price_parts`]' reads; `None` where a list is too long to key.

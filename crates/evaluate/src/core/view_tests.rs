@@ -177,7 +177,7 @@ fn the_part_cache_keys_on_everything_it_reads() {
                             exposure_only: false,
                         };
                         let fresh = ev.price_parts(&mut q.clone(), &x, &cc, knobs);
-                        let cached = ev.with_part_floors(&mut q, &x, &cc, knobs, |p| *p);
+                        let cached = ev.part_floors(&mut q, &x, &cc, knobs);
                         assert_eq!(format!("{cached:?}"), format!("{fresh:?}"), "parts of {q}");
                         checked += 1;
                     }
