@@ -61,6 +61,17 @@ impl Part {
         net: [f64::INFINITY; 2],
     };
 
+    /// What emitter `e` booked of kind `k`: its exposure, the recomputed forward's, and the
+    /// network time beside each pass.
+    #[inline]
+    fn booked(e: &Emitter<'_, ()>, k: usize) -> Part {
+        Part {
+            ex: e.exposed[k],
+            rc: e.rc[k],
+            net: e.net,
+        }
+    }
+
     /// The least of each figure.
     #[inline]
     fn min(self, o: Part) -> Part {
@@ -160,6 +171,15 @@ fn cp_slot(id: ClassId) -> Option<usize> {
         ClassId::Mtp => Some(1),
         _ => None,
     }
+}
+
+/// The open values of the TP part's knob (the TP→SP transition) or the CP part's (the CP
+/// exchange): the parts [`Evaluator::part_floor`] prices value by value (the EP part is priced
+/// per option, `ep_options`).
+#[derive(Clone, Copy)]
+enum TpOrCp<'a> {
+    Tp(&'a [TpSpTransition]),
+    Cp(&'a [CpComm]),
 }
 
 /// Open values of a knob a key holds at most (a longer list is priced without the cache).
@@ -340,11 +360,11 @@ impl Evaluator {
             let layer = self.classes[i].kind;
             let mut sink = ();
             let mut e = Emitter::new(self, x, &mut sink, &mut memo, layer, 0.0, 0.0, rc_kinds);
-            out.tp[i] =
-                self.part_floor(CommPart::Tp, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+            let tp = TpOrCp::Tp(knobs.tp_sp);
+            out.tp[i] = self.part_floor(tp, q, id, x, &cc[i], (&attn, &moe), &mut e);
             if let Some(slot) = cp_slot(id) {
-                out.cp[slot] =
-                    self.part_floor(CommPart::Cp, q, id, x, &cc[i], (&attn, &moe), &mut e, knobs);
+                let cp = TpOrCp::Cp(knobs.cp_comm);
+                out.cp[slot] = self.part_floor(cp, q, id, x, &cc[i], (&attn, &moe), &mut e);
             }
             if CommPart::Ep.applies(id, &self.classes[i]) {
                 // Priced once: the MoE class's and the MTP module's EP parts are alike
@@ -367,21 +387,24 @@ impl Evaluator {
         out
     }
 
-    /// The least exposure of the TP or CP part of class `id` (and of its recomputed forward,
-    /// and its least network time beside each pass) over the open values of the part's knob;
-    /// 0 where the class has no such part.
+    /// The least exposure of the TP or CP part of class `id` over its open knob values
+    /// (`open`), and of its recomputed forward, and its least network time beside each pass; 0
+    /// where the class has no such part.
     #[allow(clippy::too_many_arguments)]
     fn part_floor(
         &self,
-        part: CommPart,
+        open: TpOrCp<'_>,
         q: &mut Plan,
         id: ClassId,
         x: &Ctx,
         cc: &ComputeCost,
         (attn, moe): (&ComputeCost, &ComputeCost),
         e: &mut Emitter<'_, ()>,
-        knobs: OpenKnobs<'_>,
     ) -> Part {
+        let part = match open {
+            TpOrCp::Tp(_) => CommPart::Tp,
+            TpOrCp::Cp(_) => CommPart::Cp,
+        };
         if !part.applies(id, &self.classes[id as usize]) {
             return Part::ZERO;
         }
@@ -390,27 +413,21 @@ impl Evaluator {
         let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
             e.reset();
             self.book_part(part, q, id, x, cc, (attn, moe), e);
-            best = best.min(Part {
-                ex: e.exposed[k],
-                rc: e.rc[k],
-                net: e.net,
-            });
+            best = best.min(Part::booked(e, k));
         };
-        match part {
-            CommPart::Tp => {
-                for &t in knobs.tp_sp {
+        match open {
+            TpOrCp::Tp(values) => {
+                for &t in values {
                     q.tp_sp_transition = t;
                     price(q, e);
                 }
             }
-            CommPart::Cp => {
-                for &c in knobs.cp_comm {
+            TpOrCp::Cp(values) => {
+                for &c in values {
                     q.cp_comm = c;
                     price(q, e);
                 }
             }
-            // Priced per option (`ep_options`).
-            CommPart::Ep => {}
         }
         best
     }
@@ -439,11 +456,7 @@ impl Evaluator {
             e.reset();
             e.ep_paired = paired;
             self.book_part(CommPart::Ep, q, id, x, cc, (attn, moe), e);
-            Part {
-                ex: e.exposed[k],
-                rc: e.rc[k],
-                net: e.net,
-            }
+            Part::booked(e, k)
         };
         let mut n = 0;
         for &d in ds {
