@@ -25,7 +25,7 @@ use autoplan_plan::{Plan, Schedule, Zero};
 use rayon::prelude::*;
 
 use crate::degrees::{degree_tuples, Degrees, KeyRadix, DEGREE_KNOBS, NLEAF, PLACE};
-use crate::queue::{Item, Queue, COMPUTE, FULL};
+use crate::queue::{Item, Queue, COMPUTE, FULL, ORDER};
 use crate::{
     Bound, Depth, NoFit, Objective, Observer, Open, Outcome, Partial, Ranked, Reject,
     SearchOptions, Shape, Space, Stats,
@@ -294,7 +294,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         let k = self.opts.top_k;
         let queue = Queue::new(order.iter().map(|&(key, task)| Item {
             key,
-            level: 0,
+            level: ORDER,
             task,
             fits: false,
         }));
@@ -354,8 +354,9 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             if item.level < FULL {
                 l.stats.nodes += 1;
                 let b = match item.level {
-                    0 => self.obj.compute_bound(&partial),
-                    1 => self.obj.screen_bound(&partial),
+                    ORDER => self.obj.compute_bound(&partial),
+                    COMPUTE => self.obj.screen_bound(&partial),
+                    // Screened: the full bound.
                     _ => self.obj.time_bound(&partial),
                 };
                 let key = item.key.max(b);

@@ -15,15 +15,17 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
+/// The level of a task bounded by `Objective::order_bound` only (every task enters at it).
+pub(crate) const ORDER: u8 = 0;
 /// The level of a task bounded by `Objective::compute_bound`: the screening bound is next.
 pub(crate) const COMPUTE: u8 = 1;
 /// The level of the full step-time bound (`Objective::time_bound`): a task popped at it is
 /// walked.
 pub(crate) const FULL: u8 = 3;
 
-/// A task in the queue: its bound so far, how tight that bound is (0 `order_bound`,
-/// [`COMPUTE`] `compute_bound`, 2 `screen_bound`, [`FULL`] `time_bound`), its index, and
-/// whether its memory floor is known to fit.
+/// A task in the queue: its bound so far, how tight that bound is ([`ORDER`], [`COMPUTE`],
+/// 2 for `Objective::screen_bound`, [`FULL`]), its index, and whether its memory floor is
+/// known to fit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub(crate) key: f64,
