@@ -266,7 +266,8 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
         // compute costs (which no pipeline depth changes), so the evaluator's per-thread
         // cache of them answers most; the bounds are the same in any order.
         let mut by_compute: Vec<usize> = (0..tasks.len()).collect();
-        by_compute.sort_by_key(|&i| {
+        // Unique keys (the index last): an unstable sort orders them alike.
+        by_compute.sort_unstable_by_key(|&i| {
             let d = &self.degs[tasks[i].deg];
             (d.tp, d.ep, d.moe_tp, d.cp, tasks[i].mbs, d.pp, i)
         });
@@ -283,7 +284,7 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
             first.stats.nodes += tasks.len() as u64;
         }
         let mut order: Vec<(f64, usize)> = bounded.into_iter().zip(0..).collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         (first, order)
     }
 

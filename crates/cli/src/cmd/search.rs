@@ -100,7 +100,10 @@ struct Bar(indicatif::ProgressBar);
 
 impl Observer for Bar {
     fn progress(&self, done: u64, total: u64) {
-        self.0.set_length(total);
+        // The length is set once (each call of `set_length` redraws).
+        if self.0.length() != Some(total) {
+            self.0.set_length(total);
+        }
         self.0.set_position(done);
     }
 }

@@ -186,7 +186,8 @@ impl Evaluator {
             for part in CommPart::ALL {
                 self.book_part(part, plan, id, x, &compute[i], (&attn, &moe), &mut e);
             }
-            out[i] = ClassCost::new(&compute[i], e.exposed, e.rc, e.net);
+            let b = e.booked;
+            out[i] = ClassCost::new(&compute[i], b.exposed, b.rc, b.net);
         }
         if plan.recompute == Recompute::Selective {
             self.price_selective(plan.recompute_modules, x, &mut out);

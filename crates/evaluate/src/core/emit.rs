@@ -148,6 +148,41 @@ impl Comm {
     }
 }
 
+/// What an emitter has booked: the exposed seconds per kind, the part of them that recompute
+/// runs again, and the scale-out network seconds beside each pass.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Booked {
+    pub(super) exposed: [f64; 5],
+    /// Exposed forward communication per kind that recompute runs again.
+    pub(super) rc: [f64; 5],
+    /// Seconds per micro-batch that collectives crossing the scale-out network (groups over
+    /// more than one node) run beside the compute of the forward (0) and backward (1) pass:
+    /// the network time a DP reduction hidden in the same pass cannot have (`dp.rs`).
+    pub(super) net: [f64; 2],
+}
+
+impl Booked {
+    /// `c`, `t` seconds of which `exposed` are exposed (`repeat`: recompute runs it again).
+    #[inline]
+    fn add(&mut self, c: &Comm, t: f64, exposed: f64, repeat: bool) {
+        let k = c.kind.index();
+        self.exposed[k] += exposed;
+        if !c.group.intra_node() {
+            // The part that runs beside compute (for the SM-sharing forms, less the compute's
+            // slowdown, which `exposed` books: an undercount of the network's busy time).
+            let beside = (t - exposed).max(0.0);
+            match c.pass {
+                Pass::Forward => self.net[0] += beside,
+                Pass::Backward => self.net[1] += beside,
+                Pass::Recompute | Pass::Step => {}
+            }
+        }
+        if repeat {
+            self.rc[k] += exposed;
+        }
+    }
+}
+
 /// Emits collectives of one class: costs them, accumulates exposed time per kind, and pushes
 /// table rows when the sink wants them.
 pub(super) struct Emitter<'a, S: Sink> {
@@ -159,13 +194,13 @@ pub(super) struct Emitter<'a, S: Sink> {
     mult: f64,
     /// Calls per step of the forward recomputation (the recomputed blocks).
     rc_mult: f64,
-    pub(super) exposed: [f64; 5],
-    /// Exposed forward communication per kind that recompute runs again.
-    pub(super) rc: [f64; 5],
-    /// Seconds per micro-batch that collectives crossing the scale-out network (groups over
-    /// more than one node) run beside the compute of the forward (0) and backward (1) pass:
-    /// the network time a DP reduction hidden in the same pass cannot have (`dp.rs`).
-    pub(super) net: [f64; 2],
+    pub(super) booked: Booked,
+    /// With `Some`, each transfer hidden by an SM-sharing form of EP overlap
+    /// ([`Hide::Shared`], [`Hide::Partitioned`]) is also booked unhidden (`[0]`, as at
+    /// paired share 0) and under the other form with the same window, share and paired share
+    /// (`[1]`); the others alike in all three. The floor prices the EP part's hidings in one
+    /// pass so (`floor_parts.rs`).
+    pub(super) other_forms: Option<[Booked; 2]>,
     /// The kinds (bits of `CommKind::index`) whose forward collectives recompute repeats.
     rc_kinds: u8,
     /// The paired share EP overlap's hiding takes instead of the schedule's
@@ -197,9 +232,8 @@ impl<'a, S: Sink> Emitter<'a, S> {
             layer,
             mult,
             rc_mult,
-            exposed: [0.0; 5],
-            rc: [0.0; 5],
-            net: [0.0; 2],
+            booked: Booked::default(),
+            other_forms: None,
             rc_kinds,
             ep_paired: None,
         }
@@ -208,9 +242,10 @@ impl<'a, S: Sink> Emitter<'a, S> {
     /// Clears the per-kind sums (the floor prices one knob value after another).
     #[inline]
     pub(super) fn reset(&mut self) {
-        self.exposed = [0.0; 5];
-        self.rc = [0.0; 5];
-        self.net = [0.0; 2];
+        self.booked = Booked::default();
+        if let Some(o) = &mut self.other_forms {
+            *o = [Booked::default(); 2];
+        }
     }
 
     /// Prices `c` (once per distinct shape in the plan) and books it; nothing on a one-rank
@@ -245,20 +280,38 @@ impl<'a, S: Sink> Emitter<'a, S> {
         let t = c.calls * cost.time;
         let exposed = c.hide.exposed(t);
         let k = c.kind.index();
-        self.exposed[k] += exposed;
-        if !c.group.intra_node() {
-            // The part that runs beside compute (for the SM-sharing forms, less the compute's
-            // slowdown, which `exposed` books: an undercount of the network's busy time).
-            let beside = (t - exposed).max(0.0);
-            match c.pass {
-                Pass::Forward => self.net[0] += beside,
-                Pass::Backward => self.net[1] += beside,
-                Pass::Recompute | Pass::Step => {}
-            }
-        }
         let repeat = c.pass == Pass::Forward && self.rc_kinds >> k & 1 == 1;
-        if repeat {
-            self.rc[k] += exposed;
+        self.booked.add(&c, t, exposed, repeat);
+        if let Some([bare, other]) = &mut self.other_forms {
+            let (b, o) = match c.hide {
+                Hide::Shared {
+                    window,
+                    share,
+                    paired,
+                } => (
+                    t,
+                    Hide::Partitioned {
+                        window,
+                        share,
+                        paired,
+                    },
+                ),
+                Hide::Partitioned {
+                    window,
+                    share,
+                    paired,
+                } => (
+                    t,
+                    Hide::Shared {
+                        window,
+                        share,
+                        paired,
+                    },
+                ),
+                h => (exposed, h),
+            };
+            bare.add(&c, t, b, repeat);
+            other.add(&c, t, o.exposed(t), repeat);
         }
         if S::ENABLED {
             // The table row of `pass` done `mult` times per step.

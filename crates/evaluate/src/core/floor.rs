@@ -608,11 +608,13 @@ impl Evaluator {
         pp_t: f64,
         (rests, n_rests): (&mut [([u64; 6], f64); LAYOUTS], &mut usize),
     ) -> (f64, f64, f64) {
-        let scan = self.scan_stages(q, x, costs, layout, pp_t);
-        // The quick floor: no rest (times, ≥ 0).
+        // The quick and compute floors: no recompute, no rest (times, ≥ 0), so the stage
+        // times alone (`scan_times`).
         let Some(zeros) = zeros else {
-            return (scan.tmax, scan.sum, 0.0);
+            let (tmax, sum) = self.scan_times(q, x, costs, layout, pp_t);
+            return (tmax, sum, 0.0);
         };
+        let scan = self.scan_stages(q, x, costs, layout, pp_t);
         let key = rest_key(&scan.pmax);
         if let Some(&(_, rest)) = rests[..*n_rests].iter().find(|(k, _)| *k == key) {
             return (scan.tmax, scan.sum, rest);

@@ -10,7 +10,7 @@
 //! `p·hidden + (1 − p)·t` (`Hide::exposed`, `hidden ≤ t`), the recomputed forward's the same,
 //! and its time beside compute `t − exposed = p·(t − hidden)`: all affine in `p`. So each
 //! (dispatcher, scheme) pair is priced at `p = 0` and at `p = 1` under each form
-//! ([`EpOption`]), and a root's open schedules combine them, `(1 − p)·a₀ + p·a₁`, before the
+//! ([`EpOption`]; one booking gives all three, `Emitter::other_forms`), and a root's open schedules combine them, `(1 − p)·a₀ + p·a₁`, before the
 //! least over the pairs is taken.
 //!
 //! What the parts then read ([`PartsKey`]) holds no pipeline depth, micro-batch count or
@@ -35,7 +35,7 @@ use super::classes::{ClassId, NCLASS};
 use super::compute::{ComputeCost, ComputeKey};
 use super::costs::CommPart;
 use super::ctx::Ctx;
-use super::emit::Emitter;
+use super::emit::{Booked, Emitter};
 use super::floor::{tried, OpenKnobs};
 use super::memo::Memo;
 use super::Evaluator;
@@ -61,14 +61,14 @@ impl Part {
         net: [f64::INFINITY; 2],
     };
 
-    /// What emitter `e` booked of kind `k`: its exposure, the recomputed forward's, and the
-    /// network time beside each pass.
+    /// What was booked of kind `k` (`b`, an emitter's): its exposure, the recomputed
+    /// forward's, and the network time beside each pass.
     #[inline]
-    fn booked(e: &Emitter<'_, ()>, k: usize) -> Part {
+    fn booked(b: &Booked, k: usize) -> Part {
         Part {
-            ex: e.exposed[k],
-            rc: e.rc[k],
-            net: e.net,
+            ex: b.exposed[k],
+            rc: b.rc[k],
+            net: b.net,
         }
     }
 
@@ -413,11 +413,12 @@ impl Evaluator {
         let mut price = |q: &Plan, e: &mut Emitter<'_, ()>| {
             e.reset();
             self.book_part(part, q, id, x, cc, (attn, moe), e);
-            best = best.min(Part::booked(e, k));
+            best = best.min(Part::booked(&e.booked, k));
         };
         match open {
             TpOrCp::Tp(values) => {
-                for &t in values {
+                // The other classes price alike under every transition (`reads_transition`).
+                for &t in tried(super::tp::reads_transition(id), values) {
                     q.tp_sp_transition = t;
                     price(q, e);
                 }
@@ -452,28 +453,30 @@ impl Evaluator {
         let ds = tried(Knob::Dispatcher.matters(&ctx), knobs.dispatchers);
         let ss = tried(Knob::MoeTpScheme.matters(&ctx), knobs.schemes);
         let (sch0, v0) = (q.schedule, q.vpp);
-        let price = |q: &Plan, e: &mut Emitter<'_, ()>, paired: Option<f64>| {
-            e.reset();
-            e.ep_paired = paired;
-            self.book_part(CommPart::Ep, q, id, x, cc, (attn, moe), e);
-            Part::booked(e, k)
-        };
         let mut n = 0;
         for &d in ds {
             for &s in ss {
                 q.dispatcher = d;
                 q.moe_tp_scheme = s;
+                e.reset();
                 let opt = if q.ep_overlap {
-                    // The form is the schedule's (`ep_hide`); the share is given.
-                    let a0 = price(q, e, Some(0.0));
+                    // The shared form (a schedule other than DualPipe, `ep_hide`) at share 1,
+                    // booked beside it unhidden (share 0: every transfer whole) and under the
+                    // partitioned form (`Emitter::other_forms`).
                     q.schedule = Schedule::OneF1B;
-                    let shared = price(q, e, Some(1.0));
-                    q.schedule = Schedule::DualPipe;
-                    let partitioned = price(q, e, Some(1.0));
-                    [a0, shared, partitioned]
+                    e.ep_paired = Some(1.0);
+                    e.other_forms = Some([Booked::default(); 2]);
+                    self.book_part(CommPart::Ep, q, id, x, cc, (attn, moe), e);
+                    let [bare, partitioned] = e.other_forms.take().unwrap_or_default();
+                    [
+                        Part::booked(&bare, k),
+                        Part::booked(&e.booked, k),
+                        Part::booked(&partitioned, k),
+                    ]
                 } else {
-                    let a = price(q, e, None);
-                    [a; 3]
+                    e.ep_paired = None;
+                    self.book_part(CommPart::Ep, q, id, x, cc, (attn, moe), e);
+                    [Part::booked(&e.booked, k); 3]
                 };
                 if n < EP_OPTIONS {
                     out[n] = opt;

@@ -201,6 +201,80 @@ impl Evaluator {
         out
     }
 
+    /// [`Evaluator::scan_stages`]' pace (the busiest stage's time, or DualPipe rank's) and
+    /// stage sum for a plan without recompute, from each class's compute and time alone: the
+    /// quick and compute floors read nothing else of a scan (`floor.rs`). `stage` sums each
+    /// stage's compute, then its exposures, then adds them; this sums each class's compute
+    /// and exposure first. The sums are the same up to rounding (ulps of a stage time, inside
+    /// the floors' relative margin); `tests/floor.rs` checks the two scans agree.
+    pub(super) fn scan_times(
+        &self,
+        plan: &Plan,
+        x: &Ctx,
+        costs: &[ClassCost; NCLASS],
+        layout: &StageLayout,
+        pp_t: f64,
+    ) -> (f64, f64) {
+        debug_assert_eq!(plan.recompute, Recompute::None);
+        // Per class: compute, and compute with every exposure (no recompute: `stage`).
+        let mut per = [(0.0, 0.0); NCLASS];
+        for (p, c) in per.iter_mut().zip(costs) {
+            let compute = c.fwd + c.bwd;
+            *p = (compute, compute + c.exposed.iter().sum::<f64>());
+        }
+        let dual = super::dualpipe::paired(plan, x.pp);
+        // Stage `i` (first block `start`): its blocks and time (`stage`'s, pipeline hop
+        // included).
+        let stage = |i: u32, start: u32| {
+            let (n, dense, moe) = self.stage_blocks(layout, i, start);
+            let counts = self.class_counts(i == 0, i + 1 == x.pp, (n, dense, moe));
+            let (mut compute, mut t) = (0.0, 0.0);
+            for (&w, &(c, tc)) in counts.iter().zip(&per) {
+                if w != 0.0 {
+                    compute += w * c;
+                    t += w * tc;
+                }
+            }
+            let hop = if dual {
+                (2.0 * pp_t - compute).max(0.0)
+            } else {
+                2.0 * pp_t
+            };
+            (n, dense, t + hop)
+        };
+        let (mut tmax, mut sum) = (0.0_f64, 0.0);
+        let mut start = 0;
+        // Middle stages with the previous one's block mix cost the same (`scan_stages`).
+        let mut prev: Option<(u32, u32, f64)> = None;
+        for i in 0..x.pp {
+            let middle = i > 0 && i + 1 < x.pp;
+            let (n, dense, _) = self.stage_blocks(layout, i, start);
+            let s = match prev {
+                Some(p) if middle && (p.0, p.1) == (n, dense) => p,
+                _ => stage(i, start),
+            };
+            prev = middle.then_some(s);
+            start += n;
+            sum += s.2;
+            tmax = tmax.max(s.2);
+        }
+        if dual {
+            // DualPipe's ranks: the mean of stage `i` and stage `pp − 1 − i` (`dualpipe.rs`).
+            tmax = 0.0;
+            let (mut lo_start, mut hi_end) = (0, layout.total());
+            for i in 0..x.pp / 2 {
+                let j = x.pp - 1 - i;
+                let hi_start = hi_end - layout.blocks(j);
+                let (nl, _, a) = stage(i, lo_start);
+                let (_, _, b) = stage(j, hi_start);
+                tmax = tmax.max(0.5 * (a + b));
+                lo_start += nl;
+                hi_end = hi_start;
+            }
+        }
+        (tmax, sum)
+    }
+
     /// The stages of `plan` ([`Evaluator::scan_stages`] over its class costs), kept per thread
     /// keyed by the plan as they read it ([`scan_view`]): a task's walk asks again under every
     /// sharding mode.

@@ -145,6 +145,13 @@ impl Tp<'_> {
     }
 }
 
+/// Whether class `id`'s TP collectives read the TP→SP transition: only the attention's output
+/// takes seed 001's all-to-all (`tp_block`); every other class books the same under either.
+#[inline]
+pub(super) fn reads_transition(id: ClassId) -> bool {
+    id == ClassId::Attn
+}
+
 impl Evaluator {
     /// The TP collectives of class `id` (`gemm`: its forward GEMM time).
     pub(super) fn tp_comm<S: Sink>(
@@ -202,7 +209,7 @@ impl Evaluator {
     /// (t−1)/t of b·s·h. `a`: the b·s·h activation bytes.
     fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, a: f64, e: &mut Emitter<'_, S>) {
         let attn = id == ClassId::Attn;
-        if attn && tp.plan.tp_sp_transition == TpSpTransition::AllToAll {
+        if reads_transition(id) && tp.plan.tp_sp_transition == TpSpTransition::AllToAll {
             // Seed 001 scheme 2: all-to-all of the attention output (b·s·a·d_v/t per
             // rank) to the sequence layout, then a replicated out_linear.
             let x = tp.x;

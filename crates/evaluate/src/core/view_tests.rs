@@ -1,6 +1,7 @@
 //! The per-thread caches of the class costs and the stage scan key on every knob those read:
 //! [`class_view`] and [`scan_view`] set aside only knobs that move no bit of them (priced
 //! without the caches), and the cached answers are what pricing gives, in any order of asking.
+//! The floors' lean stage scan (`scan_times`) agrees with the full one on the same grid.
 
 use autoplan_plan::{PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
 
@@ -18,7 +19,7 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
         Zero::stage(2),
         Zero::stage(3),
     ];
-    let mut checked = 0;
+    let (mut checked, mut lean) = (0, 0);
     for (m, gpus, ev) in super::bundled_evaluators(&[
         ("deepseek-v3", "h800x2048"),
         ("mixtral-8x7b", "h100x256"),
@@ -58,8 +59,16 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
                         let priced = ev.class_costs(&base, &x, &mut (), 0.0, 0);
                         let costs = format!("{priced:?}");
                         let (_, pp_t) = ev.pp_hop(&x);
-                        let scan =
-                            format!("{:?}", ev.scan_stages(&base, &x, &priced, &layout, pp_t));
+                        let full = ev.scan_stages(&base, &x, &priced, &layout, pp_t);
+                        let scan = format!("{full:?}");
+                        if recompute == Recompute::None {
+                            // The floors' lean scan: the same pace and sum up to rounding.
+                            let (tmax, sum) = ev.scan_times(&base, &x, &priced, &layout, pp_t);
+                            let close = |a: f64, b: f64| (a - b).abs() <= 1e-14 * b.abs();
+                            assert!(close(tmax, full.tmax), "{base}: {tmax} vs {}", full.tmax);
+                            assert!(close(sum, full.sum), "{base}: {sum} vs {}", full.sum);
+                            lean += 1;
+                        }
                         // The scan view's knobs, and (the class view's) the block split and
                         // activation offload, and without EP overlap the schedule.
                         let mut variants: Vec<Plan> = Vec::new();
@@ -111,8 +120,9 @@ fn the_class_and_scan_caches_key_on_everything_they_read() {
             }
         }
     }
-    eprintln!("{checked} plans checked");
+    eprintln!("{checked} plans checked, {lean} lean scans");
     assert!(checked > 300, "{checked} plans checked");
+    assert!(lean > 20, "{lean} lean scans");
 }
 
 /// The floor's part cache (`floor_parts.rs`) keys on everything its pricing reads: over a grid
