@@ -142,6 +142,31 @@ impl Evaluator {
                     GroupPlacement::of(gpn, &moe, &sel(&[Dim::Dp])),
                 ]
             });
+        Ctx {
+            g_tp,
+            g_cp,
+            g_dp,
+            g_ep,
+            g_mt,
+            g_edp,
+            hop_cp: hop(g_cp),
+            hop_pp: hop(g_pp),
+            ..self.ctx_ungrouped(plan)
+        }
+    }
+
+    /// [`Evaluator::ctx`] with every group a single rank: the degrees, tokens, micro-batches
+    /// and routing figures alone, for what reads no group (`class_compute`, whose cache keys
+    /// on none: `ComputeKey`). Placing the groups is most of a context's cost.
+    pub(super) fn ctx_ungrouped(&self, plan: &Plan) -> Ctx {
+        let tp = plan.tp.max(1);
+        let cp = plan.cp.max(1);
+        let dp = plan.dp.max(1);
+        let one = GroupPlacement {
+            size: 1,
+            ranks_per_node: 1,
+            nodes: 1,
+        };
         let mbs = plan.mbs.max(1) as f64;
         let m_tok = mbs * self.seq / cp as f64;
         let ep_imb = self.ep_imbalance(plan);
@@ -149,7 +174,7 @@ impl Evaluator {
         Ctx {
             tp: tp as f64,
             cp: cp as f64,
-            pp,
+            pp: plan.pp.max(1),
             ep: plan.ep.max(1) as f64,
             mt: plan.moe_tp.max(1) as f64,
             vpp: plan.vpp.max(1) as f64,
@@ -164,14 +189,14 @@ impl Evaluator {
             replicas: self.mem.replicas_per_gpu(plan),
             sp: plan.sp || tp == 1,
             algo: plan.algo,
-            g_tp,
-            g_cp,
-            g_dp,
-            g_ep,
-            g_mt,
-            g_edp,
-            hop_cp: hop(g_cp),
-            hop_pp: hop(g_pp),
+            g_tp: one,
+            g_cp: one,
+            g_dp: one,
+            g_ep: one,
+            g_mt: one,
+            g_edp: one,
+            hop_cp: one,
+            hop_pp: one,
         }
     }
 

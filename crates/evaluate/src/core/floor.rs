@@ -159,7 +159,8 @@ impl Evaluator {
     /// transition, CP exchange, dispatcher and `moe_tp` scheme (any of the lists); the other
     /// fields are taken from `plan` (a caller bounding both overlap settings passes the most
     /// hiding one, `true`: overlap only hides time). 0 if `plan` is invalid with every
-    /// recompute mode and schedule (no information). Allocation-free.
+    /// recompute mode and schedule (no information). Allocates only the group sets of the orders
+    /// seen, where more than one order is open.
     #[allow(clippy::too_many_arguments)]
     pub fn step_floor(
         &self,
@@ -257,7 +258,7 @@ impl Evaluator {
     /// can bound every task with it and ask for the compute floor only of those it does not
     /// cut.
     pub fn step_floor_work(&self, plan: &Plan) -> f64 {
-        let x = self.ctx(plan);
+        let x = self.ctx_ungrouped(plan);
         let cc = self.class_compute(&x);
         // Every layer: one stage that is both the first and the last.
         let dense = self.dense_blocks.min(self.blocks);
@@ -331,8 +332,12 @@ impl Evaluator {
             ranks_per_node: 0,
             nodes: 0,
         };
-        let mut seen = [[none; 8]; SEEN];
-        let mut n_seen = 0;
+        // Only as long as the orders (zeroing the whole array costs more than a floor of one
+        // order's compute).
+        let mut seen: Vec<[GroupPlacement; 8]> = Vec::new();
+        if orders.len() > 1 {
+            seen.reserve_exact(orders.len().min(SEEN));
+        }
         // The class costs last priced, with their groups (`class_groups`).
         let mut priced: Option<([GroupPlacement; 5], [ClassCost; NCLASS])> = None;
         let mut best = f64::INFINITY;
@@ -348,12 +353,11 @@ impl Evaluator {
                 let [tp, cp, cp_hop, ep, mt] = x.class_groups();
                 [tp, cp, cp_hop, ep, mt, x.hop_pp, none, none]
             };
-            if seen[..n_seen].contains(&groups) {
+            if seen.contains(&groups) {
                 continue;
             }
-            if n_seen < SEEN {
-                seen[n_seen] = groups;
-                n_seen += 1;
+            if orders.len() > 1 && seen.len() < SEEN {
+                seen.push(groups);
             }
             let costs = if comm {
                 // Orders that place the class costs' groups alike share them (`class_groups`).
