@@ -338,8 +338,15 @@ impl Evaluator {
         if orders.len() > 1 {
             seen.reserve_exact(orders.len().min(SEEN));
         }
-        // The class costs last priced, with their groups (`class_groups`).
-        let mut priced: Option<([GroupPlacement; 5], [ClassCost; NCLASS])> = None;
+        // The class costs: compute alone (`step_floor_compute`), or those last priced, with
+        // their groups (`class_groups`), filled in place (no copies of the array).
+        let mut costs = [ClassCost::default(); NCLASS];
+        if !comm {
+            for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
+                costs[id as usize] = ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5], [0.0; 2]);
+            }
+        }
+        let mut priced: Option<[GroupPlacement; 5]> = None;
         let mut best = f64::INFINITY;
         for &order in orders {
             q.order = order;
@@ -359,26 +366,13 @@ impl Evaluator {
             if orders.len() > 1 && seen.len() < SEEN {
                 seen.push(groups);
             }
-            let costs = if comm {
-                // Orders that place the class costs' groups alike share them (`class_groups`).
-                let key = x.class_groups();
-                match priced {
-                    Some((k, c)) if k == key => c,
-                    _ => {
-                        let c = self.class_costs_floor(&mut q, &x, &cc, knobs);
-                        priced = Some((key, c));
-                        c
-                    }
-                }
-            } else {
-                // Compute alone (`step_floor_compute`).
-                let mut costs = [ClassCost::default(); NCLASS];
-                for id in ClassId::ALL.into_iter().filter(|&id| self.has_class(id)) {
-                    costs[id as usize] =
-                        ClassCost::new(&cc[id as usize], [0.0; 5], [0.0; 5], [0.0; 2]);
-                }
-                costs
-            };
+            // Orders that place the class costs' groups alike share them (`class_groups`).
+            let key = x.class_groups();
+            if comm && priced != Some(key) {
+                let out = std::slice::from_mut(&mut costs);
+                self.class_costs_floor_by(&mut q, &x, &cc, knobs, false, out);
+                priced = Some(key);
+            }
             let pp_t = if comm { self.pp_hop(&x).1 } else { 0.0 };
             let order_best = self.order_floor(
                 &mut q, &x, &x0, &costs, mask, recomputes, schedules, zs, pp_t,
@@ -437,26 +431,13 @@ impl Evaluator {
     }
 
     /// `class_costs` with each part's exposure (and the recomputed forward's) the least over
-    /// its open knob values; `rc_sel` is the attention core's (each selective entry of the
-    /// recompute list prices its modules later, `price_selective`).
-    fn class_costs_floor(
-        &self,
-        q: &mut Plan,
-        x: &Ctx,
-        cc: &[ComputeCost; NCLASS],
-        knobs: OpenKnobs<'_>,
-    ) -> [ClassCost; NCLASS] {
-        let mut out = [[ClassCost::default(); NCLASS]];
-        self.class_costs_floor_by(q, x, cc, knobs, false, &mut out);
-        out[0]
-    }
-
-    /// [`Evaluator::class_costs_floor`] into `out[0]`, or with `by_schedule` one set per open
-    /// (schedule, vpp) pair, `out[j]` with the EP part's least over `knobs.schedules[j]` alone
-    /// (EP overlap's hiding reads the schedule, `ep_overlap.rs`; the TP and CP parts read
-    /// none). The parts come priced per thread (`floor_parts.rs`): the TP and CP parts at their
-    /// least, the EP part per (dispatcher, scheme) pair at paired shares 0 and 1, combined here
-    /// under each set's schedules.
+    /// its open knob values, into `out[0]` (`rc_sel` is the attention core's: each selective
+    /// entry of the recompute list prices its modules later, `price_selective`); or with
+    /// `by_schedule` one set per open (schedule, vpp) pair, `out[j]` with the EP part's least
+    /// over `knobs.schedules[j]` alone (EP overlap's hiding reads the schedule,
+    /// `ep_overlap.rs`; the TP and CP parts read none). The parts come priced per thread
+    /// (`floor_parts.rs`): the TP and CP parts at their least, the EP part per (dispatcher,
+    /// scheme) pair at paired shares 0 and 1, combined here under each set's schedules.
     pub(super) fn class_costs_floor_by(
         &self,
         q: &mut Plan,
@@ -530,9 +511,9 @@ impl Evaluator {
         // (`rest_key`): a layout's recompute entries leave it alike.
         let mut rests = [([0u64; 6], 0.0); LAYOUTS];
         let mut n_rests = 0;
-        // The class costs of the recompute entry last priced.
+        // The class costs of the selective entry last priced (the others read `costs`).
         let mut priced: Option<(Recompute, RecomputeModules)> = None;
-        let mut costs_r = *costs;
+        let mut selective = [ClassCost::default(); NCLASS];
         let mut best = f64::INFINITY;
         for (idx, (r, &(sch, v))) in recomputes
             .iter()
@@ -549,13 +530,16 @@ impl Evaluator {
             }
             // The quick floor prices every stage without recompute (docs above).
             let r = if zs.is_some() { r } else { none };
-            if priced != Some(r) {
-                costs_r = *costs;
-                if r.0 == Recompute::Selective {
-                    self.price_selective(r.1, x0, &mut costs_r);
+            let costs_r = if r.0 == Recompute::Selective {
+                if priced != Some(r) {
+                    selective = *costs;
+                    self.price_selective(r.1, x0, &mut selective);
+                    priced = Some(r);
                 }
-                priced = Some(r);
-            }
+                &selective
+            } else {
+                costs
+            };
             (q.recompute, q.recompute_modules) = r;
             q.schedule = sch;
             q.vpp = v;
@@ -574,7 +558,7 @@ impl Evaluator {
                     let l = self.stages_floor(
                         q,
                         x,
-                        &costs_r,
+                        costs_r,
                         &layout,
                         zs,
                         pp_t,
