@@ -143,14 +143,8 @@ impl Evaluator {
             // gradients join the EDP reduction and their state the optimizer step.
             s.params_expert *= 1.0 + x.replicas * x.ep / self.experts;
         }
-        // One activation in, one gradient out per micro-batch. DualPipe hides both behind the
-        // paired chunk's compute (DeepSeek-V3 report §3.2.1: "both all-to-all and PP
-        // communication can be fully hidden"); what exceeds that compute stays exposed.
-        s.exposed[CommKind::Pp.index()] += if super::dualpipe::paired(plan, x.pp) {
-            (2.0 * pp_t - s.compute).max(0.0)
-        } else {
-            2.0 * pp_t
-        };
+        s.exposed[CommKind::Pp.index()] +=
+            hop_exposed(super::dualpipe::paired(plan, x.pp), pp_t, s.compute);
         s.t = s.compute + s.recompute + s.exposed.iter().sum::<f64>();
         s
     }
@@ -206,7 +200,7 @@ impl Evaluator {
     /// quick and compute floors read nothing else of a scan (`floor.rs`). `stage` sums each
     /// stage's compute, then its exposures, then adds them; this sums each class's compute
     /// and exposure first. The sums are the same up to rounding (ulps of a stage time, inside
-    /// the floors' relative margin); `tests/floor.rs` checks the two scans agree.
+    /// the floors' relative margin); `view_tests.rs` checks the two scans agree.
     pub(super) fn scan_times(
         &self,
         plan: &Plan,
@@ -235,12 +229,7 @@ impl Evaluator {
                     t += w * tc;
                 }
             }
-            let hop = if dual {
-                (2.0 * pp_t - compute).max(0.0)
-            } else {
-                2.0 * pp_t
-            };
-            (n, dense, t + hop)
+            (n, dense, t + hop_exposed(dual, pp_t, compute))
         };
         let (mut tmax, mut sum) = (0.0_f64, 0.0);
         let mut start = 0;
@@ -342,6 +331,19 @@ impl Evaluator {
                 micro * exposed / 2.0,
             ));
         }
+    }
+}
+
+/// A stage's exposed pipeline hop per micro-batch (`pp_t` seconds each way): one activation
+/// in, one gradient out. DualPipe (`dual`) hides both behind the paired chunk's `compute`
+/// (DeepSeek-V3 report §3.2.1: "both all-to-all and PP communication can be fully hidden");
+/// what exceeds that compute stays exposed.
+#[inline]
+fn hop_exposed(dual: bool, pp_t: f64, compute: f64) -> f64 {
+    if dual {
+        (2.0 * pp_t - compute).max(0.0)
+    } else {
+        2.0 * pp_t
     }
 }
 
