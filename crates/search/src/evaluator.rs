@@ -343,6 +343,13 @@ impl Scorer {
     fn comm_floor(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
         let s = partial.space;
         let p = partial.plan;
+        if detail == Detail::Work {
+            // The work floor reads none of the open lists below.
+            let mut best = f64::INFINITY;
+            self.leaf_knobs(partial)
+                .each(&p, &mut |q| best = best.min(self.exact.step_floor_work(q)));
+            return if best.is_finite() { best } else { 0.0 };
+        }
         let ctx = context(&self.exact, &p);
         // The ZeRO stages and (schedule, vpp) pairs still open, as the engine enumerates them
         // (`engine::degrees`: one stage where ZeRO does not matter, interleaving with
@@ -390,6 +397,7 @@ impl Scorer {
         let mut best = f64::INFINITY;
         k.each(&p, &mut |q| {
             let f = match detail {
+                // (Answered above; the same floor.)
                 Detail::Work => self.exact.step_floor_work(q),
                 Detail::Compute => {
                     // The knobs at a value they can take (the partial plan's may be
