@@ -154,6 +154,28 @@ impl ModelMemory {
         .finish()
     }
 
+    /// Of `dispatchers`, the first whose plans hold the least memory (`None` for an empty
+    /// list): memory reads the dispatcher only through [`ModelMemory::dispatch_buffers`], one
+    /// size on every stage, which the stage's transient memory takes the largest of with its
+    /// other buffers, so the smallest buffer holds the least on every stage (a memory floor
+    /// prices that one alone; `tests/memory.rs` checks it against every dispatcher).
+    pub fn least_memory_dispatcher(
+        &self,
+        plan: &Plan,
+        dispatchers: &[Dispatcher],
+    ) -> Option<Dispatcher> {
+        let size = |d: Dispatcher| {
+            self.dispatch_buffers(&Plan {
+                dispatcher: d,
+                ..*plan
+            })
+        };
+        dispatchers
+            .iter()
+            .copied()
+            .reduce(|a, b| if size(b) < size(a) { b } else { a })
+    }
+
     /// The MoE dispatch buffers of one micro-batch: the all-to-all's send and receive buffers,
     /// or the all-gathered tokens of the EP group and the received ones.
     fn dispatch_buffers(&self, plan: &Plan) -> f64 {

@@ -3,7 +3,9 @@
 
 use autoplan_graph::{bundled_models, resolve_model, ModelSpec, Precision};
 use autoplan_memory::{memory, MemoryOptions, ModelMemory, GIB};
-use autoplan_plan::{Plan, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero};
+use autoplan_plan::{
+    Dispatcher, Plan, Recompute, RecomputeModules, Schedule, TpSpTransition, Zero,
+};
 use proptest::prelude::*;
 
 fn close(a: f64, b: f64) -> bool {
@@ -519,6 +521,21 @@ proptest! {
         let none = memory(&m, &Plan { recompute: Recompute::None, ..p }, &o);
         prop_assert!(small.activations <= none.activations * (1.0 + 1e-12));
         prop_assert!(big.activations > 0.0 && full.activations > 0.0);
+    }
+
+    #[test]
+    fn the_least_memory_dispatcher_holds_the_least(case in valid_case()) {
+        let Some((mi, p)) = case else { return Ok(()) };
+        let m = resolve_model(MODELS[mi]).unwrap();
+        let o = MemoryOptions::default();
+        let all = [Dispatcher::AllToAll, Dispatcher::AllGather, Dispatcher::DeepEp];
+        let mm = ModelMemory::new(&m);
+        let least = mm.least_memory_dispatcher(&p, &all).unwrap();
+        let at = |d: Dispatcher| memory(&m, &Plan { dispatcher: d, ..p }, &o).total;
+        for d in all {
+            prop_assert!(at(least) <= at(d), "{least:?} holds more than {d:?} for {p}");
+        }
+        prop_assert_eq!(mm.least_memory_dispatcher(&p, &[]), None);
     }
 
     #[test]

@@ -23,8 +23,10 @@
 //! - memory: the peak of the completion with every undecided memory knob at its most saving
 //!   value in the space (full recompute, the highest ZeRO stage — and the highest below 3, as
 //!   ZeRO 3's gather buffer can outweigh its sharding —, SP on, the all-reduce TP→SP
-//!   transition, the first placement), minimised over the open schedules and the dispatchers
-//!   (either one's buffer can be the smaller) — the memory model grows with none of the others.
+//!   transition, the first placement), minimised over the open schedules, at the open
+//!   dispatcher with the smallest buffer (`Evaluator::least_memory_dispatcher`: the memory
+//!   model reads the dispatcher only through that buffer) — the memory model grows with none
+//!   of the others.
 
 use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
@@ -185,8 +187,9 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>, budget: f64) -> f64 {
             }
             q.schedule = sch;
             q.vpp = v;
-            // Either dispatcher's buffer can be the smaller one (memory crate, `transient`).
-            for &d in dispatchers(partial, &ctx) {
+            // Of the open dispatchers, the one with the smallest buffer holds the least
+            // (memory crate, `least_memory_dispatcher`).
+            if let Some(d) = ev.least_memory_dispatcher(q, dispatchers(partial, &ctx)) {
                 q.dispatcher = d;
                 mem = mem.zip(peak(ev, q)).map(|(a, b)| a.min(b));
                 // Parameter offload, where the plan can take it (`Plan::check`: a ZeRO-3

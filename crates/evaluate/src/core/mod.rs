@@ -236,6 +236,16 @@ impl Evaluator {
         Ok(self.memory_peak(plan))
     }
 
+    /// Of `dispatchers`, the first whose plans hold the least memory (the memory model's
+    /// `least_memory_dispatcher`; `None` for an empty list).
+    pub fn least_memory_dispatcher(
+        &self,
+        plan: &Plan,
+        dispatchers: &[autoplan_plan::Dispatcher],
+    ) -> Option<autoplan_plan::Dispatcher> {
+        self.mem.least_memory_dispatcher(plan, dispatchers)
+    }
+
     /// The memory breakdown of `plan`'s most loaded GPU, fitting or not (what `report` shows;
     /// an out-of-memory plan has no report). The same validity checks as `evaluate`.
     pub fn memory_breakdown(
