@@ -68,25 +68,25 @@ impl Evaluator {
             ..StageScan::default()
         };
         let (mut lo_start, mut hi_end) = (0, layout.total());
-        let mut prev: Option<(u32, u32, u32, u32, StageTime)> = None;
+        // The rank last paired and its block mixes (the next rank with the same mixes reuses
+        // it in place, as the scan does its stages).
+        let mut r = StageTime::default();
+        let mut mix: Option<(u32, u32, u32, u32)> = None;
         for i in 0..pp / 2 {
             let j = pp - 1 - i;
             let hi_start = hi_end - layout.blocks(j);
             let (nl, dl, _) = self.stage_blocks(layout, i, lo_start);
             let (nh, dh, _) = self.stage_blocks(layout, j, hi_start);
             let middle = i > 0;
-            let r = match prev {
-                Some((a, b, c, d, r)) if middle && (a, b, c, d) == (nl, dl, nh, dh) => r,
-                _ => {
-                    // The scan priced these stages already (`Stages`: the same inputs).
-                    let stage = |k: u32, start: u32, (n, d): (u32, u32)| {
-                        seen.get(Stages::key(k, pp, n, d))
-                            .unwrap_or_else(|| self.stage(plan, x, costs, layout, k, start, pp_t))
-                    };
-                    pair(&stage(i, lo_start, (nl, dl)), &stage(j, hi_start, (nh, dh)))
-                }
-            };
-            prev = middle.then_some((nl, dl, nh, dh, r));
+            if !(middle && mix == Some((nl, dl, nh, dh))) {
+                // The scan priced these stages already (`Stages`: the same inputs).
+                let stage = |k: u32, start: u32, (n, d): (u32, u32)| {
+                    seen.get(Stages::key(k, pp, n, d))
+                        .unwrap_or_else(|| self.stage(plan, x, costs, layout, k, start, pp_t))
+                };
+                r = pair(&stage(i, lo_start, (nl, dl)), &stage(j, hi_start, (nh, dh)));
+            }
+            mix = middle.then_some((nl, dl, nh, dh));
             lo_start += nl;
             hi_end = hi_start;
             if r.t > out.tmax {

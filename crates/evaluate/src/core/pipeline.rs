@@ -163,20 +163,22 @@ impl Evaluator {
     ) -> StageScan {
         let mut out = StageScan::default();
         let mut start = 0;
-        let mut prev: Option<StageTime> = None;
+        // The stage last priced, and whether it was a middle one (the next middle stage with
+        // its block mix reuses it in place: no copy, and the stages already kept).
+        let mut s = StageTime::default();
+        let mut after_middle = false;
         let dual = super::dualpipe::paired(plan, x.pp);
         let mut seen = Stages::default();
         for i in 0..x.pp {
             let (n, dense, _) = self.stage_blocks(layout, i, start);
             let middle = i > 0 && i + 1 < x.pp;
-            let s = match prev {
-                Some(p) if middle && p.blocks == n && p.dense == dense => p,
-                _ => self.stage(plan, x, costs, layout, i, start, pp_t),
-            };
-            if dual {
-                seen.keep(Stages::key(i, x.pp, n, dense), s);
+            if !(after_middle && middle && s.blocks == n && s.dense == dense) {
+                s = self.stage(plan, x, costs, layout, i, start, pp_t);
+                if dual {
+                    seen.keep(Stages::key(i, x.pp, n, dense), s);
+                }
             }
-            prev = middle.then_some(s);
+            after_middle = middle;
             start += s.blocks;
             out.sum += s.t;
             if s.t > out.tmax {
