@@ -155,10 +155,11 @@ impl ModelMemory {
     }
 
     /// Of `dispatchers`, the first whose plans hold the least memory (`None` for an empty
-    /// list): memory reads the dispatcher only through [`ModelMemory::dispatch_buffers`], one
-    /// size on every stage, which the stage's transient memory takes the largest of with its
-    /// other buffers, so the smallest buffer holds the least on every stage (a memory floor
-    /// prices that one alone; `tests/memory.rs` checks it against every dispatcher).
+    /// list): memory reads the dispatcher only through its dispatch buffers
+    /// (`dispatch_buffers`), one size on every stage, which the stage's transient memory takes
+    /// the largest of with its other buffers, so the smallest buffer holds the least on every
+    /// stage (a memory floor prices that one alone; `tests/memory.rs` checks it against every
+    /// dispatcher).
     pub fn least_memory_dispatcher(
         &self,
         plan: &Plan,
