@@ -44,8 +44,8 @@ pub use balance::{
 };
 pub use comm::{CommKind, CommRow, Group, Pass};
 pub use core::{
-    unfused_elementwise_bytes, Evaluator, MoeWorkRow, Partial, UnfusedBytes, ADAM_BYTES_PER_PARAM,
-    ADAM_STEP_BYTES,
+    unfused_elementwise_bytes, Evaluator, MoeWorkRow, OpenLists, Partial, UnfusedBytes,
+    ADAM_BYTES_PER_PARAM, ADAM_STEP_BYTES,
 };
 pub use flops::{AttentionFlops, ModelFlops};
 

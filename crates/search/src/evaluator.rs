@@ -28,7 +28,7 @@
 //!   model reads the dispatcher only through that buffer) — the memory model grows with none
 //!   of the others.
 
-use autoplan_evaluate::{Evaluator, Infeasible, Metrics, Partial as EvalPartial};
+use autoplan_evaluate::{Evaluator, Infeasible, Metrics, OpenLists, Partial as EvalPartial};
 use autoplan_plan::knob::{Context, Knob};
 use autoplan_plan::{
     CpComm, Dispatcher, Framework, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules,
@@ -414,27 +414,12 @@ impl Scorer {
                     };
                     self.exact.step_floor_compute(&r, recomputes, schedules)
                 }
-                Detail::Quick => self.exact.step_floor_quick(
-                    q,
-                    k.orders(),
-                    recomputes,
-                    schedules,
-                    k.tpsp(),
-                    k.cpc(),
-                    k.disp(),
-                    k.mts(),
-                ),
-                Detail::Full => self.exact.step_floor(
-                    q,
-                    k.orders(),
-                    recomputes,
-                    schedules,
-                    zeros,
-                    k.tpsp(),
-                    k.cpc(),
-                    k.disp(),
-                    k.mts(),
-                ),
+                Detail::Quick => self
+                    .exact
+                    .step_floor_quick(q, &k.lists(recomputes, schedules, zeros)),
+                Detail::Full => self
+                    .exact
+                    .step_floor(q, &k.lists(recomputes, schedules, zeros)),
             };
             best = best.min(f);
         });
@@ -540,6 +525,26 @@ impl LeafKnobs<'_> {
             &self.space.dispatcher,
             &self.dflt.dispatcher,
         )
+    }
+
+    /// The floors' open lists: these knobs' and the given recompute, schedule and sharding
+    /// lists.
+    fn lists<'b>(
+        &'b self,
+        recomputes: &'b [(Recompute, RecomputeModules)],
+        schedules: &'b [(Schedule, u32)],
+        zeros: &'b [Zero],
+    ) -> OpenLists<'b> {
+        OpenLists {
+            orders: self.orders(),
+            recomputes,
+            schedules,
+            zeros,
+            tp_sp: self.tpsp(),
+            cp_comm: self.cpc(),
+            dispatchers: self.disp(),
+            schemes: self.mts(),
+        }
     }
 
     /// Call `f` with `p` under every open (SP, placement, algorithm mode), the overlaps on
@@ -688,18 +693,8 @@ impl Objective for Scorer {
         let k = self.leaf_knobs(root);
         let mut ok = true;
         k.each(&root.plan, &mut |q| {
-            ok &= self.exact.floor_table(
-                q,
-                k.orders(),
-                open.recomputes,
-                open.schedules,
-                open.zeros,
-                k.tpsp(),
-                k.cpc(),
-                k.disp(),
-                k.mts(),
-                out,
-            );
+            let lists = k.lists(open.recomputes, open.schedules, open.zeros);
+            ok &= self.exact.floor_table(q, &lists, out);
         });
         ok
     }

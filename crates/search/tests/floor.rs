@@ -5,7 +5,7 @@
 
 use autoplan_cluster::Cluster;
 use autoplan_cost::calibration::{dgx_a100, dgx_h100, hgx_h800};
-use autoplan_evaluate::{EvalOptions, Evaluator};
+use autoplan_evaluate::{EvalOptions, Evaluator, OpenLists};
 use autoplan_graph::resolve_model;
 use autoplan_plan::{PlacementPolicy, Plan, Schedule};
 use autoplan_search::{
@@ -61,6 +61,35 @@ struct Lists {
     recomputes: Vec<(autoplan_plan::Recompute, autoplan_plan::RecomputeModules)>,
 }
 
+impl Lists {
+    /// The plan's own value alone in every list.
+    fn own(plan: &Plan) -> Lists {
+        Lists {
+            orders: vec![plan.order],
+            zeros: vec![plan.zero],
+            tpsp: vec![plan.tp_sp_transition],
+            cpc: vec![plan.cp_comm],
+            disp: vec![plan.dispatcher],
+            mts: vec![plan.moe_tp_scheme],
+            schedules: vec![(plan.schedule, plan.vpp)],
+            recomputes: vec![(plan.recompute, plan.recompute_modules)],
+        }
+    }
+
+    fn open(&self) -> OpenLists<'_> {
+        OpenLists {
+            orders: &self.orders,
+            recomputes: &self.recomputes,
+            schedules: &self.schedules,
+            zeros: &self.zeros,
+            tp_sp: &self.tpsp,
+            cp_comm: &self.cpc,
+            dispatchers: &self.disp,
+            schemes: &self.mts,
+        }
+    }
+}
+
 fn lists(plan: &Plan, space: &Space, masks: &[u32]) -> Lists {
     let pairs = [
         (Schedule::OneF1B, 1),
@@ -114,61 +143,21 @@ proptest! {
         let Some(plan) = random_plan(&ev, &space, &ix) else { return Ok(()) };
         let Ok(m) = ev.evaluate(&plan) else { return Ok(()) };
         let t = m.step_time_s;
-        let own = ev.step_floor(
-            &plan,
-            &[plan.order],
-            &[(plan.recompute, plan.recompute_modules)],
-            &[(plan.schedule, plan.vpp)],
-            &[plan.zero],
-            &[plan.tp_sp_transition],
-            &[plan.cp_comm],
-            &[plan.dispatcher],
-            &[plan.moe_tp_scheme],
-        );
+        let own = ev.step_floor(&plan, &Lists::own(&plan).open());
         prop_assert!(own <= t, "{own} > {t} for {plan}");
         prop_assert!((t - own) <= 2e-12 * t, "own-values floor {own} ≠ {t} for {plan}");
-        let Lists { orders, zeros, tpsp, cpc, disp, mts, schedules, recomputes } =
-            lists(&plan, &space, &masks);
-        let f = ev.step_floor(
-            &plan,
-            &orders,
-            &recomputes,
-            &schedules,
-            &zeros,
-            &tpsp,
-            &cpc,
-            &disp,
-            &mts,
-        );
+        let l = lists(&plan, &space, &masks);
+        let f = ev.step_floor(&plan, &l.open());
         prop_assert!(f <= own, "{f} > {own} for {plan}: opening knobs raised the floor");
         prop_assert!(f > 0.0, "no floor for the valid {plan}");
         // The quick floor (no recompute, no once-per-step rest) is below the full one on the
         // same lists (the ZeRO stages all open), and still a floor.
-        let quick = ev.step_floor_quick(
-            &plan,
-            &orders,
-            &recomputes,
-            &schedules,
-            &tpsp,
-            &cpc,
-            &disp,
-            &mts,
-        );
-        let all_zeros = ev.step_floor(
-            &plan,
-            &orders,
-            &recomputes,
-            &schedules,
-            &space.zero,
-            &tpsp,
-            &cpc,
-            &disp,
-            &mts,
-        );
+        let quick = ev.step_floor_quick(&plan, &l.open());
+        let all_zeros = ev.step_floor(&plan, &OpenLists { zeros: &space.zero, ..l.open() });
         prop_assert!(quick <= all_zeros, "quick {quick} > {all_zeros} for {plan}");
         prop_assert!(quick > 0.0, "no quick floor for the valid {plan}");
         // The compute floor (no communication) is below the quick one on any open lists.
-        let compute = ev.step_floor_compute(&plan, &recomputes, &schedules);
+        let compute = ev.step_floor_compute(&plan, &l.recomputes, &l.schedules);
         prop_assert!(compute <= quick, "compute {compute} > quick {quick} for {plan}");
         prop_assert!(compute > 0.0, "no compute floor for the valid {plan}");
         // The work floor (the model's compute spread evenly over the stages) is below that.
@@ -194,16 +183,13 @@ proptest! {
         let space = wide_space();
         let Some(plan) = random_plan(&ev, &space, &ix) else { return Ok(()) };
         let Ok(m) = ev.evaluate(&plan) else { return Ok(()) };
-        let Lists { orders, zeros, tpsp, cpc, disp, mts, schedules, recomputes } =
-            lists(&plan, &space, &masks);
-        let (ns, nz) = (schedules.len(), zeros.len());
-        let mut table = vec![f64::INFINITY; recomputes.len() * ns * nz];
-        prop_assert!(ev.floor_table(
-            &plan, &orders, &recomputes, &schedules, &zeros, &tpsp, &cpc, &disp, &mts, &mut table,
-        ));
-        for (ri, &r) in recomputes.iter().enumerate() {
-            for (si, &sv) in schedules.iter().enumerate() {
-                for (zi, &z) in zeros.iter().enumerate() {
+        let l = lists(&plan, &space, &masks);
+        let (ns, nz) = (l.schedules.len(), l.zeros.len());
+        let mut table = vec![f64::INFINITY; l.recomputes.len() * ns * nz];
+        prop_assert!(ev.floor_table(&plan, &l.open(), &mut table));
+        for (ri, &r) in l.recomputes.iter().enumerate() {
+            for (si, &sv) in l.schedules.iter().enumerate() {
+                for (zi, &z) in l.zeros.iter().enumerate() {
                     let q = Plan {
                         recompute: r.0,
                         recompute_modules: r.1,
@@ -212,7 +198,13 @@ proptest! {
                         zero: z,
                         ..plan
                     };
-                    let f = ev.step_floor(&q, &orders, &[r], &[sv], &[z], &tpsp, &cpc, &disp, &mts);
+                    let one = OpenLists {
+                        recomputes: &[r],
+                        schedules: &[sv],
+                        zeros: &[z],
+                        ..l.open()
+                    };
+                    let f = ev.step_floor(&q, &one);
                     let e = table[(ri * ns + si) * nz + zi];
                     if f == 0.0 {
                         prop_assert!(e == f64::INFINITY, "{e} for the invalid {q}");
@@ -372,17 +364,7 @@ fn floor_bounds_the_open_values_not_the_placeholders() {
     let mut partial = plan;
     partial.moe_tp_scheme = MoeTpScheme::ScatterGather;
     partial.dispatcher = Dispatcher::AllGather;
-    let f = ev.step_floor(
-        &partial,
-        &[plan.order],
-        &[(plan.recompute, plan.recompute_modules)],
-        &[(plan.schedule, plan.vpp)],
-        &[plan.zero],
-        &[plan.tp_sp_transition],
-        &[plan.cp_comm],
-        &[plan.dispatcher],
-        &[plan.moe_tp_scheme],
-    );
+    let f = ev.step_floor(&partial, &Lists::own(&plan).open());
     assert!(
         f > 0.0 && f <= t,
         "floor {f} of a dense plan with MoE placeholders (step {t})"

@@ -79,6 +79,36 @@ pub(super) struct OpenKnobs<'a> {
     pub(super) exposure_only: bool,
 }
 
+/// The open values a step floor minimises over, one list per decision still open (the plan's
+/// own value alone where it is taken). A floor with an empty list is 0 (no information).
+#[derive(Debug, Clone, Copy)]
+pub struct OpenLists<'a> {
+    pub orders: &'a [RankOrder],
+    pub recomputes: &'a [(Recompute, RecomputeModules)],
+    /// The (schedule, vpp) pairs.
+    pub schedules: &'a [(Schedule, u32)],
+    /// The sharding modes (the quick floor reads none: it prices no rest after the pipeline).
+    pub zeros: &'a [Zero],
+    pub tp_sp: &'a [TpSpTransition],
+    pub cp_comm: &'a [CpComm],
+    pub dispatchers: &'a [Dispatcher],
+    pub schemes: &'a [MoeTpScheme],
+}
+
+impl<'a> OpenLists<'a> {
+    /// The communication knobs' lists, as the floors' parts read them.
+    pub(super) fn knobs(&self, exposure_only: bool) -> OpenKnobs<'a> {
+        OpenKnobs {
+            schedules: self.schedules,
+            tp_sp: self.tp_sp,
+            cp_comm: self.cp_comm,
+            dispatchers: self.dispatchers,
+            schemes: self.schemes,
+            exposure_only,
+        }
+    }
+}
+
 /// Where a knob cannot change the plan's cost its first open value stands for all; whether it
 /// can is the plan crate's one rule, [`Knob::matters`] (the dispatcher and the `moe_tp`
 /// scheme; the TP→SP transition and the CP exchange are always tried, their parts pricing
@@ -153,75 +183,26 @@ fn hidings(
 
 impl Evaluator {
     /// A lower bound on the step time of every plan that equals `plan` except for its rank
-    /// order (any of `orders`), recompute mode and modules (any of `recomputes`), pipeline
-    /// schedule and
-    /// virtual stages (any pair of `schedules`), ZeRO stage (any of `zeros`), TP→SP
-    /// transition, CP exchange, dispatcher and `moe_tp` scheme (any of the lists); the other
-    /// fields are taken from `plan` (a caller bounding both overlap settings passes the most
-    /// hiding one, `true`: overlap only hides time). 0 if `plan` is invalid with every
-    /// recompute mode and schedule (no information). Allocates only the group sets of the orders
-    /// seen, where more than one order is open.
-    #[allow(clippy::too_many_arguments)]
-    pub fn step_floor(
-        &self,
-        plan: &Plan,
-        orders: &[RankOrder],
-        recomputes: &[(Recompute, RecomputeModules)],
-        schedules: &[(Schedule, u32)],
-        zeros: &[Zero],
-        tp_sp: &[TpSpTransition],
-        cp_comm: &[CpComm],
-        dispatchers: &[Dispatcher],
-        schemes: &[MoeTpScheme],
-    ) -> f64 {
-        let knobs = OpenKnobs {
-            tp_sp,
-            cp_comm,
-            dispatchers,
-            schemes,
-            schedules,
-            exposure_only: false,
-        };
-        self.floor_of(
-            plan,
-            orders,
-            recomputes,
-            schedules,
-            Some(zeros),
-            true,
-            knobs,
-        )
+    /// order, recompute mode and modules, pipeline schedule and virtual stages, ZeRO stage,
+    /// TP→SP transition, CP exchange, dispatcher and `moe_tp` scheme (any value of the lists
+    /// in `open`); the other fields are taken from `plan` (a caller bounding both overlap
+    /// settings passes the most hiding one, `true`: overlap only hides time). 0 if `plan` is
+    /// invalid with every recompute mode and schedule (no information). Allocates only the
+    /// group sets of the orders seen, where more than one order is open.
+    pub fn step_floor(&self, plan: &Plan, open: &OpenLists<'_>) -> f64 {
+        self.floor_of(plan, open, Some(open.zeros), true, open.knobs(false))
     }
 
     /// A cheaper, looser floor of the same completions as [`Evaluator::step_floor`] (the
-    /// ZeRO stage open too): the pipeline with every stage priced without recompute (the
-    /// recompute time and the recomputed forward's communication only add to a stage, and
-    /// `run`'s pipeline time grows with every stage time: module docs) and without the
-    /// once-per-step rest (DP reduction, ZeRO gathers, optimizer step: times, ≥ 0). So
-    /// `step_floor_quick ≤ step_floor` on the same lists; it skips the per-recompute stage
-    /// scans and the DP collectives, the bulk of `step_floor`'s work. A search orders and cuts
-    /// with it first and asks for `step_floor` only where it does not cut.
-    #[allow(clippy::too_many_arguments)]
-    pub fn step_floor_quick(
-        &self,
-        plan: &Plan,
-        orders: &[RankOrder],
-        recomputes: &[(Recompute, RecomputeModules)],
-        schedules: &[(Schedule, u32)],
-        tp_sp: &[TpSpTransition],
-        cp_comm: &[CpComm],
-        dispatchers: &[Dispatcher],
-        schemes: &[MoeTpScheme],
-    ) -> f64 {
-        let knobs = OpenKnobs {
-            tp_sp,
-            cp_comm,
-            dispatchers,
-            schemes,
-            schedules,
-            exposure_only: true,
-        };
-        self.floor_of(plan, orders, recomputes, schedules, None, true, knobs)
+    /// ZeRO stage open too: `open.zeros` is not read): the pipeline with every stage priced
+    /// without recompute (the recompute time and the recomputed forward's communication only
+    /// add to a stage, and `run`'s pipeline time grows with every stage time: module docs) and
+    /// without the once-per-step rest (DP reduction, ZeRO gathers, optimizer step: times,
+    /// ≥ 0). So `step_floor_quick ≤ step_floor` on the same lists; it skips the per-recompute
+    /// stage scans and the DP collectives, the bulk of `step_floor`'s work. A search orders
+    /// and cuts with it first and asks for `step_floor` only where it does not cut.
+    pub fn step_floor_quick(&self, plan: &Plan, open: &OpenLists<'_>) -> f64 {
+        self.floor_of(plan, open, None, true, open.knobs(true))
     }
 
     /// The cheapest floor, below [`Evaluator::step_floor_quick`] for any open rank orders and
@@ -236,16 +217,17 @@ impl Evaluator {
         recomputes: &[(Recompute, RecomputeModules)],
         schedules: &[(Schedule, u32)],
     ) -> f64 {
-        let knobs = OpenKnobs {
+        let open = OpenLists {
+            orders: std::slice::from_ref(&plan.order),
+            recomputes,
+            schedules,
+            zeros: std::slice::from_ref(&plan.zero),
             tp_sp: std::slice::from_ref(&plan.tp_sp_transition),
             cp_comm: std::slice::from_ref(&plan.cp_comm),
             dispatchers: std::slice::from_ref(&plan.dispatcher),
             schemes: std::slice::from_ref(&plan.moe_tp_scheme),
-            schedules,
-            exposure_only: true,
         };
-        let orders = [plan.order];
-        self.floor_of(plan, &orders, recomputes, schedules, None, false, knobs)
+        self.floor_of(plan, &open, None, false, open.knobs(true))
     }
 
     /// The cheapest floor, below [`Evaluator::step_floor_compute`] for any open recompute
@@ -281,25 +263,24 @@ impl Evaluator {
     /// [`Evaluator::step_floor`] with `zeros`, [`Evaluator::step_floor_quick`] without
     /// (`None`: no recompute, no once-per-step rest), [`Evaluator::step_floor_compute`]
     /// without `comm` either (no communication).
-    #[allow(clippy::too_many_arguments)]
     fn floor_of(
         &self,
         plan: &Plan,
-        orders: &[RankOrder],
-        recomputes: &[(Recompute, RecomputeModules)],
-        schedules: &[(Schedule, u32)],
+        open: &OpenLists<'_>,
         zeros: Option<&[Zero]>,
         comm: bool,
         knobs: OpenKnobs<'_>,
     ) -> f64 {
-        let OpenKnobs {
+        let OpenLists {
+            orders,
+            recomputes,
+            schedules,
             tp_sp,
             cp_comm,
             dispatchers,
             schemes,
-            schedules: _,
-            exposure_only: _,
-        } = knobs;
+            zeros: _,
+        } = *open;
         let lists = [
             orders.len(),
             recomputes.len(),

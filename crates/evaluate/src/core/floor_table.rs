@@ -3,14 +3,11 @@
 //! instead of asking `step_floor` (`floor.rs`, whose admissibility argument it shares) at each.
 
 use autoplan_cluster::GroupPlacement;
-use autoplan_plan::{
-    CpComm, Dispatcher, MoeTpScheme, Plan, RankOrder, Recompute, RecomputeModules, Schedule,
-    StageLayout, TpSpTransition, Zero,
-};
+use autoplan_plan::{Plan, Recompute, RecomputeModules, StageLayout};
 
 use super::classes::{ClassId, NCLASS};
 use super::costs::{ClassCost, CommPart};
-use super::floor::{rest_key, OpenKnobs, MARGIN, SEEN};
+use super::floor::{rest_key, OpenLists, MARGIN, SEEN};
 use super::Evaluator;
 
 /// (Schedule, vpp) pairs a [`Evaluator::floor_table`] holds at most.
@@ -21,8 +18,8 @@ const TABLE_ZEROS: usize = 16;
 impl Evaluator {
     /// [`Evaluator::step_floor`] of each (recompute, schedule, sharding) triple on its own,
     /// all from one pass: `out[(r·S + s)·Z + z]` (`S` schedules, `Z` sharding modes) is
-    /// lowered to the floor of the completions of `plan` with `recomputes[r]`,
-    /// `schedules[s]` and `zeros[z]` and any of the other open lists — the number
+    /// lowered to the floor of the completions of `plan` with `open.recomputes[r]`,
+    /// `open.schedules[s]` and `open.zeros[z]` and any value of the other lists — the number
     /// `step_floor` gives with those three lists of one value each (`tests/floor.rs` checks
     /// it) — and left as it is where that triple makes no valid plan. A search bounds every
     /// node below a task's root from one table (the least entry of the node's block) instead
@@ -30,32 +27,22 @@ impl Evaluator {
     /// floor, are computed once per rank order. False, with `out` untouched, where `out` has
     /// not `R·S·Z` entries or the lists are longer than the table's arrays
     /// (32 (schedule, vpp) pairs, 16 sharding modes).
-    #[allow(clippy::too_many_arguments)]
-    pub fn floor_table(
-        &self,
-        plan: &Plan,
-        orders: &[RankOrder],
-        recomputes: &[(Recompute, RecomputeModules)],
-        schedules: &[(Schedule, u32)],
-        zeros: &[Zero],
-        tp_sp: &[TpSpTransition],
-        cp_comm: &[CpComm],
-        dispatchers: &[Dispatcher],
-        schemes: &[MoeTpScheme],
-        out: &mut [f64],
-    ) -> bool {
-        let (nr, ns, nz) = (recomputes.len(), schedules.len(), zeros.len());
-        if out.len() != nr * ns * nz || ns > TABLE_SCHEDULES || nz > TABLE_ZEROS {
-            return false;
-        }
-        let knobs = OpenKnobs {
+    pub fn floor_table(&self, plan: &Plan, open: &OpenLists<'_>, out: &mut [f64]) -> bool {
+        let OpenLists {
+            orders,
+            recomputes,
+            schedules,
+            zeros,
             tp_sp,
             cp_comm,
             dispatchers,
             schemes,
-            schedules,
-            exposure_only: false,
-        };
+        } = *open;
+        let (nr, ns, nz) = (recomputes.len(), schedules.len(), zeros.len());
+        if out.len() != nr * ns * nz || ns > TABLE_SCHEDULES || nz > TABLE_ZEROS {
+            return false;
+        }
+        let knobs = open.knobs(false);
         if orders.is_empty()
             || [tp_sp.len(), cp_comm.len(), dispatchers.len(), schemes.len()].contains(&0)
         {

@@ -55,6 +55,7 @@ use crate::{AttentionKernel, EvalOptions, Infeasible, Metrics, Report, StageSumm
 use classes::Class;
 pub use elementwise::{unfused_elementwise_bytes, UnfusedBytes};
 use ep::BALANCED_R;
+pub use floor::OpenLists;
 pub use moe::MoeWorkRow;
 pub use optimizer::{ADAM_BYTES_PER_PARAM, ADAM_STEP_BYTES};
 
