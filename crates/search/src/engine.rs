@@ -25,7 +25,7 @@ use autoplan_plan::{Plan, Schedule, Zero};
 use rayon::prelude::*;
 
 use crate::degrees::{degree_tuples, Degrees, KeyRadix, DEGREE_KNOBS, NLEAF, PLACE};
-use crate::queue::{Item, Queue, COMPUTE, FULL, ORDER};
+use crate::queue::{Item, Queue, COMPUTE, FULL, ORDER, SCREEN};
 use crate::{
     Bound, Depth, NoFit, Objective, Observer, Open, Outcome, Partial, Ranked, Reject,
     SearchOptions, Shape, Space, Stats,
@@ -357,8 +357,10 @@ impl<O: Objective, B: Observer + ?Sized> Ctx<'_, O, B> {
                 let b = match item.level {
                     ORDER => self.obj.compute_bound(&partial),
                     COMPUTE => self.obj.screen_bound(&partial),
-                    // Screened: the full bound.
-                    _ => self.obj.time_bound(&partial),
+                    _ => {
+                        debug_assert_eq!(item.level, SCREEN);
+                        self.obj.time_bound(&partial)
+                    }
                 };
                 let key = item.key.max(b);
                 if key > self.threshold.get() {

@@ -346,13 +346,6 @@ impl Scorer {
     fn comm_floor(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
         let s = partial.space;
         let p = partial.plan;
-        if detail == Detail::Work {
-            // The work floor reads none of the open lists below.
-            let mut best = f64::INFINITY;
-            self.leaf_knobs(partial)
-                .each(&p, &mut |q| best = best.min(self.exact.step_floor_work(q)));
-            return if best.is_finite() { best } else { 0.0 };
-        }
         let ctx = context(&self.exact, &p);
         // The ZeRO stages and (schedule, vpp) pairs still open, as the engine enumerates them
         // (`engine::degrees`: one stage where ZeRO does not matter, interleaving with
@@ -400,8 +393,6 @@ impl Scorer {
         let mut best = f64::INFINITY;
         k.each(&p, &mut |q| {
             let f = match detail {
-                // (Answered above; the same floor.)
-                Detail::Work => self.exact.step_floor_work(q),
                 Detail::Compute => {
                     // The knobs at a value they can take (the partial plan's may be
                     // placeholders, `Evaluator::step_floor`).
@@ -432,14 +423,28 @@ impl Scorer {
 }
 
 impl Scorer {
-    /// The compute-and-bubble bound of `partial`, then the floor `detail` where that does not
-    /// cut (the search's bounds at a task root, cheapest first).
-    fn root_bound(&self, partial: &Partial<'_>, detail: Detail) -> f64 {
+    /// The compute-and-bubble bound of `partial`, then `floor` of it where that does not cut
+    /// (the search's bounds at a task root, cheapest first).
+    fn root_bound(&self, partial: &Partial<'_>, floor: impl Fn(&Partial<'_>) -> f64) -> f64 {
         let t = time_bound(&self.exact, partial).step_time_s;
         if t > partial.threshold {
             return t;
         }
-        t.max(self.comm_floor(partial, detail))
+        t.max(floor(partial))
+    }
+
+    /// `Evaluator::step_floor_work` of `partial` under every open SP, placement and algorithm
+    /// mode (it reads none of `comm_floor`'s other open lists).
+    fn work_floor(&self, partial: &Partial<'_>) -> f64 {
+        let mut best = f64::INFINITY;
+        self.leaf_knobs(partial).each(&partial.plan, &mut |q| {
+            best = best.min(self.exact.step_floor_work(q))
+        });
+        if best.is_finite() {
+            best
+        } else {
+            0.0
+        }
     }
 
     /// The leaf knobs open below `partial`, each as the engine enumerates it
@@ -599,8 +604,6 @@ enum Detail {
     Quick,
     /// `Evaluator::step_floor_compute`.
     Compute,
-    /// `Evaluator::step_floor_work`.
-    Work,
 }
 
 /// (schedule, vpp) pairs [`Scorer::comm_floor`] opens at most.
@@ -658,25 +661,25 @@ impl Objective for Scorer {
     /// `bound`'s step time without the memory floor: the compute-and-bubble bound, then the
     /// communication floor where that does not cut.
     fn time_bound(&self, partial: &Partial<'_>) -> f64 {
-        self.root_bound(partial, Detail::Full)
+        self.root_bound(partial, |p| self.comm_floor(p, Detail::Full))
     }
 
     /// The compute-and-bubble bound, then the work floor (`Evaluator::step_floor_work`) where
     /// that does not cut.
     fn order_bound(&self, partial: &Partial<'_>) -> f64 {
-        self.root_bound(partial, Detail::Work)
+        self.root_bound(partial, |p| self.work_floor(p))
     }
 
     /// The compute-and-bubble bound, then the compute floor (`Evaluator::step_floor_compute`)
     /// where that does not cut.
     fn compute_bound(&self, partial: &Partial<'_>) -> f64 {
-        self.root_bound(partial, Detail::Compute)
+        self.root_bound(partial, |p| self.comm_floor(p, Detail::Compute))
     }
 
     /// The compute-and-bubble bound, then the quick communication floor
     /// (`Evaluator::step_floor_quick`) where that does not cut.
     fn screen_bound(&self, partial: &Partial<'_>) -> f64 {
-        self.root_bound(partial, Detail::Quick)
+        self.root_bound(partial, |p| self.comm_floor(p, Detail::Quick))
     }
 
     fn memory_bound(&self, partial: &Partial<'_>) -> f64 {

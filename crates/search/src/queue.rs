@@ -1,7 +1,7 @@
 //! The task queue of the search: lazy best-first refinement of the task roots' step-time
 //! bounds.
 //!
-//! Every task enters with its cheapest bound (`Objective::order_bound`, level 0). The workers
+//! Every task enters with its cheapest bound (`Objective::order_bound`, level [`ORDER`]). The workers
 //! pop the task of least bound; a task whose bound is not yet the full one is bounded one
 //! level tighter (`compute_bound`, `screen_bound`, then `time_bound`) and pushed back with the
 //! larger of its old and new bounds (both admissible), so a task is walked only when its full
@@ -19,13 +19,14 @@ use std::sync::Mutex;
 pub(crate) const ORDER: u8 = 0;
 /// The level of a task bounded by `Objective::compute_bound`: the screening bound is next.
 pub(crate) const COMPUTE: u8 = 1;
+/// The level of a task bounded by `Objective::screen_bound`: the full bound is next.
+pub(crate) const SCREEN: u8 = 2;
 /// The level of the full step-time bound (`Objective::time_bound`): a task popped at it is
 /// walked.
 pub(crate) const FULL: u8 = 3;
 
 /// A task in the queue: its bound so far, how tight that bound is ([`ORDER`], [`COMPUTE`],
-/// 2 for `Objective::screen_bound`, [`FULL`]), its index, and whether its memory floor is
-/// known to fit.
+/// [`SCREEN`], [`FULL`]), its index, and whether its memory floor is known to fit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Item {
     pub(crate) key: f64,
