@@ -301,10 +301,22 @@ pub(super) fn plan_slot(evaluator: u64, p: &Plan, bits: u32) -> usize {
         u32::from(p.zero.stage) | p.zero.group << 4,
         p.offload_activations ^ u32::from(p.offload_optimizer) << 24,
     ] {
-        // FxHash's step: every field is mixed into all the bits the slot is taken from.
-        h = (h.rotate_left(5) ^ u64::from(v)).wrapping_mul(0x517C_C1B7_2722_0A95);
+        h = fx_step(h, u64::from(v));
     }
     (h >> (64 - bits)) as usize
+}
+
+/// FxHash's step: `v` mixed into all the bits of `h` (the caches' keys are exact, so no keyed
+/// hash is needed).
+#[inline]
+pub(super) fn fx_step(h: u64, v: u64) -> u64 {
+    (h.rotate_left(5) ^ v).wrapping_mul(0x517C_C1B7_2722_0A95)
+}
+
+/// A group placement as one word (size, ranks per node, nodes), for the caches' hashes.
+#[inline]
+pub(super) fn group_word(g: GroupPlacement) -> u64 {
+    u64::from(g.size) << 40 ^ u64::from(g.ranks_per_node) << 20 ^ u64::from(g.nodes)
 }
 
 /// Evaluators made so far: each takes the next number as its cache key.
@@ -365,9 +377,7 @@ impl CollKey {
     #[inline]
     fn slot(&self) -> usize {
         let mut h = self.evaluator ^ self.bytes.rotate_left(17);
-        h ^= (u64::from(self.group.size) << 40)
-            ^ (u64::from(self.group.ranks_per_node) << 20)
-            ^ u64::from(self.group.nodes);
+        h ^= group_word(self.group);
         h ^= (self.op as u64) << 56;
         h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (h >> (64 - COLL_CACHE_BITS)) as usize

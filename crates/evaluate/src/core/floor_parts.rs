@@ -34,7 +34,7 @@ use autoplan_plan::{
 use super::classes::{ClassId, NCLASS};
 use super::compute::{ComputeCost, ComputeKey};
 use super::costs::CommPart;
-use super::ctx::Ctx;
+use super::ctx::{fx_step, group_word, Ctx};
 use super::emit::{Booked, Emitter};
 use super::floor::{tried, OpenKnobs};
 use super::memo::Memo;
@@ -209,9 +209,7 @@ impl std::hash::Hash for PartsKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_u64(self.compute.hash());
         for g in self.groups {
-            state.write_u64(
-                u64::from(g.size) << 40 ^ u64::from(g.ranks_per_node) << 20 ^ u64::from(g.nodes),
-            );
+            state.write_u64(group_word(g));
         }
     }
 }
@@ -247,7 +245,7 @@ thread_local! {
     static PARTS_CACHE: RefCell<PartsCache> = RefCell::new(PartsCache::default());
 }
 
-/// A multiplicative hasher of [`PartsKey`]'s few words (exact keys, built by the search: no
+/// FxHash over [`PartsKey`]'s few words (`ctx::fx_step`; exact keys, built by the search: no
 /// need for a keyed hash).
 #[derive(Default)]
 struct Mix(u64);
@@ -265,7 +263,7 @@ impl Hasher for Mix {
     }
     #[inline]
     fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = fx_step(self.0, v);
     }
 }
 
