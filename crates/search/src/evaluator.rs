@@ -177,7 +177,11 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>, budget: f64) -> f64 {
         Some(&first) if Knob::Placement.matters(&ctx) => first,
         _ => Plan::default().placement,
     };
-    // The least peak over the open schedules and dispatchers (None: an invalid plan).
+    // Of the open dispatchers, the one with the smallest buffer holds the least (memory
+    // crate, `least_memory_dispatcher`: the buffer reads none of the knobs the loops below
+    // vary).
+    let least = ev.least_memory_dispatcher(&q, dispatchers(partial, &ctx));
+    // The least peak over the open schedules (None: an invalid plan).
     let floor = |q: &mut Plan| {
         let mut mem = Some(f64::INFINITY);
         open_schedules(partial, &ctx, &mut |sch, v| {
@@ -187,9 +191,7 @@ fn memory_floor(ev: &Evaluator, partial: &Partial<'_>, budget: f64) -> f64 {
             }
             q.schedule = sch;
             q.vpp = v;
-            // Of the open dispatchers, the one with the smallest buffer holds the least
-            // (memory crate, `least_memory_dispatcher`).
-            if let Some(d) = ev.least_memory_dispatcher(q, dispatchers(partial, &ctx)) {
+            if let Some(d) = least {
                 q.dispatcher = d;
                 mem = mem.zip(peak(ev, q)).map(|(a, b)| a.min(b));
                 // Parameter offload, where the plan can take it (`Plan::check`: a ZeRO-3
