@@ -50,6 +50,10 @@ const BUNDLED: &[(&str, &str)] = &[
         "h800x2048",
         include_str!("../../../clusters/h800x2048.toml"),
     ),
+    (
+        "jean-zay-a100",
+        include_str!("../../../clusters/jean-zay-a100.toml"),
+    ),
     ("l40sx64", include_str!("../../../clusters/l40sx64.toml")),
     (
         "selene-a100",

@@ -51,6 +51,8 @@ pub struct PublishedRun {
     pub gpu: String,
     pub num_gpus: u32,
     pub gpus_per_node: Option<u32>,
+    /// The network between nodes, as the row words it (`Omni-Path (4 OPA links/node)`).
+    pub inter_node_link: Option<String>,
     pub tp: Option<u32>,
     pub pp: Option<u32>,
     pub dp: Option<u32>,
@@ -239,8 +241,37 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
     }
 }
 
-/// The bundled cluster of a row's `gpu` cell (resized to the row's GPU count by the caller with
-/// `Cluster::with_gpus`), by the GPU it names:
+/// The bundled cluster of a row (resized to its GPU count by the caller with
+/// `Cluster::with_gpus`): by the network its `inter_node_link` cell names where that network is
+/// not its GPU's usual one, else by its GPU ([`cluster_name_for`]).
+///
+/// - An A100 run on Omni-Path (BLOOM's Jean Zay: "4 OPA links/node") is `jean-zay-a100`: 4 ×
+///   100 Gb/s per node, not the 8 × 200 Gb/s HDR of `selene-a100`.
+pub fn cluster_name_of(r: &PublishedRun) -> Option<&'static str> {
+    let by_gpu = cluster_name_for(&r.gpu)?;
+    let net = r
+        .inter_node_link
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let omni_path = net.contains("omni-path") || net.contains("omnipath") || net.contains("opa ");
+    Some(match by_gpu {
+        "selene-a100" if omni_path => "jean-zay-a100",
+        other => other,
+    })
+}
+
+/// The bundled cluster `name` resized to `gpus` GPUs: [`case_of`]'s `cluster_for` over the
+/// bundled library (`None` where the name is not bundled or the count does not fill whole
+/// nodes).
+pub fn bundled_cluster(name: &str, gpus: u32, _gpus_per_node: u32) -> Option<Cluster> {
+    autoplan_cluster::resolve_cluster(name)
+        .ok()?
+        .with_gpus(gpus)
+        .ok()
+}
+
+/// The bundled cluster of a row's `gpu` cell, by the GPU it names:
 ///
 /// - `GB200 (NVL72)`, `GB300 (NVL72)`: `gb200-nvl72x4`, `gb300-nvl72x4` (72-GPU NVLink
 ///   domains of 4-GPU trays); `B200 (DGX-B200)`: `b200x256`. GB200 and GB300 are tested before
@@ -394,7 +425,8 @@ fn skip(id: &str, reason: impl Into<String>) -> Skipped {
 
 /// Build the case of one row, or say why it cannot be expressed. `resolve_model` and
 /// `cluster_for` are the bundled-model and bundled-cluster lookups (injected: the CLI passes
-/// the bundled libraries; tests may pass others).
+/// the bundled libraries; tests may pass others); `cluster_for` gets the name of the row's
+/// bundled cluster ([`cluster_name_of`]), its GPU count and GPUs per node.
 pub fn case_of(
     r: &PublishedRun,
     resolve_model: &dyn Fn(&str) -> Option<ModelSpec>,
@@ -405,7 +437,7 @@ pub fn case_of(
     let id = r.id.as_str();
     let model = case_model(r, era, resolve_model)?;
     let gpn = r.gpus_per_node.unwrap_or(8);
-    let cluster = match cluster_for(&r.gpu, r.num_gpus, gpn) {
+    let cluster = match cluster_name_of(r).and_then(|name| cluster_for(name, r.num_gpus, gpn)) {
         Some(c) => c,
         None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
     };

@@ -1,22 +1,14 @@
 //! Validation against `data/published_runs.csv`: the bounds of issue 4 pinned, so a
 //! regression of the model (or of the calibration) fails CI.
 
-use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{cluster_name_for, validate, PublishedRun, Validation};
+use autoplan_evaluate::validate::{
+    bundled_cluster as cluster_for, validate, PublishedRun, Validation,
+};
 
 fn runs() -> Vec<PublishedRun> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/published_runs.csv");
     let mut rdr = csv::Reader::from_path(path).expect("published_runs.csv");
     rdr.deserialize().map(|r| r.expect("row")).collect()
-}
-
-/// The bundled cluster of the row's hardware, resized to its GPU count.
-fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    let name = cluster_name_for(gpu)?;
-    autoplan_cluster::resolve_cluster(name)
-        .ok()?
-        .with_gpus(n)
-        .ok()
 }
 
 fn run() -> Validation {

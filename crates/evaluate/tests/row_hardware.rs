@@ -3,8 +3,10 @@
 
 mod common;
 
-use autoplan_cluster::{resolve_cluster, Cluster, GpuArch, Precision};
-use autoplan_evaluate::validate::{case_of, cluster_name_for, PublishedRun};
+use autoplan_cluster::{resolve_cluster, GpuArch, Precision};
+use autoplan_evaluate::validate::{
+    bundled_cluster, case_of, cluster_name_for, cluster_name_of, PublishedRun,
+};
 use common::rows;
 
 fn all_rows() -> Vec<PublishedRun> {
@@ -47,11 +49,33 @@ fn every_gpu_cell_names_a_bundled_cluster() {
     assert_eq!(cluster_name_for("MI300X"), None);
 }
 
-fn bundled_cluster(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(n)
-        .ok()
+/// The network cell picks the cluster where it is not the GPU's usual one: BLOOM's A100s on
+/// Omni-Path are Jean Zay's (4 × 100 Gb/s per node), every other A100 row Selene's HDR.
+#[test]
+fn the_network_cell_picks_jean_zay_for_omni_path() {
+    let by_id = |id: &str| all_rows().into_iter().find(|r| r.id == id).expect(id);
+    assert_eq!(
+        cluster_name_of(&by_id("bloom_176b_384xA100")),
+        Some("jean-zay-a100")
+    );
+    assert_eq!(
+        cluster_name_of(&by_id("mtnlg_530b_2240gpu")),
+        Some("selene-a100")
+    );
+    assert_eq!(cluster_name_of(&by_id("nar21_t1_1T")), Some("selene-a100"));
+    let mut h100 = by_id("mcore08_h100_weak_32B");
+    h100.inter_node_link = Some("Omni-Path".into());
+    assert_eq!(
+        cluster_name_of(&h100),
+        Some("dgx-h100"),
+        "no Omni-Path H100 cluster bundled"
+    );
+    let jz = resolve_cluster("jean-zay-a100").unwrap();
+    let selene = resolve_cluster("selene-a100").unwrap();
+    assert_eq!(jz.gpu, selene.gpu);
+    assert_eq!((jz.node.gpus_per_node, jz.network.nics_per_node), (8, 4));
+    assert_eq!(jz.network.inter_bw, 6.25e9, "4 × 100 Gb/s over 8 GPUs");
+    assert_eq!(selene.network.inter_bw, 24e9);
 }
 
 /// The precision each built case trains in, by row id.

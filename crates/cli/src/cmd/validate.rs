@@ -10,12 +10,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use autoplan_cluster::GpuArch;
-use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, cluster_name_for, fit, fitted_on, group_mape, score, validate_searching, Case, Figure,
-    FitPoint, SkipKind, Validation,
+    case_of, fit, fitted_on, group_mape, score, validate_searching, Case, Figure, FitPoint,
+    SkipKind, Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -71,13 +70,7 @@ pub fn bundled_model(name: &str) -> Option<ModelSpec> {
     resolve_model(name).ok()
 }
 
-/// The bundled cluster of a row's GPU, resized to its GPU count.
-pub fn bundled_cluster(gpu: &str, gpus: u32, _gpus_per_node: u32) -> Option<Cluster> {
-    resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(gpus)
-        .ok()
-}
+pub use autoplan_evaluate::validate::bundled_cluster;
 
 /// Validate a file of runs against the bundled models and clusters; a row giving no parallel
 /// degrees is scored with the best plan of `space`. Skipped rows in file order.

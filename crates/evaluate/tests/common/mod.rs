@@ -2,8 +2,10 @@
 //! ran on.
 #![allow(dead_code)]
 
-use autoplan_cluster::Cluster;
-use autoplan_evaluate::validate::{cluster_name_for, PublishedRun};
+/// The bundled cluster a row names, resized to its GPU count.
+#[allow(unused_imports)]
+pub use autoplan_evaluate::validate::bundled_cluster as cluster_for;
+use autoplan_evaluate::validate::PublishedRun;
 
 /// The rows of `data/FILE` a reader of this schema can type (a row with a blank GPU count is
 /// not these tests').
@@ -11,14 +13,6 @@ pub fn rows(file: &str) -> Vec<PublishedRun> {
     let path = format!("{}/../../data/{file}", env!("CARGO_MANIFEST_DIR"));
     let mut rdr = csv::Reader::from_path(&path).expect(file);
     rdr.deserialize().filter_map(Result::ok).collect()
-}
-
-/// The bundled cluster of a row's GPU, resized to its GPU count.
-pub fn cluster_for(gpu: &str, n: u32, _gpn: u32) -> Option<Cluster> {
-    autoplan_cluster::resolve_cluster(cluster_name_for(gpu)?)
-        .ok()?
-        .with_gpus(n)
-        .ok()
 }
 
 /// The row `id` of either public runs file.

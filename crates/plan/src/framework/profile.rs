@@ -206,7 +206,7 @@ impl CostProfile {
         not_modelled: "DeepSpeed's pipeline engine (blocking send/recv through two-rank \
                        broadcast groups, one instruction at a time) and DeepSpeed's activation \
                        checkpointing (which can partition the saved activations over TP and \
-                       gather them before each recompute) are not priced: the rows run 24-37% \
+                       gather them before each recompute) are not priced: the rows run 16-37% \
                        slower per block and micro-batch than these kernels predict. An Nsight \
                        Systems trace of one pipeline stage of a Megatron-DeepSpeed step on A100 \
                        would settle their cost",
