@@ -58,6 +58,34 @@ fn each_row_runs_under_the_profile_of_its_source() {
     for (id, want) in cases {
         assert_eq!(profile_of(id).name, want.name, "{id}");
     }
+    // A row of the same papers under another id (their runs at other scales) is read by the
+    // paper its source cites, not by the id's prefix.
+    let mut other = rows("published_runs.csv")
+        .into_iter()
+        .find(|r| r.id == "nar21_t1_1T")
+        .unwrap();
+    for (id, source, want) in [
+        (
+            "x_1",
+            "Narayanan+21 SC21 Figure 5",
+            CostProfile::MEGATRON_LM_2021,
+        ),
+        (
+            "x_2",
+            "Korthikanti+22 Table 4",
+            CostProfile::MEGATRON_LM_2021,
+        ),
+        ("x_3", "Shoeybi+19 Table 1", CostProfile::MEGATRON_LM_2020),
+        (
+            "x_4",
+            "NVIDIA NeMo performance summary",
+            CostProfile::MEGATRON_CORE,
+        ),
+    ] {
+        other.id = id.to_string();
+        other.source = source.to_string();
+        assert_eq!(row_profile(&other).name, want.name, "{source}");
+    }
 }
 
 #[test]

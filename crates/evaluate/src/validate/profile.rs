@@ -9,7 +9,9 @@ use super::PublishedRun;
 
 /// The profile of row `r`:
 ///
-/// - `meg20_`: Megatron-LM v1 (2020); `nar21_`, `kor22_`: Megatron-LM 2021–22
+/// - `meg20_`, or a source citing Shoeybi+19 (the Megatron-LM paper, whose code the v1 README
+///   ran): Megatron-LM v1 (2020); `nar21_`, `kor22_`, or a source citing Narayanan+21 or
+///   Korthikanti+22 (their runs at other scales): Megatron-LM 2021–22
 ///   (published_runs_SOURCES.md §2).
 /// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan with
 ///   `compile` where the row's notes name it or async TP (which needs it, frameworks.md
@@ -29,9 +31,18 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
     let id = r.id.as_str();
     let source = r.source.to_ascii_lowercase();
     let text = format!("{source} {}", r.notes.as_deref().unwrap_or("")).to_ascii_lowercase();
-    if id.starts_with("meg20") {
+    let names = |papers: &[&str]| papers.iter().any(|p| source.contains(p));
+    if id.starts_with("meg20") || names(&["shoeybi+19", "shoeybi et al"]) {
         CostProfile::MEGATRON_LM_2020
-    } else if id.starts_with("nar21") || id.starts_with("kor22") {
+    } else if id.starts_with("nar21")
+        || id.starts_with("kor22")
+        || names(&[
+            "narayanan+21",
+            "narayanan et al",
+            "korthikanti+22",
+            "korthikanti et al",
+        ])
+    {
         CostProfile::MEGATRON_LM_2021
     } else if id.starts_with("tt_") || source.contains("torchtitan") {
         let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
