@@ -443,6 +443,7 @@ pub fn case_of(
     };
     let plan = case_plan(r, era, &profile, &model);
     let options = case_options(r, &profile, &model);
+    let plan = unstated_interleaving(r, &model, &cluster, options, plan);
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     Ok(Case {
@@ -458,6 +459,45 @@ pub fn case_of(
         framework: profile.name,
         source: source_family(&r.id),
     })
+}
+
+/// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
+/// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
+/// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the
+/// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds at
+/// least V chunks and the plan fits), the one it prices fastest, the smallest on a tie; where none is
+/// admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which the row rules
+/// out. Every other plan is returned as it is.
+fn unstated_interleaving(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    cluster: &Cluster,
+    options: EvalOptions,
+    plan: Plan,
+) -> Plan {
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    let interleaved = notes.contains("interleaved") && !notes.contains("non-interleaved");
+    if r.vpp.is_some() || !interleaved || plan.pp <= 1 {
+        return plan;
+    }
+    let with = |v: u32| Plan {
+        schedule: Schedule::Interleaved,
+        vpp: v,
+        pipeline_split: pipeline_split(r, model.layers, plan.pp, v),
+        ..plan
+    };
+    let ev = Evaluator::new(model, cluster, options);
+    let mut best: Option<(f64, Plan)> = None;
+    // A stage's chunks may count the embedding and the loss as a block each (`pipeline_split`).
+    for v in 2..=((model.layers + 2) / plan.pp).max(2) {
+        let p = with(v);
+        if let Ok(m) = ev.evaluate(&p) {
+            if best.as_ref().is_none_or(|(t, _)| m.step_time_s < *t) {
+                best = Some((m.step_time_s, p));
+            }
+        }
+    }
+    best.map_or_else(|| with(2), |(_, p)| p)
 }
 
 /// The model of row `r`: a bundled one whose shape agrees with the row, else the row's

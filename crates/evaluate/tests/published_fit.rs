@@ -100,3 +100,46 @@ fn qwen3_pp32_vpp3_counts_the_embedding_and_loss_in_the_split() {
     r.notes = Some("--account-for-loss-in-pipeline-split".into());
     assert_eq!(case(&r).plan.pipeline_split, PipelineSplit::Loss);
 }
+
+/// Llama 3 405B ran "Interleaved PP with custom schedule (V stages per rank; V not given)": the
+/// case prices it interleaved at the depth the model admits and prices fastest, never 1F1B.
+/// Every other depth is rejected (it does not fit or does not divide) or no faster.
+#[test]
+fn an_interleaved_row_without_its_depth_takes_the_fastest_admitted_one() {
+    let r = row("llama3_405b_8192gpu_seq8192");
+    assert!(r.vpp.is_none());
+    let c = case(&r);
+    assert_eq!(c.plan.schedule, Schedule::Interleaved);
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let chosen = ev
+        .evaluate(&c.plan)
+        .expect("the chosen depth runs")
+        .step_time_s;
+    let mut admitted = 0;
+    for v in 2..=c.model.layers {
+        let mut p = c.plan;
+        p.vpp = v;
+        p.pipeline_split = if (c.model.layers + 2).is_multiple_of(p.pp * v) {
+            PipelineSplit::EmbeddingLoss
+        } else {
+            PipelineSplit::Blocks
+        };
+        if let Ok(m) = ev.evaluate(&p) {
+            admitted += 1;
+            assert!(
+                m.step_time_s >= chosen,
+                "vpp {v} is faster than {}",
+                c.plan.vpp
+            );
+        }
+    }
+    assert!(admitted >= 1);
+    // The rows that give their depth keep it.
+    let nar = case(&row("nar21_t1_530B"));
+    assert_eq!(
+        (nar.plan.schedule, nar.plan.vpp),
+        (Schedule::Interleaved, 3)
+    );
+    let one = case(&row("nar21_t1_1T"));
+    assert_eq!((one.plan.schedule, one.plan.vpp), (Schedule::OneF1B, 1));
+}
