@@ -441,6 +441,22 @@ pub fn case_of(
         Some(c) => c,
         None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
     };
+    // A run over several nodes of another size than the bundled cluster's (a node's NVLink and
+    // NICs are the cluster's facts, not the row's) is not priced on the bundled ones; an NVL72
+    // row may count its rack or its tray as the node. A run inside one of its nodes is.
+    if let Some(stated) = r.gpus_per_node {
+        let (node, domain) = (cluster.node.gpus_per_node, cluster.node.nvlink_domain);
+        if r.num_gpus > stated && stated != node && stated != domain {
+            return Err(skip(
+                id,
+                format!(
+                    "the row's nodes hold {stated} GPUs, the bundled cluster `{}`'s {node}: no \
+                     bundled cluster of its node",
+                    cluster.name
+                ),
+            ));
+        }
+    }
     let plan = case_plan(r, era, &profile, &model);
     let options = case_options(r, &profile, &model);
     let plan = unstated_interleaving(r, &model, &cluster, options, plan);

@@ -184,3 +184,32 @@ fn unknown_precision_wording_is_named() {
     .expect_err("skipped");
     assert!(s.reason.contains("int4 weights"), "{}", s.reason);
 }
+
+/// A run over nodes of another size than its bundled cluster's is skipped with both sizes
+/// named, not priced on the bundled nodes; a run inside one node, or an NVL72 row counting its
+/// rack as the node, is priced.
+#[test]
+fn a_row_on_nodes_of_another_size_is_not_priced_on_the_bundled_ones() {
+    let by_id = |id: &str| all_rows().into_iter().find(|r| r.id == id).expect(id);
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = by_id("nemo2407_h100_LLAMA3-70B_64gpu");
+    assert!(case_of(&r, &resolve, &bundled_cluster).is_ok());
+    r.gpus_per_node = Some(4);
+    let why = case_of(&r, &resolve, &bundled_cluster).unwrap_err().reason;
+    assert!(
+        why.contains("hold 4 GPUs") && why.contains("`dgx-h100`'s 8"),
+        "{why}"
+    );
+    let mut one = by_id("nemo2407_h100_LLAMA3-8B_8gpu");
+    one.gpus_per_node = Some(16);
+    assert!(
+        case_of(&one, &resolve, &bundled_cluster).is_ok(),
+        "one node of the row's"
+    );
+    let mut rack = by_id("bridge2511_gb200_DeepSeekV3_256gpu_bf16");
+    rack.gpus_per_node = Some(72);
+    assert!(
+        case_of(&rack, &resolve, &bundled_cluster).is_ok(),
+        "an NVL72 rack as the node"
+    );
+}
