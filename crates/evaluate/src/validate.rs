@@ -285,9 +285,15 @@ pub fn bundled_cluster(name: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clu
 ///   MFUs reproduce with the A100's 312 TFLOP/s peak (published_runs_2_SOURCES.md, `megascale_*`),
 ///   so an Ampere GPU of a training cluster is read as the A100.
 /// - V100: `dgx2-v100`.
+/// - None for a PCIe card or a GH200 superchip: the bundled clusters hold SXM parts on NVSwitch.
 pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
     let g = gpu.to_ascii_lowercase();
-    if g.contains("v100") {
+    if g.contains("pcie") || g.contains("gh200") {
+        // Every bundled cluster of these GPUs is of SXM parts on NVSwitch; a PCIe card (no
+        // NVSwitch, lower clocks and power) or a Grace Hopper superchip (its own HBM size and
+        // host link) is none of them.
+        None
+    } else if g.contains("v100") {
         Some("dgx2-v100")
     } else if g.contains("gb300") {
         Some("gb300-nvl72x4")

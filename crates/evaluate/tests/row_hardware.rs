@@ -47,6 +47,9 @@ fn every_gpu_cell_names_a_bundled_cluster() {
         assert_eq!(cluster_name_for(cell), Some(cluster), "{cell}");
     }
     assert_eq!(cluster_name_for("MI300X"), None);
+    assert_eq!(cluster_name_for("A100 80GB PCIe"), None);
+    assert_eq!(cluster_name_for("H100 PCIe"), None);
+    assert_eq!(cluster_name_for("GH200 96GB"), None);
 }
 
 /// The network cell picks the cluster where it is not the GPU's usual one: BLOOM's A100s on
