@@ -203,13 +203,16 @@ impl CostProfile {
         source: "deepspeed/runtime/zero/config.py overlap_comm default and stage_1_and_2.py \
                  (frameworks.md §3.3, §3.5); pre-FlashAttention Megatron kernels; \
                  deepspeed/moe/sharded_moe.py @ v0.9.2:L495,L541 (einsum dispatch/combine)",
-        not_modelled: "DeepSpeed's pipeline engine (blocking send/recv through two-rank \
-                       broadcast groups, one instruction at a time) and DeepSpeed's activation \
-                       checkpointing (which can partition the saved activations over TP and \
-                       gather them before each recompute) are not priced: the rows run 16-37% \
-                       slower per block and micro-batch than these kernels predict. An Nsight \
-                       Systems trace of one pipeline stage of a Megatron-DeepSpeed step on A100 \
-                       would settle their cost",
+        not_modelled: "DeepSpeed's activation checkpointing (which can partition the saved \
+                       activations over TP and gather them before each recompute) and the \
+                       Megatron-DeepSpeed forks' kernels are not priced: the rows run 16-37% \
+                       slower per block and micro-batch than these kernels predict. Not its \
+                       pipeline engine: DeepSpeed's TrainSchedule, simulated with blocking \
+                       transfers (tools/deepspeed_pipe.py), takes 1F1B's compute time, and its \
+                       partitioned activations (1/tp per send) more than offset its serial \
+                       send/recv (BLOOM 2.8 s, MT-NLG 0.8 s, against the 5.0 s and 1.8 s \
+                       priced). An Nsight Systems trace of one pipeline stage of a \
+                       Megatron-DeepSpeed step on A100 would settle the cost",
     };
 
     /// DeepSpeed 0.19.5 (`--framework deepspeed`): gradient reduction after the backward below
@@ -229,8 +232,11 @@ impl CostProfile {
         source: "deepspeed/runtime/zero/config.py @ v0.19.5:L382-386 (frameworks.md §3.3); \
                  deepspeed/moe/sharded_moe.py @ v0.19.5:L207-232 (MoE gather by index)",
         not_modelled:
-            "DeepSpeed's pipeline engine (blocking send/recv, one instruction at a time) is \
-                       priced as Megatron's 1F1B; a trace of one pipeline stage would settle it",
+            "DeepSpeed's pipeline engine is priced as Megatron's 1F1B: its TrainSchedule takes \
+                       the same compute time on equal stages (tools/deepspeed_pipe.py) but exposes \
+                       four transfers per micro-batch to Megatron's two, each of 1/tp of the \
+                       activation (pipe_partitioned, frameworks.md §3.4) and a TP all-gather; a \
+                       trace of one pipeline stage would settle it",
     };
 
     /// DeepSpeed-MoE before v0.19.4 (seed 004's baseline, and its design built on it, §4.2.2):
