@@ -7,7 +7,9 @@
 
 use autoplan_cluster::{Cluster, Precision};
 use autoplan_graph::{Family, ModelSpec, Moe, Optimizer, Positions, Routing};
-use autoplan_plan::{Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero};
+use autoplan_plan::{
+    CpComm, Dispatcher, PipelineSplit, Plan, Recompute, RecomputeModules, Schedule, Zero,
+};
 use serde::{Deserialize, Serialize};
 
 pub use crate::runs::{BestPlan, SkipKind};
@@ -637,6 +639,9 @@ fn plan_summary(p: &Plan) -> String {
     let mut s = format!("tp={},pp={},dp={}", p.tp, p.pp, p.dp);
     if p.cp > 1 {
         s += &format!(",cp={}", p.cp);
+        if p.cp_comm != CpComm::Ring {
+            s += &format!(",cp_comm={}", autoplan_plan::knob::cp_comm_name(p.cp_comm));
+        }
     }
     if p.ep > 1 {
         s += &format!(",ep={}", p.ep);

@@ -143,3 +143,27 @@ fn an_interleaved_row_without_its_depth_takes_the_fastest_admitted_one() {
     let one = case(&row("nar21_t1_1T"));
     assert_eq!((one.plan.schedule, one.plan.vpp), (Schedule::OneF1B, 1));
 }
+
+/// How a row's CP group exchanges K and V: the notes' words, else torchtitan's default
+/// all-gather rotation, else Megatron's p2p ring.
+#[test]
+fn the_cp_exchange_is_the_one_the_row_or_its_framework_names() {
+    use autoplan_plan::CpComm;
+    assert_eq!(
+        case(&row("tt_8b_cp8_seq256k")).plan.cp_comm,
+        CpComm::AllGather
+    );
+    assert_eq!(
+        case(&row("nemo2407_h100_LLAMA3-8B_8gpu")).plan.cp_comm,
+        CpComm::Ring
+    );
+    let mut r = row("nemo2407_h100_LLAMA3-70B_64gpu");
+    for (words, want) in [
+        ("All-gather based CP (Llama 3).", CpComm::AllGather),
+        ("CP with DeepSpeed-Ulysses.", CpComm::AllToAll),
+        ("", CpComm::Ring),
+    ] {
+        r.notes = Some(words.to_string());
+        assert_eq!(case(&r).plan.cp_comm, want, "{words}");
+    }
+}

@@ -68,6 +68,21 @@ pub(super) fn case_plan(
     // The ModelZoo rows that ran Megatron-Core's `--overlap-moe-expert-parallel-comm` say so
     // ("1F1B EP-A2A overlap", "A2A overlap"); their twins without it do not.
     let a2a_overlap = notes.contains("a2a overlap");
+    // How the CP group exchanges K and V: as the notes name it (Llama 3's "all-gather based"
+    // context parallelism, Dubey+24 §3.3.2; DeepSpeed-Ulysses' all-to-all), else torchtitan's
+    // default rotate method, all-gather (`context_parallel_rotate_method`, frameworks.md §2),
+    // else Megatron's default, the p2p ring (`--cp-comm-type p2p`, frameworks.md §1.5).
+    let torchtitan = profile.name.starts_with("torchtitan");
+    let cp_comm = if notes.contains("ulysses") {
+        CpComm::AllToAll
+    } else if notes.contains("all-gather based")
+        || notes.contains("allgather based")
+        || (torchtitan && !notes.contains("alltoall"))
+    {
+        CpComm::AllGather
+    } else {
+        CpComm::Ring
+    };
     Plan {
         tp,
         sp,
@@ -83,6 +98,7 @@ pub(super) fn case_plan(
             Schedule::OneF1B
         },
         vpp,
+        cp_comm,
         ep,
         moe_tp,
         mbs,
