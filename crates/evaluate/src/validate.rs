@@ -488,10 +488,10 @@ pub fn case_of(
 /// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
 /// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
 /// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the
-/// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds at
-/// least V chunks and the plan fits), the one it prices fastest, the smallest on a tie; where none is
-/// admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which the row rules
-/// out. Every other plan is returned as it is.
+/// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds
+/// at least V chunks and the plan fits), the one it prices fastest, the smallest on a tie;
+/// where none is admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which
+/// the row rules out. Every other plan is returned as it is.
 fn unstated_interleaving(
     r: &PublishedRun,
     model: &ModelSpec,
