@@ -74,7 +74,13 @@ fn a_bare_selective_cell_takes_the_modules_its_notes_list() {
         c.plan.recompute_modules,
         RecomputeModules(RecomputeModules::LAYERNORM | RecomputeModules::MOE_ACT)
     );
-    // Notes without a parenthesised list leave Megatron's default.
+    // Or as the clause after "recompute": "recompute dense-layer MLP + MLA up-proj, ...".
+    let c = case(&row("dsv3_gb200_guide_baseline"));
+    assert_eq!(
+        c.plan.recompute_modules,
+        RecomputeModules(RecomputeModules::MLP | RecomputeModules::MLA_UP_PROJ)
+    );
+    // Notes that name no module leave Megatron's default.
     let mut r = row("mzoo_gb200_mxfp8_qwen3_235b");
     r.notes = Some("selective recompute of the norms".into());
     assert_eq!(case(&r).plan.recompute_modules, RecomputeModules::DEFAULT);

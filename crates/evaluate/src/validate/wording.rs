@@ -109,10 +109,11 @@ pub(crate) fn row_attention_flops(r: &PublishedRun) -> crate::AttentionFlops {
 /// `selective (norm, act, shared_expert)` or of DeepSeek-V3's `selective (RMSNorm + MLA
 /// up-projection)` (items separated by `,` or `+`), in Megatron-Core's names (`norm`, `rmsnorm`
 /// → `layernorm`, `act` → `moe_act`, `shared_expert` → `shared_experts`, `attention core` →
-/// `core_attn`, `mla up-projection` → `mla_up_proj`). A cell that says only `selective` takes
-/// the list from the row's notes where they give one (`selective recompute (moe_act,
-/// layernorm)`: the ModelZoo's GB200 rows). Megatron's default `core_attn` when neither names
-/// any.
+/// `core_attn`, `mla up-projection` → `mla_up_proj`, `dense-layer MLP` → `mlp`). A cell that
+/// says only `selective` takes the list from the row's notes where they give one: in
+/// parentheses (`selective recompute (moe_act, layernorm)`: the ModelZoo's GB200 rows) or as
+/// the clause after "recompute" (`recompute dense-layer MLP + MLA up-proj`: the DeepSeek-V3
+/// GB200 guide's baseline). Megatron's default `core_attn` when none names a module.
 pub(crate) fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
     let list = |t: &str| {
         t.split_once('(')
@@ -120,30 +121,47 @@ pub(crate) fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
             .map(|(l, _)| l.to_string())
     };
     let notes = notes.to_ascii_lowercase();
-    let from_notes = || notes.find("recompute (").and_then(|i| list(&notes[i..]));
-    let Some(list) = list(rc).or_else(|| rc.starts_with("selective").then(from_notes).flatten())
-    else {
+    if let Some(set) = list(rc).and_then(|l| modules_named(&l)) {
+        return set;
+    }
+    if !rc.starts_with("selective") {
         return RecomputeModules::DEFAULT;
-    };
+    }
+    let parenthesised = notes.find("recompute (").and_then(|i| list(&notes[i..]));
+    // Each clause that follows a "recompute ", up to the next `,`, `.` or `;`.
+    let clauses = notes.match_indices("recompute ").map(|(i, w)| {
+        notes[i + w.len()..]
+            .split([',', '.', ';'])
+            .next()
+            .unwrap_or("")
+    });
+    parenthesised
+        .iter()
+        .map(String::as_str)
+        .chain(clauses)
+        .find_map(modules_named)
+        .unwrap_or(RecomputeModules::DEFAULT)
+}
+
+/// The modules a list of names (`,` or `+` between them) names; `None` when it names none.
+fn modules_named(list: &str) -> Option<RecomputeModules> {
     let mut set = 0;
     for item in list.split([',', '+']) {
         // `MLA up-projection`, `mla_up_proj` and `mla up proj` alike.
-        let item = item.trim().replace(['-', '_'], " ");
+        let item = item.trim().to_ascii_lowercase().replace(['-', '_'], " ");
         let name = match item.as_str() {
             "norm" | "layernorm" | "rmsnorm" => "layernorm",
             "act" | "moe act" => "moe_act",
             "shared expert" | "shared experts" => "shared_experts",
             "attention core" | "core attn" => "core_attn",
             "mla up projection" | "mla up proj" => "mla_up_proj",
+            "dense layer mlp" | "dense mlp" => "mlp",
             other => other,
         };
+        let name = name.replace(' ', "_");
         if let Some(&(_, bit)) = RecomputeModules::NAMES.iter().find(|(n, _)| *n == name) {
             set |= bit;
         }
     }
-    if set == 0 {
-        RecomputeModules::DEFAULT
-    } else {
-        RecomputeModules(set)
-    }
+    (set != 0).then_some(RecomputeModules(set))
 }
