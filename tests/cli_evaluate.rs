@@ -163,6 +163,18 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
         out.contains("skipped: recompute not given") && out.contains("memory per GPU"),
         "{out}"
     );
+    // A depth the row does not give is said to be the model's choice.
+    let runs2 = concat!(env!("CARGO_MANIFEST_DIR"), "/data/published_runs_2.csv");
+    let id = "llama3_405b_8192gpu_seq8192";
+    let (code, out, err) = autoplan(&["validate", "--runs", runs2, "--explain", id]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("chosen by the model: vpp 8: the row names an interleaved"),
+        "{out}"
+    );
+    let id = "nar21_t1_530B";
+    let (_, out, _) = autoplan(&["validate", "--runs", runs, "--explain", id]);
+    assert!(!out.contains("chosen by the model"), "{out}");
     let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "nope"]);
     assert_eq!(code, Some(2));
     assert!(

@@ -131,6 +131,9 @@ pub struct Case {
     pub framework: &'static str,
     /// The row's source family ([`source_family`]).
     pub source: String,
+    /// A plan value the row does not give that the model chose for it, and why (an interleaved
+    /// schedule's depth: [`case_of`]); `validate --explain` prints it.
+    pub chosen: Option<String>,
 }
 
 /// The outcome of one row.
@@ -467,7 +470,16 @@ pub fn case_of(
     }
     let plan = case_plan(r, era, &profile, &model);
     let options = case_options(r, &profile, &model);
+    let given = plan;
     let plan = unstated_interleaving(r, &model, &cluster, options, plan);
+    let chosen = (plan.vpp != given.vpp).then(|| {
+        format!(
+            "vpp {}: the row names an interleaved schedule but not its depth; the fastest of \
+             the depths 2-{} that the model admits (2 where it admits none)",
+            plan.vpp,
+            ((model.layers + 2) / plan.pp).max(2)
+        )
+    });
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     Ok(Case {
@@ -482,6 +494,7 @@ pub fn case_of(
             || matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed),
         framework: profile.name,
         source: source_family(&r.id),
+        chosen,
     })
 }
 

@@ -366,6 +366,9 @@ fn explain(paths: &[PathBuf], id: &str, space: &str) -> anyhow::Result<ExitCode>
             ""
         }
     )?;
+    if let Some(why) = &case.chosen {
+        writeln!(out, "chosen by the model: {why}")?;
+    }
     match ev.report(&case.plan) {
         Ok(r) => {
             super::ensure_finite_report(&format!("row `{id}`"), &r)?;
