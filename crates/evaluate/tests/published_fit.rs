@@ -173,3 +173,27 @@ fn the_cp_exchange_is_the_one_the_row_or_its_framework_names() {
         assert_eq!(case(&r).plan.cp_comm, want, "{words}");
     }
 }
+
+/// One blank degree of tp, pp, dp (the other two given) is what the GPU count leaves: the
+/// case is the same as the row that gives it.
+#[test]
+fn one_blank_degree_is_what_the_gpu_count_leaves() {
+    let full = row("nemo2407_h100_LLAMA3-70B_64gpu");
+    let want = case(&full).plan;
+    assert_eq!((want.tp, want.pp, want.cp, want.dp), (4, 4, 2, 2));
+    for blank in ["tp", "pp", "dp"] {
+        let mut r = full.clone();
+        match blank {
+            "tp" => r.tp = None,
+            "pp" => r.pp = None,
+            _ => r.dp = None,
+        }
+        assert_eq!(case(&r).plan, want, "{blank} blank");
+    }
+    // Two blanks are not derived: the blank degrees are 1, a plan of the wrong size.
+    let mut r = full.clone();
+    r.tp = None;
+    r.dp = None;
+    let p = case(&r).plan;
+    assert_eq!((p.tp, p.dp), (1, 1));
+}

@@ -10,10 +10,20 @@ pub(super) fn case_plan(
     profile: &autoplan_plan::framework::CostProfile,
     model: &ModelSpec,
 ) -> Plan {
-    let tp = r.tp.unwrap_or(1);
-    let pp = r.pp.unwrap_or(1);
-    let dp = r.dp.unwrap_or(1);
     let cp = r.cp.unwrap_or(1);
+    // One blank degree of tp, pp, dp with the other two given is what the GPU count leaves
+    // (tp·pp·dp·cp = GPUs; "TP 1, PP 16" on 2048 GPUs is DP 128). A blank read as 1 would give
+    // a plan of the wrong size, which the evaluator rejects; any other blank is 1.
+    let left = |a: Option<u32>, b: Option<u32>| {
+        let used = u64::from(a?) * u64::from(b?) * u64::from(cp);
+        let n = u64::from(r.num_gpus);
+        (used > 0 && n.is_multiple_of(used))
+            .then(|| u32::try_from(n / used).ok())
+            .flatten()
+    };
+    let tp = r.tp.or_else(|| left(r.pp, r.dp)).unwrap_or(1);
+    let pp = r.pp.or_else(|| left(r.tp, r.dp)).unwrap_or(1);
+    let dp = r.dp.or_else(|| left(r.tp, r.pp)).unwrap_or(1);
     let vpp = r.vpp.unwrap_or(1).max(1);
     let sp = match r.sp.as_deref() {
         Some(s) if s.starts_with("yes") => true,
