@@ -186,6 +186,17 @@ fn unknown_precision_wording_is_named() {
     )
     .expect_err("skipped");
     assert!(s.reason.contains("int4 weights"), "{}", s.reason);
+    // PyTorch's dtype names read as the 16-bit formats they are.
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    for (cell, want) in [
+        ("torch.bfloat16", Precision::Bf16),
+        ("float16 (AMP)", Precision::Fp16),
+        ("half", Precision::Fp16),
+    ] {
+        r.precision = Some(cell.into());
+        let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+        assert_eq!(c.model.training.precision, want, "{cell}");
+    }
 }
 
 /// A run over nodes of another size than its bundled cluster's is skipped with both sizes

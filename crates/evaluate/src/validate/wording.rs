@@ -47,10 +47,10 @@ pub(crate) fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>
                     .flatten()
             })
             .unwrap_or(Precision::Fp8)
-    } else if c.contains("fp16") {
-        Precision::Fp16
-    } else if c.contains("bf16") {
+    } else if c.contains("bf16") || c.contains("bfloat16") {
         Precision::Bf16
+    } else if c.contains("fp16") || c.contains("float16") || c.contains("half") {
+        Precision::Fp16
     } else if c.trim().is_empty() || c.contains("mixed precision") || implied {
         return Ok(None);
     } else {
