@@ -197,3 +197,23 @@ fn one_blank_degree_is_what_the_gpu_count_leaves() {
     let p = case(&r).plan;
     assert_eq!((p.tp, p.dp), (1, 1));
 }
+
+/// The `sp` cell's words: yes/true/on and no/false/off in any case; other wording, the era's
+/// default (Megatron-Core: on with TP).
+#[test]
+fn the_sp_cell_is_read_in_any_case() {
+    let mut r = row("nemo2407_h100_LLAMA3-70B_64gpu");
+    for (cell, want) in [
+        ("Yes", true),
+        ("TRUE (with TP)", true),
+        ("on", true),
+        ("No", false),
+        ("off", false),
+        ("False", false),
+        ("only with TP", true),
+        ("", true),
+    ] {
+        r.sp = Some(cell.to_string());
+        assert_eq!(case(&r).plan.sp, want, "{cell}");
+    }
+}

@@ -25,9 +25,16 @@ pub(super) fn case_plan(
     let pp = r.pp.or_else(|| left(r.tp, r.dp)).unwrap_or(1);
     let dp = r.dp.or_else(|| left(r.tp, r.pp)).unwrap_or(1);
     let vpp = r.vpp.unwrap_or(1).max(1);
-    let sp = match r.sp.as_deref() {
-        Some(s) if s.starts_with("yes") => true,
-        Some(s) if s.starts_with("no") => false,
+    // The `sp` cell's first word: yes/true/on/…, no/false/off/…; blank or other wording, the
+    // era's default.
+    let sp_cell = r.sp.as_deref().unwrap_or("").to_ascii_lowercase();
+    let first = sp_cell
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("");
+    let sp = match first {
+        "yes" | "y" | "true" | "on" | "enabled" | "1" => true,
+        "no" | "n" | "false" | "off" | "disabled" | "0" => false,
         // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
         _ => era != Era::Megatron2021 && tp > 1,
     };
