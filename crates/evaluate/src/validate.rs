@@ -251,7 +251,8 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
 /// not its GPU's usual one, else by its GPU ([`cluster_name_for`]).
 ///
 /// - An A100 run on Omni-Path (BLOOM's Jean Zay: "4 OPA links/node") is `jean-zay-a100`: 4 ×
-///   100 Gb/s per node, not the 8 × 200 Gb/s HDR of `selene-a100`.
+///   100 Gb/s per node, not the 8 × 200 Gb/s HDR of `selene-a100`; another GPU's Omni-Path
+///   run has no bundled cluster (`None`).
 pub fn cluster_name_of(r: &PublishedRun) -> Option<&'static str> {
     let by_gpu = cluster_name_for(&r.gpu)?;
     let net = r
@@ -260,10 +261,12 @@ pub fn cluster_name_of(r: &PublishedRun) -> Option<&'static str> {
         .unwrap_or("")
         .to_ascii_lowercase();
     let omni_path = net.contains("omni-path") || net.contains("omnipath") || net.contains("opa ");
-    Some(match by_gpu {
-        "selene-a100" if omni_path => "jean-zay-a100",
-        other => other,
-    })
+    match by_gpu {
+        "selene-a100" if omni_path => Some("jean-zay-a100"),
+        // No other GPU's Omni-Path cluster is bundled: not priced on InfiniBand.
+        _ if omni_path => None,
+        other => Some(other),
+    }
 }
 
 /// The bundled cluster `name` resized to `gpus` GPUs: [`case_of`]'s `cluster_for` over the
@@ -450,6 +453,13 @@ pub fn case_of(
     let gpn = r.gpus_per_node.unwrap_or(8);
     let cluster = match cluster_name_of(r).and_then(|name| cluster_for(name, r.num_gpus, gpn)) {
         Some(c) => c,
+        None if cluster_name_for(&r.gpu).is_some() => {
+            let net = r.inter_node_link.as_deref().unwrap_or("");
+            return Err(skip(
+                id,
+                format!("no bundled cluster of GPU `{}` on network `{net}`", r.gpu),
+            ));
+        }
         None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
     };
     // A run over several nodes of another size than the bundled cluster's (a node's NVLink and

@@ -68,11 +68,16 @@ fn the_network_cell_picks_jean_zay_for_omni_path() {
     assert_eq!(cluster_name_of(&by_id("nar21_t1_1T")), Some("selene-a100"));
     let mut h100 = by_id("mcore08_h100_weak_32B");
     h100.inter_node_link = Some("Omni-Path".into());
-    assert_eq!(
-        cluster_name_of(&h100),
-        Some("dgx-h100"),
-        "no Omni-Path H100 cluster bundled"
-    );
+    // No Omni-Path H100 cluster is bundled: skipped, naming the network, not priced on IB.
+    assert_eq!(cluster_name_of(&h100), None);
+    let why = case_of(
+        &h100,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &bundled_cluster,
+    )
+    .unwrap_err()
+    .reason;
+    assert!(why.contains("on network `Omni-Path`"), "{why}");
     let jz = resolve_cluster("jean-zay-a100").unwrap();
     let selene = resolve_cluster("selene-a100").unwrap();
     assert_eq!(jz.gpu, selene.gpu);
