@@ -28,8 +28,11 @@ pub use summary::group_mape;
 use wording::*;
 
 mod case;
+mod hardware;
 
 use case::*;
+use hardware::case_cluster;
+pub use hardware::{bundled_cluster, cluster_name_for, cluster_name_of};
 
 /// One row of `published_runs.csv` (the columns autoplan uses; blank cells are `None`).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -246,88 +249,6 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
     }
 }
 
-/// The bundled cluster of a row (resized to its GPU count by the caller with
-/// `Cluster::with_gpus`): by the network its `inter_node_link` cell names where that network is
-/// not its GPU's usual one, else by its GPU ([`cluster_name_for`]).
-///
-/// - An A100 run on Omni-Path (BLOOM's Jean Zay: "4 OPA links/node") is `jean-zay-a100`: 4 ×
-///   100 Gb/s per node, not the 8 × 200 Gb/s HDR of `selene-a100`; another GPU's Omni-Path
-///   run has no bundled cluster (`None`).
-pub fn cluster_name_of(r: &PublishedRun) -> Option<&'static str> {
-    let by_gpu = cluster_name_for(&r.gpu)?;
-    let net = r
-        .inter_node_link
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let omni_path = net.contains("omni-path") || net.contains("omnipath") || net.contains("opa ");
-    match by_gpu {
-        "selene-a100" if omni_path => Some("jean-zay-a100"),
-        // No other GPU's Omni-Path cluster is bundled: not priced on InfiniBand.
-        _ if omni_path => None,
-        other => Some(other),
-    }
-}
-
-/// The bundled cluster `name` resized to `gpus` GPUs: [`case_of`]'s `cluster_for` over the
-/// bundled library (`None` where the name is not bundled or the count does not fill whole
-/// nodes).
-pub fn bundled_cluster(name: &str, gpus: u32, _gpus_per_node: u32) -> Option<Cluster> {
-    autoplan_cluster::resolve_cluster(name)
-        .ok()?
-        .with_gpus(gpus)
-        .ok()
-}
-
-/// The bundled cluster of a row's `gpu` cell, by the GPU it names:
-///
-/// - `GB200 (NVL72)`, `GB300 (NVL72)`: `gb200-nvl72x4`, `gb300-nvl72x4` (72-GPU NVLink
-///   domains of 4-GPU trays); `B200 (DGX-B200)`: `b200x256`. GB200 and GB300 are tested before
-///   B200 (`gb200` contains `b200`).
-/// - `H800`: `h800x2048`; `H200`: `h200x128`.
-/// - H100: Meta's 96 GB HBM2e part at 500 W (`96GB`, `HBM2e`, `500W`: torchtitan's Grand Teton
-///   rows) is `grand-teton-h100`; every other H100 (SXM5 80 GB HBM3, 700 W: DGX H100, Eos, and
-///   Llama 3's Grand Teton servers, Llama 3 paper §3.3.1) is `dgx-h100`.
-/// - A100: `dgx-a100-40gb` where the cell names 40 GB and not 80 GB, else `selene-a100`
-///   (80 GB; MT-NLG's cell names both, its sources say 80). MegaScale's GPUs are named only "NVIDIA Ampere"; its Megatron
-///   MFUs reproduce with the A100's 312 TFLOP/s peak (published_runs_2_SOURCES.md, `megascale_*`),
-///   so an Ampere GPU of a training cluster is read as the A100.
-/// - V100: `dgx2-v100`.
-/// - None for a PCIe card or a GH200 superchip: the bundled clusters hold SXM parts on NVSwitch.
-pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
-    let g = gpu.to_ascii_lowercase();
-    if g.contains("pcie") || g.contains("gh200") {
-        // Every bundled cluster of these GPUs is of SXM parts on NVSwitch; a PCIe card (no
-        // NVSwitch, lower clocks and power) or a Grace Hopper superchip (its own HBM size and
-        // host link) is none of them.
-        None
-    } else if g.contains("v100") {
-        Some("dgx2-v100")
-    } else if g.contains("gb300") {
-        Some("gb300-nvl72x4")
-    } else if g.contains("gb200") {
-        Some("gb200-nvl72x4")
-    } else if g.contains("b200") {
-        Some("b200x256")
-    } else if g.contains("h800") {
-        Some("h800x2048")
-    } else if g.contains("h200") {
-        Some("h200x128")
-    } else if g.contains("h100")
-        && (g.contains("96gb") || g.contains("hbm2e") || g.contains("500w"))
-    {
-        Some("grand-teton-h100")
-    } else if g.contains("h100") {
-        Some("dgx-h100")
-    } else if g.contains("a100") && g.contains("40gb") && !g.contains("80gb") {
-        Some("dgx-a100-40gb")
-    } else if g.contains("a100") || g.contains("ampere") {
-        Some("selene-a100")
-    } else {
-        None
-    }
-}
-
 /// Bundled model of a row's `model` cell, by name or alias (`GPT-3 175B (MLPerf reference)`,
 /// `LLAMA3.1_405B`, `DeepSeekV3`...: `autoplan_graph::bundled_model_for`).
 fn bundled_name(model: &str) -> Option<&'static str> {
@@ -448,48 +369,12 @@ pub fn case_of(
 ) -> Result<Case, Skipped> {
     let profile = row_profile(r);
     let era = era(&profile);
-    let id = r.id.as_str();
     let model = case_model(r, era, resolve_model)?;
-    let gpn = r.gpus_per_node.unwrap_or(8);
-    let cluster = match cluster_name_of(r).and_then(|name| cluster_for(name, r.num_gpus, gpn)) {
-        Some(c) => c,
-        None if cluster_name_for(&r.gpu).is_some() => {
-            let net = r.inter_node_link.as_deref().unwrap_or("");
-            return Err(skip(
-                id,
-                format!("no bundled cluster of GPU `{}` on network `{net}`", r.gpu),
-            ));
-        }
-        None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
-    };
-    // A run over several nodes of another size than the bundled cluster's (a node's NVLink and
-    // NICs are the cluster's facts, not the row's) is not priced on the bundled ones; an NVL72
-    // row may count its rack or its tray as the node. A run inside one of its nodes is.
-    if let Some(stated) = r.gpus_per_node {
-        let (node, domain) = (cluster.node.gpus_per_node, cluster.node.nvlink_domain);
-        if r.num_gpus > stated && stated != node && stated != domain {
-            return Err(skip(
-                id,
-                format!(
-                    "the row's nodes hold {stated} GPUs, the bundled cluster `{}`'s {node}: no \
-                     bundled cluster of its node",
-                    cluster.name
-                ),
-            ));
-        }
-    }
+    let cluster = case_cluster(r, cluster_for)?;
     let plan = case_plan(r, era, &profile, &model);
     let options = case_options(r, &profile, &model);
-    let given = plan;
-    let plan = unstated_interleaving(r, &model, &cluster, options, plan);
-    let chosen = (plan.vpp != given.vpp).then(|| {
-        format!(
-            "vpp {}: the row names an interleaved schedule but not its depth; the fastest of \
-             the depths 2-{} that the model admits (2 where it admits none)",
-            plan.vpp,
-            ((model.layers + 2) / plan.pp).max(2)
-        )
-    });
+    let (plan, chosen) = unstated_interleaving(r, &model, &cluster, options, plan)
+        .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     Ok(Case {
@@ -506,45 +391,6 @@ pub fn case_of(
         source: source_family(&r.id),
         chosen,
     })
-}
-
-/// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
-/// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
-/// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the
-/// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds
-/// at least V chunks and the plan fits), the one it prices fastest, the smallest on a tie;
-/// where none is admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which
-/// the row rules out. Every other plan is returned as it is.
-fn unstated_interleaving(
-    r: &PublishedRun,
-    model: &ModelSpec,
-    cluster: &Cluster,
-    options: EvalOptions,
-    plan: Plan,
-) -> Plan {
-    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
-    let interleaved = notes.contains("interleaved") && !notes.contains("non-interleaved");
-    if r.vpp.is_some() || !interleaved || plan.pp <= 1 {
-        return plan;
-    }
-    let with = |v: u32| Plan {
-        schedule: Schedule::Interleaved,
-        vpp: v,
-        pipeline_split: pipeline_split(r, model.layers, plan.pp, v),
-        ..plan
-    };
-    let ev = Evaluator::new(model, cluster, options);
-    let mut best: Option<(f64, Plan)> = None;
-    // A stage's chunks may count the embedding and the loss as a block each (`pipeline_split`).
-    for v in 2..=((model.layers + 2) / plan.pp).max(2) {
-        let p = with(v);
-        if let Ok(m) = ev.evaluate(&p) {
-            if best.as_ref().is_none_or(|(t, _)| m.step_time_s < *t) {
-                best = Some((m.step_time_s, p));
-            }
-        }
-    }
-    best.map_or_else(|| with(2), |(_, p)| p)
 }
 
 /// The model of row `r`: a bundled one whose shape agrees with the row, else the row's

@@ -184,3 +184,50 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     };
     Ok((figure, measured))
 }
+
+/// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
+/// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
+/// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the
+/// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds
+/// at least V chunks and the plan fits), the one it prices fastest, the smallest on a tie;
+/// where none is admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which
+/// the row rules out. Returns the plan and what `validate --explain` says of the choice; `None`
+/// for every other row.
+pub(super) fn unstated_interleaving(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    cluster: &Cluster,
+    options: EvalOptions,
+    plan: Plan,
+) -> Option<(Plan, String)> {
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    let interleaved = notes.contains("interleaved") && !notes.contains("non-interleaved");
+    if r.vpp.is_some() || !interleaved || plan.pp <= 1 {
+        return None;
+    }
+    let with = |v: u32| Plan {
+        schedule: Schedule::Interleaved,
+        vpp: v,
+        pipeline_split: pipeline_split(r, model.layers, plan.pp, v),
+        ..plan
+    };
+    let ev = Evaluator::new(model, cluster, options);
+    let mut best: Option<(f64, Plan)> = None;
+    // A stage's chunks may count the embedding and the loss as a block each (`pipeline_split`).
+    let deepest = ((model.layers + 2) / plan.pp).max(2);
+    for v in 2..=deepest {
+        let p = with(v);
+        if let Ok(m) = ev.evaluate(&p) {
+            if best.as_ref().is_none_or(|(t, _)| m.step_time_s < *t) {
+                best = Some((m.step_time_s, p));
+            }
+        }
+    }
+    let plan = best.map_or_else(|| with(2), |(_, p)| p);
+    let why = format!(
+        "vpp {}: the row names an interleaved schedule but not its depth; the fastest of the \
+         depths 2-{deepest} that the model admits (2 where it admits none)",
+        plan.vpp
+    );
+    Some((plan, why))
+}
