@@ -192,6 +192,30 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     let current = v["current"]["mape"].as_f64().unwrap();
     assert!(best <= current + 1e-12, "{best} > {current}");
     assert_eq!(v["current"]["rows"].as_u64(), Some(4));
+
+    // A framework profile's constant: its grid, its own value (the best point: the profile
+    // carries its fit) and a leave-one-out error per row; an unknown profile is named.
+    let runs2 = "data/published_runs_2.csv";
+    let (code, out, err) = autoplan(&[
+        "validate",
+        "--runs",
+        runs2,
+        "--fit-framework",
+        "megatron-deepspeed",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["current"]["rows"].as_u64(), Some(3));
+    assert_eq!(
+        v["best"][0]["unpriced_compute"].as_f64(),
+        v["current"]["unpriced_compute"].as_f64()
+    );
+    assert_eq!(v["leave_one_out"].as_array().map(Vec::len), Some(3));
+    let (code, _, err) = autoplan(&["validate", "--runs", runs2, "--fit-framework", "nope"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("nope") && err.contains("llm-foundry"), "{err}");
 }
 
 #[test]

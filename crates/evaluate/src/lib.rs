@@ -100,6 +100,10 @@ pub struct EvalOptions {
     /// How MFU, HFU and the TFLOP/s figures count attention ([`AttentionFlops`]; causal by
     /// default, `validate` scores a row in the convention it declares).
     pub flops: AttentionFlops,
+    /// Compute time beyond the priced kernels, as a fraction of it (the profile's fitted
+    /// `CostProfile::unpriced_compute`; 0 by default): every class's compute is scaled by
+    /// `1 + unpriced_compute`.
+    pub unpriced_compute: f64,
 }
 
 impl Default for EvalOptions {
@@ -116,6 +120,7 @@ impl Default for EvalOptions {
             memory: MemoryOptions::default(),
             efficiency: None,
             flops: AttentionFlops::Causal,
+            unpriced_compute: 0.0,
         }
     }
 }

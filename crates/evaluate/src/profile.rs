@@ -9,7 +9,8 @@ impl EvalOptions {
     /// These options with the overlap and kernel mechanisms of profile `p`: the DP reduction
     /// overlapped with the backward or not (`dp_overlap`), ZeRO-1/2's reduction an all-reduce
     /// or a reduce-scatter, the attention core fused or not, the MoE dispatch a gather or
-    /// dense einsums, the elementwise ops fused or run as kernels of their own.
+    /// dense einsums, the elementwise ops fused or run as kernels of their own, and the compute
+    /// its runs spend beyond the priced kernels (`unpriced_compute`, fitted per profile).
     /// The TP overlap is the plan's (`tp_overlap`), which the profile's runs set
     /// (`CostProfile::tp_comm_overlap`) and the capability table bounds.
     pub fn with_profile(self, p: &CostProfile) -> EvalOptions {
@@ -18,6 +19,7 @@ impl EvalOptions {
             zero_grad_all_reduce: p.zero_grad_all_reduce,
             moe_dense_dispatch: p.moe_dense_dispatch,
             activation_offload_overlap: p.activation_offload_overlap,
+            unpriced_compute: p.unpriced_compute,
             elementwise: p.elementwise,
             attention: if p.fused_attention {
                 AttentionKernel::Flash

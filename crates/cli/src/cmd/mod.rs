@@ -14,6 +14,7 @@ pub mod show_model;
 pub mod sweep;
 pub mod target;
 pub mod validate;
+mod validate_fit;
 mod validate_summary;
 
 use crate::fmt::GIB;

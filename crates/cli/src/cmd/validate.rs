@@ -9,12 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use autoplan_cluster::GpuArch;
-use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact, read_runs, RunsFile};
 use autoplan_evaluate::validate::{
-    case_of, fit, fitted_on, group_mape, score, validate_searching, Case, Figure, FitPoint,
-    SkipKind, Validation,
+    case_of, validate_searching, Case, Figure, SkipKind, Validation,
 };
 use autoplan_evaluate::Evaluator;
 use autoplan_graph::{resolve_model, ModelSpec};
@@ -40,8 +37,14 @@ pub struct Args {
     /// the rows of the `--runs` files on it: a grid over `gemm_eff_max` × `gemm_latency` ×
     /// `hbm_eff_max`, printing the best points by MAPE and the calibrated table's own score,
     /// and at the best point the MAPE per framework profile and per source family.
-    #[arg(long, value_name = "ARCH")]
+    #[arg(long, value_name = "ARCH", conflicts_with = "fit_framework")]
     pub fit: Option<String>,
+    /// Re-fit the one constant of a framework cost profile (`unpriced_compute`: the compute its
+    /// runs spend beyond the priced kernels) to the rows of the `--runs` files scored under it,
+    /// the GPU constants fixed: a grid from 0 to 0.60, printing the best points by MAPE, the
+    /// profile's own value and each row's leave-one-out error (docs/calibration.md).
+    #[arg(long, value_name = "PROFILE", conflicts_with = "explain")]
+    pub fit_framework: Option<String>,
     /// Also write the self-contained HTML report (every row predicted against measured) to
     /// this file (docs/report.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["fit", "explain"])]
@@ -163,7 +166,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return explain(&args.runs, id, &args.space);
     }
     if let Some(arch) = &args.fit {
-        return fit_arch(&args.runs, arch, args.format);
+        return super::validate_fit::fit_arch(&args.runs, arch, args.format);
+    }
+    if let Some(name) = &args.fit_framework {
+        return super::validate_fit::fit_framework(&args.runs, name, args.format);
     }
     let space = space_of(&args.space)?;
     if args.summary {
@@ -211,121 +217,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--fit ARCH`: the calibration grid (see `autoplan_evaluate::validate::fit`).
-fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow::Result<ExitCode> {
-    let a = match arch.to_ascii_lowercase().as_str() {
-        "v100" => GpuArch::V100,
-        "a100" => GpuArch::A100,
-        "h100" => GpuArch::H100,
-        other => bail!("--fit {other}: the published rows cover v100, a100 and h100"),
-    };
-    if format == Format::Csv {
-        bail!("--fit with --format csv: the grid prints as a table or JSON (--format json)");
-    }
-    let runs = load_all(paths)?.runs;
-    // The rows validate scores with their own plan.
-    let cases: Vec<_> = runs
-        .iter()
-        .filter(|r| missing_fact(r).is_none() && degrees_given(r))
-        .filter_map(|r| case_of(r, &bundled_model, &bundled_cluster).ok())
-        .collect();
-    // 0.40..0.90 by 0.01; 0..30 µs by 2.5 µs (a launch plus the framework gap per GEMM:
-    // beyond is not a per-kernel cost); 0.50..0.90 by 0.05.
-    let eff: Vec<f64> = (0..=50).map(|i| 0.40 + 0.01 * i as f64).collect();
-    let half: Vec<f64> = (0..=12).map(|i| 2.5e-6 * i as f64).collect();
-    let hbm: Vec<f64> = (0..=8).map(|i| 0.50 + 0.05 * i as f64).collect();
-    let points = fit(&cases, a, &eff, &half, &hbm);
-    let cur = *arch_efficiency(a);
-    let current = fit(
-        &cases,
-        a,
-        &[cur.gemm_eff_max],
-        &[cur.gemm_latency],
-        &[cur.hbm_eff_max],
-    );
-    let mut out = std::io::stdout().lock();
-    if format == Format::Json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &serde_json::json!({ "current": current.first(), "best": &points[..points.len().min(20)] }),
-        )?;
-        writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    writeln!(
-        out,
-        "{:>8} {:>10} {:>8} {:>5} {:>7} {:>8}  worst row",
-        "eff_max", "latency", "hbm_eff", "rows", "MAPE", "worst"
-    )?;
-    let line = |out: &mut std::io::StdoutLock, p: &FitPoint, tag: &str| {
-        writeln!(
-            out,
-            "{:>8.2} {:>7.1} µs {:>8.2} {:>5} {:>6.2}% {:>+7.1}%  {}{tag}",
-            p.gemm_eff_max,
-            p.gemm_latency * 1e6,
-            p.hbm_eff_max,
-            p.rows,
-            100.0 * p.mape,
-            100.0 * p.worst_error,
-            p.worst
-        )
-    };
-    for p in points.iter().take(20) {
-        line(&mut out, p, "")?;
-    }
-    if let Some(c) = current.first() {
-        line(&mut out, c, "   <- ARCH_TABLE now")?;
-    }
-    // The best point's and the table's MAPE by framework profile and source family.
-    for (name, p) in [
-        ("best point", points.first()),
-        ("ARCH_TABLE", current.first()),
-    ] {
-        let Some(p) = p else { continue };
-        let eff = autoplan_cost::compute::ArchEfficiency {
-            gemm_eff_max: p.gemm_eff_max,
-            gemm_latency: p.gemm_latency,
-            hbm_eff_max: p.hbm_eff_max,
-            ..cur
-        };
-        let rows = fit_rows(&cases, a, eff);
-        let group = |g: Vec<autoplan_evaluate::validate::GroupSummary>| {
-            g.iter()
-                .map(|x| format!("{} {} rows {:.1}%", x.name, x.rows, 100.0 * x.mape))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        writeln!(
-            out,
-            "{name}: by framework: {}",
-            group(group_mape(&rows, |r| r.framework.to_string()))
-        )?;
-        writeln!(
-            out,
-            "{name}: by source: {}",
-            group(group_mape(&rows, |r| r.source.clone()))
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The rows `fit` scores on `arch` ([`fitted_on`]), scored under the efficiency constants `eff`; a row that does not run is left out.
-fn fit_rows(
-    cases: &[Case],
-    arch: GpuArch,
-    eff: autoplan_cost::compute::ArchEfficiency,
-) -> Vec<autoplan_evaluate::validate::RowResult> {
-    cases
-        .iter()
-        .filter(|c| fitted_on(c, arch))
-        .filter_map(|c| {
-            let mut c = c.clone();
-            c.options.efficiency = Some(eff);
-            score(&c).ok()
-        })
-        .collect()
 }
 
 /// `--explain ID`: the row's case, evaluated and printed as `autoplan evaluate` prints a plan.

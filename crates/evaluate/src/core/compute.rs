@@ -319,6 +319,21 @@ impl Evaluator {
                 self.compute(c, x, None)
             };
         }
+        // The framework's compute beyond the priced kernels (`CostProfile::unpriced_compute`),
+        // on every class alike, after the MTP module has reused the unscaled GEMM times.
+        let f = 1.0 + self.opts.unpriced_compute;
+        if f != 1.0 {
+            for c in &mut out {
+                *c = ComputeCost {
+                    fwd: c.fwd * f,
+                    bwd: c.bwd * f,
+                    rc_full: c.rc_full * f,
+                    core: c.core * f,
+                    core_bwd: c.core_bwd * f,
+                    gemm: c.gemm * f,
+                };
+            }
+        }
         out
     }
 

@@ -45,9 +45,12 @@ impl Evaluator {
         fwd: f64,
         core: f64,
     ) -> f64 {
+        // `fwd` and `core` carry the profile's unpriced compute already (`class_compute`);
+        // the kernels priced here get the same factor.
+        let f = 1.0 + self.opts.unpriced_compute;
         let ln = if m.has(RecomputeModules::LAYERNORM) {
             let shard = if x.sp { 1.0 / x.tp } else { 1.0 };
-            memory_bound_time_with(
+            f * memory_bound_time_with(
                 &self.gpu,
                 &self.eff,
                 2.0 * ACT * self.hidden * x.m_tok * shard,
@@ -63,7 +66,7 @@ impl Evaluator {
         match id {
             ClassId::Attn => {
                 let up = if m.has(RecomputeModules::MLA_UP_PROJ) {
-                    self.gemm_fwd(c.kind, &c.up_proj, x)
+                    f * self.gemm_fwd(c.kind, &c.up_proj, x)
                 } else {
                     0.0
                 };
@@ -75,12 +78,13 @@ impl Evaluator {
             ClassId::Moe => {
                 let mut t = ln;
                 if m.has(RecomputeModules::SHARED_EXPERTS) {
-                    t += self.gemm_fwd(c.kind, &c.shared, x)
-                        + self.activation_fn_time(c.kind, c.shared.iter(), x);
+                    t += f
+                        * (self.gemm_fwd(c.kind, &c.shared, x)
+                            + self.activation_fn_time(c.kind, c.shared.iter(), x));
                 }
                 if m.has(RecomputeModules::MOE_ACT) {
                     let routed = c.gemms.iter().filter(|g| g.expert);
-                    t += self.activation_fn_time(c.kind, routed, x);
+                    t += f * self.activation_fn_time(c.kind, routed, x);
                 }
                 t
             }

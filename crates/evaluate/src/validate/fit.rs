@@ -87,3 +87,100 @@ pub fn fit(
     });
     out
 }
+
+/// One point of the framework grid of [`fit_framework`]: the profile's
+/// `CostProfile::unpriced_compute` and how the profile's rows score under it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameworkFitPoint {
+    pub unpriced_compute: f64,
+    pub rows: usize,
+    pub mape: f64,
+    pub worst: String,
+    pub worst_error: f64,
+}
+
+/// Whether case `c` is one the constant of framework profile `name` is fitted on: a row scored
+/// under that profile, inside the domain, its recompute given or not needed.
+pub fn framework_fitted_on(c: &Case, name: &str) -> bool {
+    c.framework == name
+        && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
+        && recompute_not_given(c).is_none()
+}
+
+/// The rows' errors at one value of `unpriced_compute` (a row that does not run scores as
+/// infinitely wrong).
+fn framework_errors(cases: &[&Case], unpriced: f64) -> Vec<f64> {
+    cases
+        .iter()
+        .map(|c| {
+            let mut case = (*c).clone();
+            case.options.unpriced_compute = unpriced;
+            score(&case).map_or(f64::INFINITY, |r| r.error)
+        })
+        .collect()
+}
+
+/// The calibration of a framework profile's one constant (docs/calibration.md, "Frameworks"):
+/// with the GPU constants fixed (the calibrated table), score the rows
+/// [`framework_fitted_on`] profile `name` at every value of `grid`, and return the points
+/// ordered by MAPE (ties: smaller worst error, then the grid order), with the leave-one-out
+/// error of each row: its error at the value fitted on the other rows alone, the figure that
+/// says how the constant does on a row it was not fitted to. Deterministic.
+pub fn fit_framework(
+    cases: &[Case],
+    name: &str,
+    grid: &[f64],
+) -> (Vec<FrameworkFitPoint>, Vec<(String, f64)>) {
+    let mine: Vec<&Case> = cases
+        .iter()
+        .filter(|c| framework_fitted_on(c, name))
+        .collect();
+    // errors[g][r]: row r at grid point g.
+    let errors: Vec<Vec<f64>> = grid.iter().map(|&u| framework_errors(&mine, u)).collect();
+    let point = |g: usize, skip: Option<usize>| {
+        let (mut sum, mut n, mut worst, mut worst_err) = (0.0, 0usize, String::new(), 0.0f64);
+        for (r, e) in errors[g].iter().enumerate() {
+            if Some(r) == skip {
+                continue;
+            }
+            sum += e.abs();
+            n += 1;
+            if e.abs() > worst_err.abs() || worst.is_empty() {
+                worst = mine[r].id.clone();
+                worst_err = *e;
+            }
+        }
+        FrameworkFitPoint {
+            unpriced_compute: grid[g],
+            rows: n,
+            mape: if n == 0 { 0.0 } else { sum / n as f64 },
+            worst,
+            worst_error: worst_err,
+        }
+    };
+    let order = |pts: &mut Vec<FrameworkFitPoint>| {
+        pts.sort_by(|a, b| {
+            a.mape
+                .total_cmp(&b.mape)
+                .then(a.worst_error.abs().total_cmp(&b.worst_error.abs()))
+        })
+    };
+    let mut points: Vec<FrameworkFitPoint> = (0..grid.len()).map(|g| point(g, None)).collect();
+    order(&mut points);
+    let loo = (0..mine.len())
+        .filter(|_| mine.len() > 1)
+        .map(|r| {
+            let best = (0..grid.len())
+                .min_by(|&a, &b| {
+                    let (pa, pb) = (point(a, Some(r)), point(b, Some(r)));
+                    pa.mape
+                        .total_cmp(&pb.mape)
+                        .then(pa.worst_error.abs().total_cmp(&pb.worst_error.abs()))
+                        .then(a.cmp(&b))
+                })
+                .unwrap_or(0);
+            (mine[r].id.clone(), errors[best][r])
+        })
+        .collect();
+    (points, loo)
+}
