@@ -202,6 +202,13 @@ pub(super) fn fit_framework(
     if let Some(c) = current.first() {
         line(&mut out, c, "   <- the profile now")?;
     }
+    if profile.not_modelled.is_empty() {
+        writeln!(
+            out,
+            "{name} names nothing it does not price: its rows calibrate the GPU constants \
+             (--fit ARCH) and it carries no constant of its own; this grid is a diagnostic"
+        )?;
+    }
     writeln!(
         out,
         "leave one out (each row at the value fitted on the others):"
