@@ -20,6 +20,17 @@ fn run(file: &str) -> Validation {
     )
 }
 
+/// GPT-3 175B with a global batch of 64 on `gpus` of Selene's A100s: the profile tests' case.
+fn gpt3_on_selene(gpus: u32) -> (autoplan_graph::ModelSpec, autoplan_cluster::Cluster) {
+    let mut model = autoplan_graph::resolve_model("gpt3-175b").expect("bundled");
+    model.training.global_batch = 64;
+    let cluster = autoplan_cluster::resolve_cluster("selene-a100")
+        .unwrap()
+        .with_gpus(gpus)
+        .unwrap();
+    (model, cluster)
+}
+
 fn profile_of(id: &str) -> CostProfile {
     let mut all = rows("published_runs.csv");
     all.extend(rows("published_runs_2.csv"));
@@ -133,12 +144,7 @@ fn plans() -> Vec<Plan> {
 
 #[test]
 fn a_profile_that_overlaps_or_fuses_less_is_never_faster() {
-    let mut model = autoplan_graph::resolve_model("gpt3-175b").expect("bundled");
-    model.training.global_batch = 64;
-    let cluster = autoplan_cluster::resolve_cluster("selene-a100")
-        .unwrap()
-        .with_gpus(64)
-        .unwrap();
+    let (model, cluster) = gpt3_on_selene(64);
     let step = |p: &CostProfile, plan: &Plan| {
         let opts = EvalOptions::default().with_profile(p);
         let plan = Plan {
@@ -199,12 +205,7 @@ fn a_profile_that_overlaps_or_fuses_less_is_never_faster() {
 fn the_dp_overlap_matters_where_the_reduction_is_large() {
     // 175B on 256 A100s with dp 8 under ZeRO-1: the reduction is seconds; after the backward
     // it is exposed, during it mostly hidden.
-    let mut model = autoplan_graph::resolve_model("gpt3-175b").expect("bundled");
-    model.training.global_batch = 64;
-    let cluster = autoplan_cluster::resolve_cluster("selene-a100")
-        .unwrap()
-        .with_gpus(256)
-        .unwrap();
+    let (model, cluster) = gpt3_on_selene(256);
     let plan = Plan {
         tp: 8,
         pp: 4,
@@ -470,12 +471,7 @@ fn each_profile_constant_is_its_fit() {
 /// (with its recompute) grows by the factor, the communication terms stay.
 #[test]
 fn unpriced_compute_scales_the_compute_alone() {
-    let mut model = autoplan_graph::resolve_model("gpt3-175b").expect("bundled");
-    model.training.global_batch = 64;
-    let cluster = autoplan_cluster::resolve_cluster("selene-a100")
-        .unwrap()
-        .with_gpus(64)
-        .unwrap();
+    let (model, cluster) = gpt3_on_selene(64);
     let plan = Plan {
         tp: 8,
         pp: 8,
