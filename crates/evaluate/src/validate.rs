@@ -22,7 +22,9 @@ mod summary;
 mod wording;
 
 pub use domain::OUT_OF_DOMAIN;
-pub use fit::{fit, fit_framework, fitted_on, framework_fitted_on, FitPoint, FrameworkFitPoint};
+pub use fit::{
+    fit, fit_framework, fitted_on, framework_fitted_on, FitPoint, FrameworkFitPoint, GridScore,
+};
 pub use profile::{row_profile, source_family};
 pub use summary::group_mape;
 use wording::*;

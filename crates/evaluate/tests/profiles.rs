@@ -438,7 +438,7 @@ fn each_profile_constant_is_its_fit() {
         }
         let (points, loo) = autoplan_evaluate::validate::fit_framework(&cases, p.name, &grid);
         let best = &points[0];
-        if best.rows == 0 {
+        if best.score.rows == 0 {
             // No published row runs under it: nothing to fit, nothing carried.
             assert_eq!(p.unpriced_compute, 0.0, "{}", p.name);
             continue;
@@ -458,11 +458,11 @@ fn each_profile_constant_is_its_fit() {
         let loo_mape = loo.iter().map(|(_, e)| e.abs()).sum::<f64>() / loo.len() as f64;
         assert!(loo.len() >= 3, "{}: {} rows", p.name, loo.len());
         assert!(
-            loo_mape < at_zero[0].mape,
+            loo_mape < at_zero[0].score.mape,
             "{}: leave-one-out MAPE {:.1}% not below {:.1}% without the constant",
             p.name,
             100.0 * loo_mape,
-            100.0 * at_zero[0].mape
+            100.0 * at_zero[0].score.mape
         );
     }
 }

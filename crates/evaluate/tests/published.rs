@@ -145,7 +145,8 @@ fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
             &[e.gemm_eff_max],
             &[e.gemm_latency],
             &[e.hbm_eff_max],
-        )[0];
+        )[0]
+        .score;
         assert!(p.mape.is_finite(), "{arch:?}: {p:?}");
         // `validate`'s per-GPU summary is the same scoring.
         let by = v.by_gpu.iter().find(|a| a.arch == arch).unwrap();

@@ -11,11 +11,23 @@ use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact};
 use autoplan_evaluate::validate::{
     case_of, fit, fit_framework as fit_profile, fitted_on, group_mape, score, Case, FitPoint,
+    FrameworkFitPoint, GridScore,
 };
 use autoplan_plan::framework::CostProfile;
 
 use super::validate::{bundled_cluster, bundled_model, load_all};
 use super::Format;
+
+/// The columns every grid prints after its constants: rows, MAPE, worst error, worst row.
+fn score_columns(s: &GridScore) -> String {
+    format!(
+        "{:>5} {:>6.2}% {:>+7.1}%  {}",
+        s.rows,
+        100.0 * s.mape,
+        100.0 * s.worst_error,
+        s.worst
+    )
+}
 
 /// The rows validate scores with their own plan, as cases.
 fn own_plan_cases(paths: &[PathBuf]) -> anyhow::Result<Vec<Case>> {
@@ -70,14 +82,11 @@ pub(super) fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow:
     let line = |out: &mut std::io::StdoutLock, p: &FitPoint, tag: &str| {
         writeln!(
             out,
-            "{:>8.2} {:>7.1} µs {:>8.2} {:>5} {:>6.2}% {:>+7.1}%  {}{tag}",
+            "{:>8.2} {:>7.1} µs {:>8.2} {}{tag}",
             p.gemm_eff_max,
             p.gemm_latency * 1e6,
             p.hbm_eff_max,
-            p.rows,
-            100.0 * p.mape,
-            100.0 * p.worst_error,
-            p.worst
+            score_columns(&p.score)
         )
     };
     for p in points.iter().take(20) {
@@ -161,7 +170,7 @@ pub(super) fn fit_framework(
     let grid: Vec<f64> = (0..=60).map(|i| 0.01 * i as f64).collect();
     let (points, loo) = fit_profile(&cases, name, &grid);
     let (current, _) = fit_profile(&cases, name, &[profile.unpriced_compute]);
-    if points.first().is_none_or(|p| p.rows == 0) {
+    if points.first().is_none_or(|p| p.score.rows == 0) {
         bail!("--fit-framework {name}: no row of the --runs files is scored under this profile");
     }
     let mut out = std::io::stdout().lock();
@@ -183,17 +192,12 @@ pub(super) fn fit_framework(
         "{:>9} {:>5} {:>7} {:>8}  worst row",
         "unpriced", "rows", "MAPE", "worst"
     )?;
-    let line = |out: &mut std::io::StdoutLock,
-                p: &autoplan_evaluate::validate::FrameworkFitPoint,
-                tag: &str| {
+    let line = |out: &mut std::io::StdoutLock, p: &FrameworkFitPoint, tag: &str| {
         writeln!(
             out,
-            "{:>9.2} {:>5} {:>6.2}% {:>+7.1}%  {}{tag}",
+            "{:>9.2} {}{tag}",
             p.unpriced_compute,
-            p.rows,
-            100.0 * p.mape,
-            100.0 * p.worst_error,
-            p.worst
+            score_columns(&p.score)
         )
     };
     for p in points.iter().take(10) {

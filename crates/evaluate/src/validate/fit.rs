@@ -2,6 +2,53 @@
 
 use super::*;
 
+/// How the fitted rows score at one point of a calibration grid ([`fit`], [`fit_framework`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct GridScore {
+    /// Rows scored (the others of the files do not depend on the constant fitted).
+    pub rows: usize,
+    pub mape: f64,
+    pub worst: String,
+    pub worst_error: f64,
+}
+
+impl GridScore {
+    /// The score of rows `(id, error)`; a row that does not run has an infinite error.
+    fn of<'a>(errors: impl Iterator<Item = (&'a str, f64)>) -> GridScore {
+        let (mut sum, mut rows, mut worst, mut worst_error) = (0.0, 0, String::new(), 0.0f64);
+        for (id, e) in errors {
+            sum += e.abs();
+            rows += 1;
+            if e.abs() > worst_error.abs() || worst.is_empty() {
+                worst = id.to_string();
+                worst_error = e;
+            }
+        }
+        let mape = if rows == 0 { 0.0 } else { sum / rows as f64 };
+        GridScore {
+            rows,
+            mape,
+            worst,
+            worst_error,
+        }
+    }
+
+    /// The grids' order: smaller MAPE first, ties broken by the smaller worst error (a stable
+    /// sort keeps the grid order after that).
+    fn better(&self, other: &GridScore) -> std::cmp::Ordering {
+        self.mape
+            .total_cmp(&other.mape)
+            .then(self.worst_error.abs().total_cmp(&other.worst_error.abs()))
+    }
+}
+
+/// A row's error under the options `set` gives its case (infinite when the plan does not run).
+fn error_with(c: &Case, set: impl FnOnce(&mut EvalOptions)) -> f64 {
+    let mut case = c.clone();
+    set(&mut case.options);
+    score(&case).map_or(f64::INFINITY, |r| r.error)
+}
+
 /// One point of the calibration grid of [`fit`] and how the rows score under it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FitPoint {
@@ -9,11 +56,9 @@ pub struct FitPoint {
     /// Seconds.
     pub gemm_latency: f64,
     pub hbm_eff_max: f64,
-    /// Rows of the architecture scored (the others of the file do not depend on its constants).
-    pub rows: usize,
-    pub mape: f64,
-    pub worst: String,
-    pub worst_error: f64,
+    /// The architecture's rows.
+    #[serde(flatten)]
+    pub score: GridScore,
 }
 
 /// Whether case `c` is one the constants of `arch` are fitted on: a row on that architecture,
@@ -53,38 +98,20 @@ pub fn fit(
                     hbm_eff_max: h,
                     ..base
                 };
-                let (mut sum, mut worst, mut worst_err) = (0.0, String::new(), 0.0f64);
-                for c in &mine {
-                    let mut case = (*c).clone();
-                    case.options.efficiency = Some(eff);
-                    let err = score(&case).map_or(f64::INFINITY, |r| r.error);
-                    sum += err.abs();
-                    if err.abs() > worst_err.abs() || worst.is_empty() {
-                        worst = c.id.clone();
-                        worst_err = err;
-                    }
-                }
+                let score = GridScore::of(
+                    mine.iter()
+                        .map(|c| (c.id.as_str(), error_with(c, |o| o.efficiency = Some(eff)))),
+                );
                 out.push(FitPoint {
                     gemm_eff_max: e,
                     gemm_latency: l,
                     hbm_eff_max: h,
-                    rows: mine.len(),
-                    mape: if mine.is_empty() {
-                        0.0
-                    } else {
-                        sum / mine.len() as f64
-                    },
-                    worst,
-                    worst_error: worst_err,
+                    score,
                 });
             }
         }
     }
-    out.sort_by(|a, b| {
-        a.mape
-            .total_cmp(&b.mape)
-            .then(a.worst_error.abs().total_cmp(&b.worst_error.abs()))
-    });
+    out.sort_by(|a, b| a.score.better(&b.score));
     out
 }
 
@@ -93,10 +120,9 @@ pub fn fit(
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameworkFitPoint {
     pub unpriced_compute: f64,
-    pub rows: usize,
-    pub mape: f64,
-    pub worst: String,
-    pub worst_error: f64,
+    /// The profile's rows.
+    #[serde(flatten)]
+    pub score: GridScore,
 }
 
 /// Whether case `c` is one the constant of framework profile `name` is fitted on: a row scored
@@ -105,19 +131,6 @@ pub fn framework_fitted_on(c: &Case, name: &str) -> bool {
     c.framework == name
         && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
         && recompute_not_given(c).is_none()
-}
-
-/// The rows' errors at one value of `unpriced_compute` (a row that does not run scores as
-/// infinitely wrong).
-fn framework_errors(cases: &[&Case], unpriced: f64) -> Vec<f64> {
-    cases
-        .iter()
-        .map(|c| {
-            let mut case = (*c).clone();
-            case.options.unpriced_compute = unpriced;
-            score(&case).map_or(f64::INFINITY, |r| r.error)
-        })
-        .collect()
 }
 
 /// The calibration of a framework profile's one constant (docs/calibration.md, "Frameworks"):
@@ -135,52 +148,45 @@ pub fn fit_framework(
         .iter()
         .filter(|c| framework_fitted_on(c, name))
         .collect();
-    // errors[g][r]: row r at grid point g.
-    let errors: Vec<Vec<f64>> = grid.iter().map(|&u| framework_errors(&mine, u)).collect();
-    let point = |g: usize, skip: Option<usize>| {
-        let (mut sum, mut n, mut worst, mut worst_err) = (0.0, 0usize, String::new(), 0.0f64);
-        for (r, e) in errors[g].iter().enumerate() {
-            if Some(r) == skip {
-                continue;
-            }
-            sum += e.abs();
-            n += 1;
-            if e.abs() > worst_err.abs() || worst.is_empty() {
-                worst = mine[r].id.clone();
-                worst_err = *e;
-            }
-        }
-        FrameworkFitPoint {
-            unpriced_compute: grid[g],
-            rows: n,
-            mape: if n == 0 { 0.0 } else { sum / n as f64 },
-            worst,
-            worst_error: worst_err,
-        }
-    };
-    let order = |pts: &mut Vec<FrameworkFitPoint>| {
-        pts.sort_by(|a, b| {
-            a.mape
-                .total_cmp(&b.mape)
-                .then(a.worst_error.abs().total_cmp(&b.worst_error.abs()))
-        })
-    };
-    let mut points: Vec<FrameworkFitPoint> = (0..grid.len()).map(|g| point(g, None)).collect();
-    order(&mut points);
-    let loo = (0..mine.len())
-        .filter(|_| mine.len() > 1)
-        .map(|r| {
-            let best = (0..grid.len())
-                .min_by(|&a, &b| {
-                    let (pa, pb) = (point(a, Some(r)), point(b, Some(r)));
-                    pa.mape
-                        .total_cmp(&pb.mape)
-                        .then(pa.worst_error.abs().total_cmp(&pb.worst_error.abs()))
-                        .then(a.cmp(&b))
-                })
-                .unwrap_or(0);
-            (mine[r].id.clone(), errors[best][r])
+    // errors[g][r]: row r at grid point g, each row scored once per point.
+    let errors: Vec<Vec<f64>> = grid
+        .iter()
+        .map(|&u| {
+            mine.iter()
+                .map(|c| error_with(c, |o| o.unpriced_compute = u))
+                .collect()
         })
         .collect();
+    // The grid's points scored over the rows other than `skip`, in grid order.
+    let points_without = |skip: Option<usize>| -> Vec<FrameworkFitPoint> {
+        grid.iter()
+            .zip(&errors)
+            .map(|(&u, errs)| FrameworkFitPoint {
+                unpriced_compute: u,
+                score: GridScore::of(
+                    errs.iter()
+                        .enumerate()
+                        .filter(|&(r, _)| Some(r) != skip)
+                        .map(|(r, &e)| (mine[r].id.as_str(), e)),
+                ),
+            })
+            .collect()
+    };
+    let mut points = points_without(None);
+    points.sort_by(|a, b| a.score.better(&b.score));
+    let loo = if mine.len() < 2 {
+        Vec::new()
+    } else {
+        (0..mine.len())
+            .map(|r| {
+                let others = points_without(Some(r));
+                // The first best point in grid order (`min_by` keeps the first of equals).
+                let best = (0..others.len())
+                    .min_by(|&a, &b| others[a].score.better(&others[b].score))
+                    .unwrap_or(0);
+                (mine[r].id.clone(), errors[best][r])
+            })
+            .collect()
+    };
     (points, loo)
 }
