@@ -244,7 +244,7 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
         Era::Megatron2021
     } else if *p == P::MEGATRON_DEEPSPEED_2022 {
         Era::MegatronDeepSpeed
-    } else if *p == P::TORCHTITAN || *p == P::LLM_FOUNDRY {
+    } else if *p == P::TORCHTITAN || *p == P::TORCHTITAN_EAGER || *p == P::LLM_FOUNDRY {
         Era::Torchtitan
     } else {
         Era::MegatronCore

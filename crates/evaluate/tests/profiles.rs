@@ -500,3 +500,33 @@ fn unpriced_compute_scales_the_compute_alone() {
     // The TP and PP communication are the same bytes on the same links.
     assert_eq!(a.breakdown.tp_exposed_s, b.breakdown.tp_exposed_s);
 }
+
+/// A torchtitan row without a micro-batch runs torchtitan's defaults (frameworks.md §2.1–2.2):
+/// without pipelining the local batch, global / DP, is one forward (no gradient accumulation
+/// by default); with pipelining `pipeline_parallel_microbatch_size`, 1. The eager profile
+/// reads its blanks as torchtitan, not as Megatron-Core.
+#[test]
+fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
+    let mut all = rows("published_runs.csv");
+    // These rows give no sequence length (skipped by validate); the plan does not depend on it.
+    for r in &mut all {
+        r.seq_len.get_or_insert(8192);
+    }
+    let mbs = |id: &str| {
+        let r = all.iter().find(|r| r.id == id).expect(id);
+        assert!(r.micro_batch.is_none(), "{id} gives its micro-batch");
+        let c = case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+            .unwrap_or_else(|s| panic!("{id}: {}", s.reason));
+        (c.plan.mbs, c.plan.pp, c.plan.zero)
+    };
+    // Llama 3 70B, FSDP 32 × TP 8, global batch 512: local batch 16.
+    assert_eq!(mbs("tt_70b_2d").0, 16);
+    // Llama 3 8B eager, FSDP 8, global batch 16: local batch 2, fully sharded as the row says.
+    let (m, _, zero) = mbs("tt_8b_fsdp8_eager");
+    assert_eq!((m, zero), (2, Zero::stage(3)));
+    // Llama 3.1 405B on PP 8: micro-batches of 1.
+    assert_eq!(mbs("tt_405b_3d_1f1b").0, 1);
+    // A Megatron-Core row without one (GPT 7.1B, DP 48 × TP 2, global batch 192) keeps
+    // Megatron-Core's 1.
+    assert_eq!(mbs("mcore08_h100_weak_7.1B").0, 1);
+}
