@@ -373,7 +373,7 @@ pub fn case_of(
     let era = era(&profile);
     let model = case_model(r, era, resolve_model)?;
     let cluster = case_cluster(r, cluster_for)?;
-    let plan = case_plan(r, era, &profile, &model);
+    let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
     let (plan, chosen) = unstated_interleaving(r, &model, &cluster, options, plan)
         .map_or((plan, None), |(p, why)| (p, Some(why)));
@@ -530,6 +530,9 @@ fn plan_summary(p: &Plan) -> String {
         autoplan_plan::parse::recompute_label(p.recompute, p.recompute_modules),
         p.zero
     );
+    if let Some(n) = p.recompute_layers {
+        s += &format!(",recompute_layers={n}");
+    }
     s
 }
 

@@ -530,3 +530,66 @@ fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
     // Megatron-Core's 1.
     assert_eq!(mbs("mcore08_h100_weak_7.1B").0, 1);
 }
+
+/// torchtitan's `selective` checkpointing is whole blocks in full (frameworks.md §2.3): every
+/// N-th block, N = 2 by default (`selective_ac_option`), or the N the cell names; its per-op
+/// mode is not priced, and says so. Megatron's `selective` stays the attention core.
+#[test]
+fn torchtitan_selective_recomputes_every_nth_block() {
+    let mut all = rows("published_runs.csv");
+    for r in &mut all {
+        r.seq_len.get_or_insert(8192);
+    }
+    let base = all
+        .iter()
+        .find(|r| r.id == "tt_8b_fsdp8_eager")
+        .expect("row")
+        .clone();
+    let with = |cell: &str| {
+        let mut r = base.clone();
+        r.recompute = Some(cell.to_string());
+        case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+    };
+    // Llama 3 8B: 32 blocks on one stage.
+    let c = with("selective").expect("scored");
+    assert_eq!(
+        (c.plan.recompute, c.plan.recompute_layers),
+        (Recompute::Full, Some(16))
+    );
+    let c = with("selective 4").expect("scored");
+    assert_eq!(c.plan.recompute_layers, Some(8));
+    let s = with("selective (op)").expect_err("per-op SAC is not priced");
+    assert_eq!(s.column.as_deref(), Some("recompute"));
+    assert!(s.reason.contains("per-op"), "{}", s.reason);
+    // The recomputed half costs half of full recompute's extra forward.
+    let rc = |cell: &str| {
+        let c = with(cell).expect("scored");
+        autoplan_evaluate::Evaluator::new(&c.model, &c.cluster, c.options)
+            .report(&c.plan)
+            .expect("fits")
+            .breakdown
+            .recompute_s
+    };
+    let (half, full) = (rc("selective"), rc("full"));
+    assert!(
+        half > 0.0 && (half / full - 0.5).abs() < 0.01,
+        "{half} {full}"
+    );
+    // A Megatron row's `selective` is Megatron's: no block recomputed in full.
+    let mut mega = all
+        .iter()
+        .find(|r| r.id == "kor22_22B_sp_selective")
+        .expect("row")
+        .clone();
+    mega.recompute = Some("selective".into());
+    let c = case_of(
+        &mega,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &cluster_for,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.plan.recompute, c.plan.recompute_layers),
+        (Recompute::Selective, None)
+    );
+}

@@ -3,13 +3,14 @@
 
 use super::*;
 
-/// The plan row `r` ran (era defaults where the row is blank).
+/// The plan row `r` ran (era defaults where the row is blank), or why it cannot be priced.
 pub(super) fn case_plan(
     r: &PublishedRun,
     era: Era,
     profile: &autoplan_plan::framework::CostProfile,
     model: &ModelSpec,
-) -> Plan {
+) -> Result<Plan, Skipped> {
+    let torchtitan = profile.name.starts_with("torchtitan");
     let cp = r.cp.unwrap_or(1);
     // One blank degree of tp, pp, dp with the other two given is what the GPU count leaves
     // (tp·pp·dp·cp = GPUs; "TP 1, PP 16" on 2048 GPUs is DP 128). A blank read as 1 would give
@@ -47,7 +48,7 @@ pub(super) fn case_plan(
         // accumulation (`job_config.py @ v0.2.2`, frameworks.md §2.2): the micro-batch is
         // the local batch. With pipelining the micro-batch is `pipeline_parallel_microbatch_size`,
         // default 1 (§2.1).
-        (None, Era::Torchtitan) if profile.name.starts_with("torchtitan") && pp == 1 => {
+        (None, Era::Torchtitan) if torchtitan && pp == 1 => {
             (model.training.global_batch / dp.max(1)).max(1)
         }
         // Megatron-Core scaling runs: micro-batch 1.
@@ -68,6 +69,21 @@ pub(super) fn case_plan(
         Recompute::Full
     } else {
         Recompute::None
+    };
+    let recompute_layers = if torchtitan && recompute == Recompute::Selective {
+        Some(torchtitan_every_nth(
+            r,
+            &rc,
+            model.layers / (pp * vpp).max(1),
+        )?)
+    } else {
+        None
+    };
+    // torchtitan's selective checkpointing wraps whole blocks in full checkpointing.
+    let recompute = if recompute_layers.is_some() {
+        Recompute::Full
+    } else {
+        recompute
     };
     // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
     // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
@@ -97,7 +113,6 @@ pub(super) fn case_plan(
     // context parallelism, Dubey+24 §3.3.2; DeepSpeed-Ulysses' all-to-all), else torchtitan's
     // default rotate method, all-gather (`context_parallel_rotate_method`, frameworks.md §2),
     // else Megatron's default, the p2p ring (`--cp-comm-type p2p`, frameworks.md §1.5).
-    let torchtitan = profile.name.starts_with("torchtitan");
     let cp_comm = if notes.contains("ulysses") {
         CpComm::AllToAll
     } else if notes.contains("all-gather based")
@@ -108,7 +123,7 @@ pub(super) fn case_plan(
     } else {
         CpComm::Ring
     };
-    Plan {
+    Ok(Plan {
         tp,
         sp,
         cp,
@@ -129,6 +144,7 @@ pub(super) fn case_plan(
         mbs,
         recompute,
         recompute_modules: modules,
+        recompute_layers,
         // The profile's runs overlapped TP communication or not (`CostProfile`). torchtitan's
         // AsyncTP (`enable_async_tensor_parallel`, frameworks.md §2.1) is not read as
         // Megatron's overlap: priced so, its Llama 3 70B row (seq_len blank; at 8192) would be
@@ -145,7 +161,38 @@ pub(super) fn case_plan(
         },
         pipeline_split: pipeline_split(r, model.layers, pp, vpp),
         ..Plan::default()
+    })
+}
+
+/// The blocks of each model chunk (of `chunk` blocks) that torchtitan's `selective` mode
+/// recomputes. torchtitan's selective checkpointing is not Megatron's (frameworks.md §2.3):
+/// `selective_ac_option` "N" wraps every N-th block in full activation checkpointing, and its
+/// default is "2" (`torchtitan/config/job_config.py @ v0.2.2`, `ActivationCheckpoint`: "'int'
+/// (e.g., 2) for every nth layer, or 'op' for op level ac"), i.e. `chunk / N` blocks of each
+/// chunk recomputed in full (at least one). A cell naming an N ("selective 3") takes it; "op"
+/// (per-op SAC: every matmul's output saved but every second one's, and the attention's) is
+/// not priced.
+fn torchtitan_every_nth(r: &PublishedRun, rc: &str, chunk: u32) -> Result<u32, Skipped> {
+    let words: Vec<&str> = rc
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.contains(&"op") {
+        return Err(Skipped {
+            column: Some("recompute".into()),
+            ..skip(
+                &r.id,
+                "torchtitan's per-op selective checkpointing (selective_ac_option \"op\": every \
+                 second matmul and the elementwise ops recomputed) is not priced",
+            )
+        });
     }
+    let n = words
+        .iter()
+        .find_map(|w| w.parse::<u32>().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(2);
+    Ok((chunk / n).max(1))
 }
 
 /// The software settings of row `r`'s era.
