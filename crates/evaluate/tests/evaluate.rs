@@ -900,3 +900,38 @@ fn a_parallel_block_reduces_its_summed_output_once() {
         assert!(p_step < s_step, "sp {sp}: {p_step} vs {s_step}");
     }
 }
+
+/// With one micro-batch nothing overlaps: every schedule's pipeline is the micro-batch's pass
+/// through all the stages, as 1F1B's (within 2%: DualPipe's stages hide their PP transfers). DualPipe's Table 2 bubble assumes its ranks filled from
+/// both ends (at least `2·pp` micro-batches); below that it priced pp 2 with no bubble at all,
+/// i.e. half the step (`Schedule::bubble_of`).
+#[test]
+fn one_micro_batch_gains_nothing_from_any_schedule() {
+    let cluster = autoplan_cluster::resolve_cluster("h100x256").unwrap();
+    for (pp, dp) in [(2, 128), (4, 64)] {
+        // dp sequences: one micro-batch per replica.
+        let mut model = autoplan_graph::resolve_model("llama3-8b").unwrap();
+        model.training.global_batch = dp;
+        let e = Evaluator::new(&model, &cluster, EvalOptions::default());
+        let step = |schedule: Schedule, vpp: u32| {
+            let plan = Plan {
+                pp,
+                dp,
+                schedule,
+                vpp,
+                zero: Zero::stage(1),
+                ..Plan::default()
+            };
+            e.evaluate(&plan).unwrap().step_time_s
+        };
+        let one_f1b = step(Schedule::OneF1B, 1);
+        // (Interleaving needs at least pp micro-batches: `Plan::check` refuses it here.)
+        for (sch, vpp) in [(Schedule::DualPipe, 1), (Schedule::ZeroBubble, 1)] {
+            let t = step(sch, vpp);
+            assert!(
+                t >= 0.98 * one_f1b,
+                "pp {pp}: {sch:?} {t} s against 1F1B's {one_f1b} s"
+            );
+        }
+    }
+}

@@ -83,6 +83,18 @@ impl Schedule {
             }
         }
     }
+
+    /// The bubble of `micro` micro-batches whose stage times (one micro-batch each) sum to
+    /// `sum`, the busiest `tmax`: [`Schedule::bubble`] of `sum − tmax`, and never less than
+    /// `sum − micro·tmax`. Each micro-batch passes every stage in turn, so the pipeline takes
+    /// at least one micro-batch's pass through all of them, `sum`. The bound binds only where
+    /// the micro-batches are too few for the schedule's steady state, which the bubbles
+    /// above assume: DualPipe's Table 2 figure needs at least `2·pp` of them (its ranks fill
+    /// from both ends), and with one micro-batch no schedule overlaps anything. 1F1B's
+    /// `sum − tmax` already covers it.
+    pub fn bubble_of(self, sum: f64, tmax: f64, vpp: u32, pp: u32, micro: f64) -> f64 {
+        self.bubble(sum - tmax, vpp, pp).max(sum - micro * tmax)
+    }
 }
 
 /// What Megatron-Core's even pipeline split counts besides the transformer blocks

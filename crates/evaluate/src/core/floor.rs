@@ -554,8 +554,7 @@ impl Evaluator {
                 }
             };
             // `run`'s bubble of the schedule.
-            let base = sum - tmax;
-            let bubble = sch.bubble(base, v, x.pp);
+            let bubble = sch.bubble_of(sum, tmax, v, x.pp, x.micro);
             best = best.min(x.micro * tmax + bubble + rest);
         }
         best

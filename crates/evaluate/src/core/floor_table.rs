@@ -175,7 +175,7 @@ impl Evaluator {
                         }
                     };
                     // `run`'s bubble of the schedule (`order_floor`).
-                    let bubble = sch.bubble(sum - tmax, v, x.pp);
+                    let bubble = sch.bubble_of(sum, tmax, v, x.pp, x.micro);
                     for zi in 0..nz {
                         if valid[row + zi] {
                             let t = (x.micro * tmax + bubble + rest[zi]) * MARGIN;

@@ -35,7 +35,9 @@ impl Evaluator {
         let x = self.ctx(plan);
         let scan = self.scan(plan, &x, &layout);
         let micro = x.micro;
-        let bubble = plan.schedule.bubble(scan.sum - scan.tmax, plan.vpp, x.pp);
+        let bubble = plan
+            .schedule
+            .bubble_of(scan.sum, scan.tmax, plan.vpp, x.pp, micro);
         // Data-parallel gradient reduction on the stage holding the most parameters.
         let mut rest = self.after_pipeline(plan, &x, &scan.pmax, sink, micro);
         // Optimizer offload: the GPU steps its share, the host the rest (`offload.rs`).
