@@ -104,6 +104,9 @@ pub struct EvalOptions {
     /// `CostProfile::unpriced_compute`; 0 by default): every class's compute is scaled by
     /// `1 + unpriced_compute`.
     pub unpriced_compute: f64,
+    /// The plan's `tp_overlap` hides the TP collectives behind the GEMMs (Transformer Engine's
+    /// tiled overlap); `false`: not credited (the profile's `CostProfile::tp_overlap_hides`).
+    pub tp_overlap_hides: bool,
 }
 
 impl Default for EvalOptions {
@@ -121,6 +124,7 @@ impl Default for EvalOptions {
             efficiency: None,
             flops: AttentionFlops::Causal,
             unpriced_compute: 0.0,
+            tp_overlap_hides: true,
         }
     }
 }

@@ -20,6 +20,7 @@ impl EvalOptions {
             moe_dense_dispatch: p.moe_dense_dispatch,
             activation_offload_overlap: p.activation_offload_overlap,
             unpriced_compute: p.unpriced_compute,
+            tp_overlap_hides: p.tp_overlap_hides,
             elementwise: p.elementwise,
             attention: if p.fused_attention {
                 AttentionKernel::Flash

@@ -593,3 +593,31 @@ fn torchtitan_selective_recomputes_every_nth_block() {
         (Recompute::Selective, None)
     );
 }
+
+/// A framework whose TP overlap is not credited (`tp_overlap_hides`: torchtitan's AsyncTP)
+/// prices `tp_overlap` on as off, so a search gains nothing from turning it on; Megatron-Core's
+/// tiled overlap hides some of the same plan's TP collectives.
+#[test]
+fn an_uncredited_tp_overlap_hides_nothing() {
+    let (model, cluster) = gpt3_on_selene(64);
+    let plan = Plan {
+        tp: 8,
+        sp: true,
+        pp: 8,
+        dp: 1,
+        recompute: Recompute::Full,
+        ..Plan::default()
+    };
+    let tp_exposed = |p: &CostProfile, tp_overlap: bool| {
+        Evaluator::new(&model, &cluster, EvalOptions::default().with_profile(p))
+            .report(&Plan { tp_overlap, ..plan })
+            .unwrap()
+            .breakdown
+            .tp_exposed_s
+    };
+    let tt = CostProfile::TORCHTITAN;
+    assert!(!tt.tp_overlap_hides);
+    assert_eq!(tp_exposed(&tt, true), tp_exposed(&tt, false));
+    let core = CostProfile::MEGATRON_CORE;
+    assert!(tp_exposed(&core, true) < tp_exposed(&core, false));
+}

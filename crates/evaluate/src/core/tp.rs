@@ -108,6 +108,8 @@ struct Tp<'p> {
     plan: &'p Plan,
     x: &'p Ctx,
     gemm: f64,
+    /// The plan's TP overlap, where the framework's hides anything (`tp_overlap_hides`).
+    overlap: bool,
 }
 
 impl Tp<'_> {
@@ -119,7 +121,7 @@ impl Tp<'_> {
             Pass::Forward => self.gemm,
             _ => 2.0 * self.gemm,
         };
-        let hide = if self.plan.tp_overlap {
+        let hide = if self.overlap {
             Hide::Tiled {
                 tp: self.x.tp,
                 window,
@@ -166,7 +168,12 @@ impl Evaluator {
         if x.tp <= 1.0 {
             return;
         }
-        let tp = Tp { plan, x, gemm };
+        let tp = Tp {
+            plan,
+            x,
+            gemm,
+            overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
+        };
         let a = x.m_tok * self.hidden * ACT;
         match id {
             ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, a, e),

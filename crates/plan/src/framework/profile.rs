@@ -85,6 +85,13 @@ pub struct CostProfile {
     /// What a published row of the profile is evaluated with; what a framework *can* run is
     /// its capability table (`Capabilities::tp_overlap`).
     pub tp_comm_overlap: bool,
+    /// The plan's TP overlap (`tp_overlap`) hides the TP collectives behind the GEMMs of their
+    /// pass, chunk by chunk, as Transformer Engine's userbuffers pipeline them
+    /// (`autoplan_evaluate`'s `Hide::Tiled`). `false`: the framework's overlap is not credited
+    /// (torchtitan's AsyncTP: its one published pair, Llama 3 70B on 256 H100 with and without
+    /// it, gained 5.7% where the tiled pricing gives 32%; docs/validation.md), so a search
+    /// never ranks a plan on a hiding the framework has not shown.
+    pub tp_overlap_hides: bool,
     /// ZeRO-1/2 gradients are reduced by an all-reduce of each bucket, each rank keeping its
     /// slice, not a reduce-scatter: DeepSpeed's `average_tensor` with its default
     /// `use_multi_rank_bucket_allreduce` (stage_1_and_2.py @ v0.19.5:L1288-1443; frameworks.md
@@ -135,6 +142,7 @@ impl CostProfile {
         name: "megatron-core",
         dp_overlap: true,
         tp_comm_overlap: true,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -152,6 +160,7 @@ impl CostProfile {
         name: "megatron-lm-2020",
         dp_overlap: false,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
@@ -170,6 +179,7 @@ impl CostProfile {
         name: "megatron-lm-2021",
         dp_overlap: true,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
@@ -190,6 +200,7 @@ impl CostProfile {
         name: "megatron-lm-2023",
         dp_overlap: false,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
@@ -213,6 +224,7 @@ impl CostProfile {
         name: "megatron-deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: true,
         fused_attention: false,
         moe_dense_dispatch: true,
@@ -248,6 +260,7 @@ impl CostProfile {
         name: "deepspeed",
         dp_overlap: false,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: true,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -285,7 +298,8 @@ impl CostProfile {
 
     /// torchtitan (FSDP2) with `compile`: FSDP2 prefetches the next unit's all-gather and
     /// overlaps the reduce-scatter with the backward (`fully_shard`, frameworks.md §3.6);
-    /// SDPA's fused kernels; TP overlap only as async TP, which a row names. Inductor fuses
+    /// SDPA's fused kernels; TP overlap only as async TP, which is not credited
+    /// (`tp_overlap_hides`). Inductor fuses
     /// each elementwise chain (norm, RoPE, the gated activation, the residual add) into one
     /// generated kernel that reads its inputs and writes its outputs once — what is left
     /// between the GEMMs and the attention kernel is the fused kernels' traffic, priced as
@@ -295,6 +309,8 @@ impl CostProfile {
         name: "torchtitan",
         dp_overlap: true,
         tp_comm_overlap: false,
+        // AsyncTP's hiding is not measured (the field's docs).
+        tp_overlap_hides: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -337,6 +353,7 @@ impl CostProfile {
         name: "llm-foundry",
         dp_overlap: true,
         tp_comm_overlap: false,
+        tp_overlap_hides: true,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
