@@ -375,7 +375,7 @@ pub fn case_of(
     let cluster = case_cluster(r, cluster_for)?;
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
-    let (plan, chosen) = unstated_interleaving(r, &model, &cluster, options, plan)
+    let (plan, chosen) = unstated_interleaving(r, profile.name, &model, &cluster, options, plan)
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");

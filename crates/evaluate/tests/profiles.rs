@@ -524,8 +524,17 @@ fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
     // Llama 3 8B eager, FSDP 8, global batch 16: local batch 2, fully sharded as the row says.
     let (m, _, zero) = mbs("tt_8b_fsdp8_eager");
     assert_eq!((m, zero), (2, Zero::stage(3)));
-    // Llama 3.1 405B on PP 8: micro-batches of 1.
-    assert_eq!(mbs("tt_405b_3d_1f1b").0, 1);
+    // Llama 3.1 405B on PP 8: micro-batches of 1, and FSDP2 not resharding after the forward
+    // (`fsdp_reshard_after_forward` "default" with PP, frameworks.md §2.1).
+    let (m, _, zero) = mbs("tt_405b_3d_1f1b");
+    assert_eq!((m, zero), (1, Zero::NORESHARD));
+    // Its interleaved twin names no depth: torchtitan's default, 2 stages per rank.
+    let r = all
+        .iter()
+        .find(|r| r.id == "tt_405b_3d_interleaved1f1b")
+        .unwrap();
+    let c = case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).unwrap();
+    assert_eq!((c.plan.schedule, c.plan.vpp), (Schedule::Interleaved, 2));
     // A Megatron-Core row without one (GPT 7.1B, DP 48 × TP 2, global batch 192) keeps
     // Megatron-Core's 1.
     assert_eq!(mbs("mcore08_h100_weak_7.1B").0, 1);

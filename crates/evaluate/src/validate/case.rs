@@ -99,6 +99,17 @@ pub(super) fn case_plan(
                 Zero::NONE
             },
         );
+    // torchtitan's `fsdp_reshard_after_forward = "default"` reshards after the forward unless
+    // pipelining is on (frameworks.md §2.1, `llama3/infra/parallelize.py @ v0.2.2:L319-331`):
+    // a fully sharded row with PP kept its gathered parameters through the backward.
+    let zero = if torchtitan && pp > 1 && zero.stage == 3 && zero.reshard {
+        Zero {
+            reshard: false,
+            ..zero
+        }
+    } else {
+        zero
+    };
     let ep = r.ep.unwrap_or(1);
     let moe_tp = r.etp.unwrap_or(1);
     // A row whose notes name DualPipe ran DeepSeek-V3's bidirectional schedule (report §3.2.1:
@@ -249,10 +260,11 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
 /// case takes, of the depths 2 ..= (blocks + 2) / pp that the model admits (each stage holds
 /// at least V chunks and the plan fits), the one it prices fastest, the smallest on a tie;
 /// where none is admitted, V = 2, whose rejection the row's skip then names. Never 1F1B, which
-/// the row rules out. Returns the plan and what `validate --explain` says of the choice; `None`
-/// for every other row.
+/// the row rules out. A torchtitan row takes torchtitan's default depth, 2. Returns the plan
+/// and what `validate --explain` says of the choice; `None` for every other row.
 pub(super) fn unstated_interleaving(
     r: &PublishedRun,
+    profile_name: &str,
     model: &ModelSpec,
     cluster: &Cluster,
     options: EvalOptions,
@@ -269,6 +281,17 @@ pub(super) fn unstated_interleaving(
         pipeline_split: pipeline_split(r, model.layers, plan.pp, v),
         ..plan
     };
+    // torchtitan builds 2 stages per rank for a multi-stage schedule when the row's config
+    // does not size them (`pipeline_parallel.py @ v0.2.2:L112-115`, frameworks.md §2.1): its
+    // default, not a tuned depth.
+    if profile_name.starts_with("torchtitan") {
+        return Some((
+            with(2),
+            "vpp 2: the row names an interleaved schedule but not its depth; torchtitan's \
+             default for a multi-stage schedule, 2 stages per rank"
+                .to_string(),
+        ));
+    }
     let ev = Evaluator::new(model, cluster, options);
     let mut best: Option<(f64, Plan)> = None;
     // A stage's chunks may count the embedding and the loss as a block each (`pipeline_split`).
