@@ -320,9 +320,10 @@ impl CostProfile {
                  (compile), §3.6 (FSDP2)",
         not_modelled: "Float8's scaling kernels under FSDP2, PyTorch's \
                        experimental context-parallel SDPA (all-gather rotation by default, \
-                       frameworks.md §2.1) and the 500 W power cap of the 96 GB H100s are not modelled; \
-                       a trace of one step at 32K (cp 1) and 256K (cp 8), and the GEMM rate under the \
-                       500 W cap, would settle them",
+                       frameworks.md §2.1), what AsyncTP hides (credited nothing) and the 500 W \
+                       power cap of the 96 GB H100s are not modelled; a trace of one step at 32K \
+                       (cp 1) and 256K (cp 8), one with and without AsyncTP, and the GEMM rate \
+                       under the 500 W cap, would settle them",
         unpriced_compute: 0.0,
     };
 
