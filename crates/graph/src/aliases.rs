@@ -27,6 +27,15 @@ const ALIASES: &[(&str, &str)] = &[
     ("nemotron-4-340b", "nemotron-340b"),
     ("bloom", "bloom-176b"),
     ("grok", "grok-1"),
+    // Llama 3.1's 8B and 70B are Llama 3's shapes (Dubey+24 Table 3 lists the 3.1 herd; the
+    // bundled files cite it), with a longer RoPE base context only.
+    ("llama-3.1-8b", "llama3-8b"),
+    ("llama-3.1-70b", "llama3-70b"),
+    ("meta-llama-3-8b", "llama3-8b"),
+    ("meta-llama-3-70b", "llama3-70b"),
+    ("meta-llama-3.1-8b", "llama3-8b"),
+    ("meta-llama-3.1-70b", "llama3-70b"),
+    ("meta-llama-3.1-405b", "llama3.1-405b"),
 ];
 
 /// The comparison key of a model name (module docs).
@@ -117,6 +126,9 @@ mod tests {
             ("LLAMA2-70B", Some("llama2-70b")),
             ("LLAMA3_70B", Some("llama3-70b")),
             ("LLAMA3 8B", Some("llama3-8b")),
+            ("Llama 3.1 8B", Some("llama3-8b")),
+            ("LLAMA3.1_70B", Some("llama3-70b")),
+            ("Meta-Llama-3.1-8B", Some("llama3-8b")),
             ("Mixtral 8x7B (dropless)", Some("mixtral-8x7b")),
             ("Nemotron-340B", Some("nemotron-340b")),
             ("Nemotron-4-340B", Some("nemotron-340b")),
