@@ -233,8 +233,11 @@ enum Era {
     /// Megatron-LM of the time; the distributed-optimizer default of Megatron-Core (DeepSpeed's
     /// ZeRO-1 / BF16 optimizer).
     MegatronDeepSpeed,
-    /// torchtitan (FSDP2), and every other stack (llm-foundry) whose rows give their sharding.
+    /// torchtitan (FSDP2, compiled or eager): its own defaults for the micro-batch,
+    /// `selective`, resharding and interleaving (`case.rs`).
     Torchtitan,
+    /// Every other stack whose rows give their sharding (llm-foundry).
+    Fsdp,
 }
 
 /// The blank-cell defaults of a row's profile ([`row_profile`]).
@@ -244,8 +247,10 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
         Era::Megatron2021
     } else if *p == P::MEGATRON_DEEPSPEED_2022 {
         Era::MegatronDeepSpeed
-    } else if *p == P::TORCHTITAN || *p == P::TORCHTITAN_EAGER || *p == P::LLM_FOUNDRY {
+    } else if *p == P::TORCHTITAN || *p == P::TORCHTITAN_EAGER {
         Era::Torchtitan
+    } else if *p == P::LLM_FOUNDRY {
+        Era::Fsdp
     } else {
         Era::MegatronCore
     }
@@ -375,7 +380,7 @@ pub fn case_of(
     let cluster = case_cluster(r, cluster_for)?;
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
-    let (plan, chosen) = unstated_interleaving(r, profile.name, &model, &cluster, options, plan)
+    let (plan, chosen) = unstated_interleaving(r, era, &model, &cluster, options, plan)
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");

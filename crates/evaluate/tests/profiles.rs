@@ -5,7 +5,9 @@
 
 mod common;
 
-use autoplan_evaluate::validate::{case_of, row_profile, validate, Validation};
+use autoplan_evaluate::validate::{
+    case_of, row_profile, validate, Case, PublishedRun, Skipped, Validation,
+};
 use autoplan_evaluate::{unfused_elementwise_bytes, Elementwise, EvalOptions, Evaluator};
 use autoplan_graph::LayerKind;
 use autoplan_plan::framework::CostProfile;
@@ -29,6 +31,11 @@ fn gpt3_on_selene(gpus: u32) -> (autoplan_graph::ModelSpec, autoplan_cluster::Cl
         .with_gpus(gpus)
         .unwrap();
     (model, cluster)
+}
+
+/// Row `r` as `validate` expresses it (the bundled models and clusters).
+fn case(r: &PublishedRun) -> Result<Case, Skipped> {
+    case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
 }
 
 fn profile_of(id: &str) -> CostProfile {
@@ -104,8 +111,7 @@ fn the_profile_reaches_the_rows_plan_and_options() {
     let mut all = rows("published_runs_2.csv");
     all.retain(|r| r.id == "megascale_175b_megatron_768gpu_bs768" || r.id == "mtnlg_530b_2240gpu");
     for r in &all {
-        let c = case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
-            .unwrap_or_else(|s| panic!("{}: {}", r.id, s.reason));
+        let c = case(r).unwrap_or_else(|s| panic!("{}: {}", r.id, s.reason));
         assert!(!c.plan.tp_overlap, "{}", r.id);
         assert!(!c.options.dp_overlap, "{}", r.id);
         assert_eq!(
@@ -116,7 +122,7 @@ fn the_profile_reaches_the_rows_plan_and_options() {
     // MT-NLG's blank recompute is Megatron-DeepSpeed's full recompute (its TFLOP/s reproduce
     // only with the recompute-inclusive formula).
     let mt = all.iter().find(|r| r.id == "mtnlg_530b_2240gpu").unwrap();
-    let c = case_of(mt, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).unwrap();
+    let c = case(mt).unwrap();
     assert_eq!(c.plan.recompute, Recompute::Full);
 }
 
@@ -420,7 +426,7 @@ fn own_plan_cases() -> Vec<autoplan_evaluate::validate::Case> {
             autoplan_evaluate::runs::missing_fact(r).is_none()
                 && autoplan_evaluate::runs::degrees_given(r)
         })
-        .filter_map(|r| case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).ok())
+        .filter_map(|r| case(r).ok())
         .collect()
 }
 
@@ -515,8 +521,7 @@ fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
     let mbs = |id: &str| {
         let r = all.iter().find(|r| r.id == id).expect(id);
         assert!(r.micro_batch.is_none(), "{id} gives its micro-batch");
-        let c = case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
-            .unwrap_or_else(|s| panic!("{id}: {}", s.reason));
+        let c = case(r).unwrap_or_else(|s| panic!("{id}: {}", s.reason));
         (c.plan.mbs, c.plan.pp, c.plan.zero)
     };
     // Llama 3 70B, FSDP 32 × TP 8, global batch 512: local batch 16.
@@ -533,7 +538,7 @@ fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
         .iter()
         .find(|r| r.id == "tt_405b_3d_interleaved1f1b")
         .unwrap();
-    let c = case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).unwrap();
+    let c = case(r).unwrap();
     assert_eq!((c.plan.schedule, c.plan.vpp), (Schedule::Interleaved, 2));
     // A Megatron-Core row without one (GPT 7.1B, DP 48 × TP 2, global batch 192) keeps
     // Megatron-Core's 1.
@@ -557,7 +562,7 @@ fn torchtitan_selective_recomputes_every_nth_block() {
     let with = |cell: &str| {
         let mut r = base.clone();
         r.recompute = Some(cell.to_string());
-        case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+        case(&r)
     };
     // Llama 3 8B: 32 blocks on one stage.
     let c = with("selective").expect("scored");
@@ -591,12 +596,7 @@ fn torchtitan_selective_recomputes_every_nth_block() {
         .expect("row")
         .clone();
     mega.recompute = Some("selective".into());
-    let c = case_of(
-        &mega,
-        &|n| autoplan_graph::resolve_model(n).ok(),
-        &cluster_for,
-    )
-    .unwrap();
+    let c = case(&mega).unwrap();
     assert_eq!(
         (c.plan.recompute, c.plan.recompute_layers),
         (Recompute::Selective, None)

@@ -10,7 +10,7 @@ pub(super) fn case_plan(
     profile: &autoplan_plan::framework::CostProfile,
     model: &ModelSpec,
 ) -> Result<Plan, Skipped> {
-    let torchtitan = profile.name.starts_with("torchtitan");
+    let torchtitan = era == Era::Torchtitan;
     let cp = r.cp.unwrap_or(1);
     // One blank degree of tp, pp, dp with the other two given is what the GPU count leaves
     // (tp·pp·dp·cp = GPUs; "TP 1, PP 16" on 2048 GPUs is DP 128). A blank read as 1 would give
@@ -48,9 +48,7 @@ pub(super) fn case_plan(
         // accumulation (`job_config.py @ v0.2.2`, frameworks.md §2.2): the micro-batch is
         // the local batch. With pipelining the micro-batch is `pipeline_parallel_microbatch_size`,
         // default 1 (§2.1).
-        (None, Era::Torchtitan) if torchtitan && pp == 1 => {
-            (model.training.global_batch / dp.max(1)).max(1)
-        }
+        (None, Era::Torchtitan) if pp == 1 => (model.training.global_batch / dp.max(1)).max(1),
         // Megatron-Core scaling runs: micro-batch 1.
         (None, _) => 1,
     };
@@ -70,20 +68,12 @@ pub(super) fn case_plan(
     } else {
         Recompute::None
     };
-    let recompute_layers = if torchtitan && recompute == Recompute::Selective {
-        Some(torchtitan_every_nth(
-            r,
-            &rc,
-            model.layers / (pp * vpp).max(1),
-        )?)
-    } else {
-        None
-    };
     // torchtitan's selective checkpointing wraps whole blocks in full checkpointing.
-    let recompute = if recompute_layers.is_some() {
-        Recompute::Full
+    let (recompute, recompute_layers) = if torchtitan && recompute == Recompute::Selective {
+        let chunk = model.layers / (pp * vpp).max(1);
+        (Recompute::Full, Some(torchtitan_every_nth(r, &rc, chunk)?))
     } else {
-        recompute
+        (recompute, None)
     };
     // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
     // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
@@ -102,11 +92,8 @@ pub(super) fn case_plan(
     // torchtitan's `fsdp_reshard_after_forward = "default"` reshards after the forward unless
     // pipelining is on (frameworks.md §2.1, `llama3/infra/parallelize.py @ v0.2.2:L319-331`):
     // a fully sharded row with PP kept its gathered parameters through the backward.
-    let zero = if torchtitan && pp > 1 && zero.stage == 3 && zero.reshard {
-        Zero {
-            reshard: false,
-            ..zero
-        }
+    let zero = if torchtitan && pp > 1 && zero.gathers_in_backward() {
+        Zero::NORESHARD.hsdp(zero.group)
     } else {
         zero
     };
@@ -156,10 +143,8 @@ pub(super) fn case_plan(
         recompute,
         recompute_modules: modules,
         recompute_layers,
-        // The profile's runs overlapped TP communication or not (`CostProfile`). torchtitan's
-        // AsyncTP (`enable_async_tensor_parallel`, frameworks.md §2.1) is not read as
-        // Megatron's overlap: priced so, its Llama 3 70B row (seq_len blank; at 8192) would be
-        // +32% against +6% for its twin without it, where the run gained 6%.
+        // The profile's runs overlapped TP communication or not (`CostProfile`; what the
+        // overlap hides is the profile's too, `tp_overlap_hides`).
         tp_overlap: profile.tp_comm_overlap,
         ep_overlap: dualpipe || a2a_overlap,
         // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP"). DualPipe
@@ -264,7 +249,7 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
 /// and what `validate --explain` says of the choice; `None` for every other row.
 pub(super) fn unstated_interleaving(
     r: &PublishedRun,
-    profile_name: &str,
+    era: Era,
     model: &ModelSpec,
     cluster: &Cluster,
     options: EvalOptions,
@@ -284,7 +269,7 @@ pub(super) fn unstated_interleaving(
     // torchtitan builds 2 stages per rank for a multi-stage schedule when the row's config
     // does not size them (`pipeline_parallel.py @ v0.2.2:L112-115`, frameworks.md §2.1): its
     // default, not a tuned depth.
-    if profile_name.starts_with("torchtitan") {
+    if era == Era::Torchtitan {
         return Some((
             with(2),
             "vpp 2: the row names an interleaved schedule but not its depth; torchtitan's \
