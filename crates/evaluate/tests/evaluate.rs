@@ -935,3 +935,55 @@ fn one_micro_batch_gains_nothing_from_any_schedule() {
         }
     }
 }
+
+/// `recompute_layers` counts the blocks of one model chunk (Megatron's `--recompute-method
+/// block`: the first N of each virtual stage), for the time as for the memory: on an
+/// interleaved plan, N equal to a chunk's blocks is full recompute, and N = half a chunk reruns
+/// half of full recompute's work (before, the time read N as a share of the whole stage, so an
+/// interleaved plan's partial recompute cost 1/vpp of what it stores).
+#[test]
+fn recompute_layers_count_the_blocks_of_a_chunk() {
+    let m = autoplan_graph::resolve_model("llama2-70b").unwrap();
+    let c = autoplan_cluster::resolve_cluster("dgx-h100")
+        .unwrap()
+        .with_gpus(64)
+        .unwrap();
+    let ev = Evaluator::new(&m, &c, EvalOptions::default());
+    // 80 blocks on pp 4 × vpp 5: chunks of 4 blocks.
+    let base = Plan {
+        tp: 4,
+        sp: true,
+        pp: 4,
+        vpp: 5,
+        schedule: Schedule::Interleaved,
+        dp: 4,
+        zero: Zero::stage(1),
+        recompute: Recompute::Full,
+        ..Plan::default()
+    };
+    let with = |n: Option<u32>| {
+        ev.report(&Plan {
+            recompute_layers: n,
+            ..base
+        })
+        .unwrap()
+    };
+    let (full, whole, half) = (with(None), with(Some(4)), with(Some(2)));
+    assert!(full.breakdown.recompute_s > 0.0);
+    assert!(close(
+        whole.breakdown.recompute_s,
+        full.breakdown.recompute_s,
+        1e-12
+    ));
+    assert!(close(
+        whole.metrics.hw_tflops_per_gpu,
+        full.metrics.hw_tflops_per_gpu,
+        1e-12
+    ));
+    assert!(close(
+        half.breakdown.recompute_s,
+        0.5 * full.breakdown.recompute_s,
+        1e-9
+    ));
+    assert!(half.metrics.memory_peak_bytes > full.metrics.memory_peak_bytes);
+}

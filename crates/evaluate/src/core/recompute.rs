@@ -12,14 +12,18 @@ use super::Evaluator;
 use crate::comm::CommKind;
 
 /// The share of a stage's `n` blocks that recompute covers (`recompute_layers`, all by
-/// default); 0 for a stage without blocks.
+/// default); 0 for a stage without blocks. `recompute_layers` counts the blocks of one model
+/// chunk (Megatron's `--recompute-method block --recompute-num-layers N`: the first N of each
+/// virtual stage, `megatron/core/transformer/transformer_block.py`), so a stage of `vpp`
+/// chunks recomputes `N · vpp` of its blocks, as autoplan-memory stores them.
 #[inline]
 pub(super) fn rc_frac(plan: &Plan, n: u32) -> f64 {
     if n == 0 {
         0.0
     } else {
-        plan.recompute_layers
-            .map_or(1.0, |r| r.min(n) as f64 / n as f64)
+        plan.recompute_layers.map_or(1.0, |r| {
+            (r.saturating_mul(plan.vpp.max(1))).min(n) as f64 / n as f64
+        })
     }
 }
 
