@@ -155,14 +155,44 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     let (code, _, err) = autoplan(&["validate", "--runs", runs, "--explain", "tt_70b_2d"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("sequence length not given"), "{err}");
-    // A row skipped for its unstated recompute says so, with the memory that rules out none.
+    // A row without a recompute whose plan does not fit without one is priced with the least
+    // that fits, and says so.
     let id = "bridge2511_h100_GPT-OSS-120B_64gpu_bf16";
-    let (code, out, _) = autoplan(&["validate", "--runs", runs, "--explain", id]);
-    assert_eq!(code, Some(3), "out of memory: infeasible");
+    let (code, out, err) = autoplan(&["validate", "--runs", runs, "--explain", id]);
+    assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains("skipped: recompute not given") && out.contains("memory per GPU"),
+        out.contains("chosen by the model: recompute: the row gives none")
+            && out.contains("the first 6 of each chunk's 9 blocks recomputed in full")
+            && out.contains("recompute_layers=6"),
         "{out}"
     );
+    // One that fits with no recompute at all (Llama 3 70B on 8 H100 without sharding) is
+    // skipped saying so, with the memory that rules it out.
+    let dir = std::env::temp_dir().join(format!("autoplan-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tiny = dir.join("runs.csv");
+    std::fs::write(
+        &tiny,
+        "id,model,gpu,num_gpus,gpus_per_node,tp,pp,dp,seq_len,micro_batch,global_batch,\
+         measured_tokens_per_s_per_gpu\n\
+         r1,LLAMA3_70B,H100-SXM-80GB (DGX-H100),8,8,1,1,8,8192,1,64,1000\n",
+    )
+    .unwrap();
+    let (code, out, _) = autoplan(&[
+        "validate",
+        "--runs",
+        tiny.to_str().unwrap(),
+        "--explain",
+        "r1",
+    ]);
+    assert_eq!(code, Some(3), "out of memory: infeasible");
+    assert!(
+        out.contains("skipped: recompute not given")
+            && out.contains("with every block recomputed: out of memory")
+            && out.contains("memory per GPU"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
     // A depth the row does not give is said to be the model's choice.
     let runs2 = concat!(env!("CARGO_MANIFEST_DIR"), "/data/published_runs_2.csv");
     let id = "llama3_405b_8192gpu_seq8192";

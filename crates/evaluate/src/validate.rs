@@ -130,7 +130,8 @@ pub struct Case {
     pub options: EvalOptions,
     pub figure: Figure,
     pub measured: f64,
-    /// The row names its recompute (blank: evaluated without, see [`recompute_not_given`]).
+    /// The row names its recompute (blank: evaluated without, or with the least that fits where
+    /// the plan does not fit without: `unstated_recompute`, [`recompute_known`]).
     pub recompute_stated: bool,
     /// The framework profile the row ran under ([`row_profile`]'s name).
     pub framework: &'static str,
@@ -384,6 +385,19 @@ pub fn case_of(
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
+    let recompute_stated =
+        !rc.trim().is_empty() || matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed);
+    let (plan, chosen) = match recompute_stated {
+        true => (plan, chosen),
+        false => match unstated_recompute(&model, &cluster, options, plan) {
+            // Both choices are the model's: `--explain` names each.
+            Some((p, why)) => (
+                p,
+                Some(chosen.map_or(why.clone(), |c| format!("{c}; {why}"))),
+            ),
+            None => (plan, chosen),
+        },
+    };
     Ok(Case {
         id: r.id.clone(),
         model,
@@ -392,8 +406,7 @@ pub fn case_of(
         options,
         figure,
         measured,
-        recompute_stated: !rc.trim().is_empty()
-            || matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed),
+        recompute_stated,
         framework: profile.name,
         source: source_family(&r.id),
         chosen,
@@ -541,34 +554,34 @@ fn plan_summary(p: &Plan) -> String {
     s
 }
 
-/// The skip reason of a row that gives no recompute and whose plan does not fit without one:
-/// the run must have recomputed something, but the row does not say what (the NeMo and
-/// Megatron-Bridge tables have no recompute column), so it is not scored. The reason says what
-/// full recompute would predict, for the reader, not for the MAPE. `None` for any other row (memory does not
-/// depend on the efficiency constants, so `fit` drops the same rows).
+/// Whether the recompute of case `c` is the row's own or its era's default: not chosen by the
+/// model for a row that gives none ([`unstated_recompute`]), nor a row whose plan fits neither
+/// without recompute nor with it ([`recompute_not_given`]). Only such rows calibrate constants
+/// (`fit`).
+pub fn recompute_known(c: &Case) -> bool {
+    c.recompute_stated || (c.plan.recompute == Recompute::None && recompute_not_given(c).is_none())
+}
+
+/// The skip reason of a row that gives no recompute and whose plan does not fit without one,
+/// nor with every block recomputed ([`unstated_recompute`] finds the least recompute that fits
+/// for every other such row). `None` for any other row (memory does not depend on the
+/// efficiency constants, so `fit` drops the same rows).
 pub fn recompute_not_given(c: &Case) -> Option<String> {
     if c.recompute_stated || c.plan.recompute != Recompute::None {
         return None;
     }
-    let oom = match Evaluator::new(&c.model, &c.cluster, c.options).evaluate(&c.plan) {
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let oom = match ev.evaluate(&c.plan) {
         Err(e @ Infeasible::OutOfMemory { .. }) => e,
         _ => return None,
     };
-    let full = Case {
-        plan: Plan {
-            recompute: Recompute::Full,
-            ..c.plan
-        },
-        ..c.clone()
+    let full = Plan {
+        recompute: Recompute::Full,
+        ..c.plan
     };
-    let with_full = match score(&full) {
-        Ok(row) => format!(
-            "; with full recompute it would predict {:.0} {} ({:+.1}%)",
-            row.predicted,
-            c.figure.name(),
-            100.0 * row.error
-        ),
-        Err(e) => format!("; full recompute does not run either ({e})"),
+    let with_full = match ev.evaluate(&full) {
+        Err(e) => format!("; with every block recomputed: {e}"),
+        Ok(_) => String::new(),
     };
     Some(format!(
         "recompute not given, and without recompute the published plan is {oom}{with_full}"

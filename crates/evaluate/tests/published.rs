@@ -58,39 +58,68 @@ fn no_published_plan_is_predicted_out_of_memory_or_invalid() {
 }
 
 #[test]
-fn a_row_without_recompute_is_skipped_only_when_its_plan_cannot_fit_without_one() {
+fn a_row_without_recompute_recomputes_the_least_that_fits() {
     // The Megatron-Bridge and NeMo tables give no recompute. gpt-oss-120b at tp 1 · pp 4 ·
     // ep 8 and micro-batch 4 stores ~2 GiB per block and micro-batch, 36 per GPU in flight on
     // the first stage; Nemotron-4 340B on 128 GPUs holds 64.5 GiB of weights, fp32 gradients
     // and Adam state (ZeRO-1 over dp 2) before its 19 GiB of activations. Neither fits without
-    // recompute, so both are skipped with that reason (and what full recompute would give);
-    // the Bridge Llama rows, which fit, stay scored.
+    // recompute, so each is scored with the fewest blocks per model chunk recomputed in full
+    // that fit (Megatron's block method): a part of gpt-oss's 9 blocks per stage, all of
+    // Nemotron's one block per chunk (vpp 12). One block fewer does not fit. The Bridge Llama
+    // rows, which fit, keep no recompute.
+    use autoplan_evaluate::validate::{case_of, recompute_known};
+    use autoplan_evaluate::{Evaluator, Infeasible};
     let v = run();
-    let why: Vec<_> = v
-        .skipped
-        .iter()
-        .filter(|s| s.reason.starts_with("recompute not given"))
-        .collect();
-    assert_eq!(
-        why.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
-        [
-            "nemo2407_h100_Nemotron-340B_128gpu",
-            "bridge2511_h100_GPT-OSS-120B_64gpu_bf16"
-        ],
-        "{why:?}"
+    assert!(
+        !v.skipped
+            .iter()
+            .any(|s| s.reason.starts_with("recompute not given")),
+        "{:?}",
+        v.skipped
     );
-    for w in &why {
+    let runs = runs();
+    let case = |id: &str| {
+        let r = runs.iter().find(|r| r.id == id).expect(id);
+        case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).expect(id)
+    };
+    for (id, layers) in [
+        ("bridge2511_h100_GPT-OSS-120B_64gpu_bf16", Some(6)),
+        ("nemo2407_h100_Nemotron-340B_128gpu", None),
+    ] {
+        let c = case(id);
+        assert!(!recompute_known(&c), "{id}: the model's choice");
+        assert_eq!(c.plan.recompute, autoplan_plan::Recompute::Full, "{id}");
+        assert_eq!(c.plan.recompute_layers, layers, "{id}");
         assert!(
-            w.reason.contains("out of memory") && w.reason.contains("full recompute"),
-            "{}",
-            w.reason
+            c.chosen
+                .as_deref()
+                .is_some_and(|w| w.contains("least that fits")),
+            "{id}"
+        );
+        assert!(v.rows.iter().any(|r| r.id == id), "{id} not scored");
+        let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+        let fewer = match layers {
+            Some(k) => autoplan_plan::Plan {
+                recompute_layers: Some(k - 1),
+                ..c.plan
+            },
+            None => autoplan_plan::Plan {
+                recompute: autoplan_plan::Recompute::None,
+                ..c.plan
+            },
+        };
+        assert!(
+            matches!(ev.evaluate(&fewer), Err(Infeasible::OutOfMemory { .. })),
+            "{id}: one block fewer fits"
         );
     }
     for id in [
         "bridge2511_h100_LLAMA3_8B_8gpu_fp8",
         "bridge2511_h100_LLAMA3_70B_64gpu_fp8",
     ] {
-        assert!(v.rows.iter().any(|r| r.id == id), "{id} not scored");
+        let c = case(id);
+        assert_eq!(c.plan.recompute, autoplan_plan::Recompute::None, "{id}");
+        assert!(recompute_known(&c), "{id}");
     }
 }
 
@@ -125,9 +154,10 @@ fn rows_set_aside_are_few_and_named() {
 
 #[test]
 fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
-    // `validate --fit` must leave out what `validate` leaves out (set-aside rows, rows without
-    // a recompute that cannot fit without one), or one unrunnable row makes every grid point
-    // infinitely wrong. At the ARCH_TABLE point it reproduces validate's rows and their MAPE.
+    // `validate --fit` must leave out what `validate` leaves out (set-aside rows), or one
+    // unrunnable row makes every grid point infinitely wrong, and the rows whose recompute the
+    // model chose (the row gives none and its plan does not fit without). At the ARCH_TABLE
+    // point it reproduces validate's other rows and their MAPE.
     use autoplan_cluster::GpuArch;
     use autoplan_evaluate::validate::{case_of, fit};
     let runs = runs();
@@ -136,6 +166,11 @@ fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
         .filter_map(|r| case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).ok())
         .collect();
     let v = run();
+    let chosen: Vec<&str> = cases
+        .iter()
+        .filter(|c| !autoplan_evaluate::validate::recompute_known(c))
+        .map(|c| c.id.as_str())
+        .collect();
     let mut total = 0;
     for arch in [GpuArch::V100, GpuArch::A100, GpuArch::H100] {
         let e = *autoplan_cost::compute::arch_efficiency(arch);
@@ -148,18 +183,26 @@ fn the_fit_at_the_table_constants_scores_the_rows_validate_scores() {
         )[0]
         .score;
         assert!(p.mape.is_finite(), "{arch:?}: {p:?}");
-        // `validate`'s per-GPU summary is the same scoring.
-        let by = v.by_gpu.iter().find(|a| a.arch == arch).unwrap();
-        assert_eq!(by.rows, p.rows, "{arch:?}");
+        // `validate`'s rows of the architecture are the same scoring, less the rows whose
+        // recompute the model chose (scored, not fitted on).
+        let errors: Vec<f64> = v
+            .rows
+            .iter()
+            .filter(|r| r.gpu_arch == arch && !chosen.contains(&r.id.as_str()))
+            .map(|r| r.error.abs())
+            .collect();
+        let mape = errors.iter().sum::<f64>() / errors.len() as f64;
+        assert_eq!(errors.len(), p.rows, "{arch:?}");
         assert!(
-            (by.mape - p.mape).abs() <= 1e-12,
+            (mape - p.mape).abs() <= 1e-12,
             "{arch:?}: {} vs {}",
-            by.mape,
+            mape,
             p.mape
         );
         total += p.rows;
     }
-    assert_eq!(total, v.rows.len());
+    assert_eq!(total + chosen.len(), v.rows.len());
+    assert_eq!(chosen.len(), 2, "{chosen:?}");
     assert_eq!(v.by_gpu.len(), 3);
 }
 

@@ -297,3 +297,62 @@ pub(super) fn unstated_interleaving(
     );
     Some((plan, why))
 }
+
+/// The plan of a row that gives no recompute and whose plan does not fit without one (the NeMo
+/// and Megatron-Bridge tables have no recompute column): the run recomputed something, and a
+/// tuned configuration recomputes no more than it must, so the case recomputes in full the
+/// fewest blocks of each model chunk that fit (Megatron's `--recompute-granularity full
+/// --recompute-method block --recompute-num-layers N`, frameworks.md §1; torchtitan's every-N-th
+/// block and llm-foundry's per-block checkpointing are the same trade), all of them where only
+/// that fits. Returns the plan and what `validate --explain` says of the choice; `None` when the
+/// plan fits as given, or when not even full recompute fits (the row's skip says so).
+pub(super) fn unstated_recompute(
+    model: &ModelSpec,
+    cluster: &Cluster,
+    options: EvalOptions,
+    plan: Plan,
+) -> Option<(Plan, String)> {
+    if plan.recompute != Recompute::None {
+        return None;
+    }
+    let ev = Evaluator::new(model, cluster, options);
+    let (need, hbm) = match ev.evaluate(&plan) {
+        Err(Infeasible::OutOfMemory {
+            peak_bytes,
+            hbm_bytes,
+        }) => (peak_bytes, hbm_bytes),
+        _ => return None,
+    };
+    let chunk = plan
+        .stage_blocks(model)?
+        .max_blocks()
+        .div_ceil(plan.vpp.max(1));
+    let fits = |layers: Option<u32>| {
+        let p = Plan {
+            recompute: Recompute::Full,
+            recompute_layers: layers,
+            ..plan
+        };
+        ev.evaluate(&p).ok().map(|_| p)
+    };
+    let (plan, what) = match (1..chunk).find_map(|k| fits(Some(k))) {
+        Some(p) => (
+            p,
+            format!(
+                "the first {} of each chunk's {chunk} blocks recomputed in full",
+                p.recompute_layers.unwrap_or(chunk)
+            ),
+        ),
+        None => (
+            fits(None)?,
+            format!("all {chunk} blocks of each chunk recomputed in full"),
+        ),
+    };
+    let why = format!(
+        "recompute: the row gives none and its plan needs {:.2} GiB of {:.2} GiB without; the \
+         least that fits, {what} (a tuned configuration recomputes no more than it must)",
+        need / crate::GIB,
+        hbm / crate::GIB,
+    );
+    Some((plan, why))
+}

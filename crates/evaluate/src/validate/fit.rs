@@ -63,13 +63,13 @@ pub struct FitPoint {
 
 /// Whether case `c` is one the constants of `arch` are fitted on: a row on that architecture,
 /// inside the domain ([`OUT_OF_DOMAIN`]), its recompute given or not needed
-/// ([`recompute_not_given`]), and run under a framework profile that prices every mechanism
+/// ([`recompute_known`]), and run under a framework profile that prices every mechanism
 /// its framework is known to have (`CostProfile::not_modelled` empty): a row whose error is a
 /// framework's unpriced mechanism would bend the GPU's constants for every other framework.
 pub fn fitted_on(c: &Case, arch: autoplan_cluster::GpuArch) -> bool {
     c.cluster.gpu.arch == arch
         && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
-        && recompute_not_given(c).is_none()
+        && recompute_known(c)
         && autoplan_plan::framework::CostProfile::named(c.framework)
             .is_none_or(|p| p.not_modelled.is_empty())
 }
@@ -128,9 +128,7 @@ pub struct FrameworkFitPoint {
 /// Whether case `c` is one the constant of framework profile `name` is fitted on: a row scored
 /// under that profile, inside the domain, its recompute given or not needed.
 pub fn framework_fitted_on(c: &Case, name: &str) -> bool {
-    c.framework == name
-        && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id)
-        && recompute_not_given(c).is_none()
+    c.framework == name && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id) && recompute_known(c)
 }
 
 /// The calibration of a framework profile's one constant (docs/calibration.md, "Frameworks"):
