@@ -194,8 +194,13 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
         ("nar21_t1_39B", &[("measured_tflops_per_gpu", "n/a")]),
         ("nar21_t1_76B", &[("global_batch", "-512")]),
         ("nar21_t1_145B", &[("seq_len", "")]),
+        // A precision its GPU cannot train in: MXFP8 is Blackwell's.
+        (
+            "bridge2511_h100_LLAMA3_70B_64gpu_fp8",
+            &[("precision", "mxfp8")],
+        ),
     ]);
-    // A row cut short (a lost comma's worth of fields), on line 10.
+    // A row cut short (a lost comma's worth of fields), on line 11.
     text.push_str("cut_row,GPT,GPT 1.7B,1.7,24\n");
     let path = temp("validate_bad_cells.csv", &text);
     let v = validate_json(path.to_str().unwrap());
@@ -218,7 +223,13 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
         ),
         ("nar21_t1_76B", "unreadable", Some("global_batch"), 8),
         ("nar21_t1_145B", "data-missing", Some("seq_len"), 9),
-        ("cut_row", "unreadable", None, 10),
+        (
+            "bridge2511_h100_LLAMA3_70B_64gpu_fp8",
+            "unreadable",
+            Some("precision"),
+            10,
+        ),
+        ("cut_row", "unreadable", None, 11),
     ];
     let want: Vec<(String, String, Option<String>, u64)> = want
         .iter()
@@ -237,9 +248,14 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
     assert_eq!(reasons[3], "global_batch `-512`: negative");
     assert_eq!(reasons[4], "seq_len blank: sequence length not given");
     assert!(
-        reasons[5].contains("fields where the header names"),
+        reasons[5].starts_with("training precision mxfp8 needs a Blackwell GPU"),
         "{}",
         reasons[5]
+    );
+    assert!(
+        reasons[6].contains("fields where the header names"),
+        "{}",
+        reasons[6]
     );
     // The table names the line and the column too.
     let (code, out, _) = autoplan(&["validate", "--runs", path.to_str().unwrap()]);

@@ -379,6 +379,18 @@ pub fn case_of(
     let era = era(&profile);
     let model = case_model(r, era, resolve_model)?;
     let cluster = case_cluster(r, cluster_for)?;
+    // A precision the row's GPU cannot train in (MXFP8 or NVFP4 off Blackwell) is a row that
+    // contradicts itself, not one to price at another format's rate.
+    if let Err(why) = cluster
+        .gpu
+        .check_training_precision(model.training.precision)
+    {
+        return Err(Skipped {
+            kind: SkipKind::Unreadable,
+            column: Some("precision".into()),
+            ..skip(&r.id, why)
+        });
+    }
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
     let (plan, chosen) = unstated_interleaving(r, era, &model, &cluster, options, plan)
