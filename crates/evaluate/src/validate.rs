@@ -25,7 +25,7 @@ pub use domain::OUT_OF_DOMAIN;
 pub use fit::{
     fit, fit_framework, fitted_on, framework_fitted_on, FitPoint, FrameworkFitPoint, GridScore,
 };
-pub use profile::{row_profile, source_family};
+pub use profile::{row_profile, source_family, source_year};
 pub use summary::group_mape;
 use wording::*;
 

@@ -99,10 +99,51 @@ fn each_row_runs_under_the_profile_of_its_source() {
             "NVIDIA NeMo performance summary",
             CostProfile::MEGATRON_CORE,
         ),
+        // Another stack's run from before FlashAttention and Transformer Engine (2022 or
+        // earlier) ran the Megatron-LM of its time; a later one, Megatron-Core's defaults.
+        (
+            "x_5",
+            "Zhang+22 OPT (metaseq logbook)",
+            CostProfile::MEGATRON_LM_2021,
+        ),
+        (
+            "x_6",
+            "Zeng et al., GLM-130B, arXiv 2210.02414 (Oct 2022)",
+            CostProfile::MEGATRON_LM_2021,
+        ),
+        ("x_7", "Touvron+23 LLaMA §2.4", CostProfile::MEGATRON_CORE),
     ] {
         other.id = id.to_string();
         other.source = source.to_string();
         assert_eq!(row_profile(&other).name, want.name, "{source}");
+    }
+    // A V100 runs no FlashAttention kernel (sm80 and newer), whatever the source's date.
+    other.source = "a 2024 cluster report".into();
+    other.gpu = "Tesla V100-SXM2-32GB".into();
+    assert_eq!(row_profile(&other).name, CostProfile::MEGATRON_LM_2021.name);
+}
+
+#[test]
+fn a_source_is_dated_by_the_latest_year_it_names() {
+    use autoplan_evaluate::validate::source_year;
+    for (source, want) in [
+        ("Narayanan+21 SC21 Table 1", Some(2021)),
+        ("NVIDIA/Megatron-LM README @5281919 (Sep 2020)", Some(2020)),
+        ("Dubey+24 'The Llama 3 Herd of Models' Table 4", Some(2024)),
+        (
+            "Megatron-LM moe/README.md @0b981f9 (Aug 2024), after Korthikanti+22",
+            Some(2024),
+        ),
+        ("Jiang+24 MegaScale (NSDI'24) Table 1", Some(2024)),
+        // Not years: a commit hash's digits, a count, an arXiv id, a sum without a name.
+        (
+            "NeMo performance_summary.md @9c5c5e97 (24.07 container, 1024 GPUs)",
+            None,
+        ),
+        ("arXiv 2205.01068, 3+22 rows", None),
+        ("", None),
+    ] {
+        assert_eq!(source_year(source), want, "{source}");
     }
 }
 

@@ -24,6 +24,12 @@ use super::PublishedRun;
 ///   DeepSpeed of 2021–22.
 /// - A run its notes call "baseline Megatron-LM" (MegaScale's Table 2 baseline, plain
 ///   Megatron-LM at commit 285068c8 with its defaults): Megatron-LM 2023.
+/// - A run of another stack that predates FlashAttention and Transformer Engine — its source
+///   dated 2022 or earlier ([`source_year`]), or a V100, which no FlashAttention kernel runs
+///   on (sm80 and newer) — ran what the Megatron-LM of its time ran: unfused attention, no TP
+///   overlap, no sequence parallelism unless stated (FlashAttention: Dao+22, in Megatron-LM
+///   from 2023 as `--use-flash-attn`; TP overlap with Transformer Engine, 2023; frameworks.md
+///   §1.3): Megatron-LM 2021–22, not Megatron-Core's 2024 defaults.
 /// - Everything else (NVIDIA's NeMo, Megatron-Bridge, ModelZoo, MLPerf and Megatron-LM README
 ///   tables; MegaScale's own rows, which overlap all three parallel dimensions' communication
 ///   and use FlashAttention-2, Jiang+24 §3.2–3.3; Llama 3, DeepSeek): Megatron-Core.
@@ -63,9 +69,39 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         CostProfile::MEGATRON_DEEPSPEED_2022
     } else if text.contains("baseline megatron-lm") {
         CostProfile::MEGATRON_LM_2023
+    } else if source_year(&r.source).is_some_and(|y| y <= 2022)
+        || r.gpu.to_ascii_lowercase().contains("v100")
+    {
+        CostProfile::MEGATRON_LM_2021
     } else {
         CostProfile::MEGATRON_CORE
     }
+}
+
+/// The latest year a source names: a four-digit year from 2015 to 2030 (`Sep 2020`,
+/// `NSDI'24` is not one), or a citation's two digits after `+` (`Zhang+22`, `Dubey+24`).
+/// `None` when it names none.
+pub fn source_year(source: &str) -> Option<u32> {
+    let b = source.as_bytes();
+    let digits = |i: usize, n: usize| -> Option<u32> {
+        let run = b.get(i..i + n)?;
+        let bounded =
+            |j: Option<usize>| j.and_then(|j| b.get(j)).is_none_or(|c| !c.is_ascii_digit());
+        (run.iter().all(u8::is_ascii_digit) && bounded(i.checked_sub(1)) && bounded(Some(i + n)))
+            .then(|| run.iter().fold(0, |v, d| v * 10 + u32::from(d - b'0')))
+    };
+    let mut best: Option<u32> = None;
+    for i in 0..b.len() {
+        let year = match digits(i, 4) {
+            Some(y) if (2015..=2030).contains(&y) => Some(y),
+            _ if i > 0 && b[i - 1] == b'+' && i > 1 && b[i - 2].is_ascii_alphabetic() => {
+                digits(i, 2).map(|y| 2000 + y)
+            }
+            _ => None,
+        };
+        best = best.max(year);
+    }
+    best
 }
 
 /// The source family of a row, the unit `validate` reports MAPE by: its id's prefix before
