@@ -567,17 +567,17 @@ fn plan_summary(p: &Plan) -> String {
 }
 
 /// Whether the recompute of case `c` is the row's own or its era's default: not chosen by the
-/// model for a row that gives none ([`unstated_recompute`]), nor a row whose plan fits neither
-/// without recompute nor with it ([`recompute_not_given`]). Only such rows calibrate constants
-/// (`fit`).
+/// model for a row that gives none (`unstated_recompute` in `validate/case.rs`), nor a row
+/// whose plan fits neither without recompute nor with it ([`recompute_not_given`]). Only such
+/// rows calibrate constants (`fit`).
 pub fn recompute_known(c: &Case) -> bool {
     c.recompute_stated || (c.plan.recompute == Recompute::None && recompute_not_given(c).is_none())
 }
 
 /// The skip reason of a row that gives no recompute and whose plan does not fit without one,
-/// nor with every block recomputed ([`unstated_recompute`] finds the least recompute that fits
-/// for every other such row). `None` for any other row (memory does not depend on the
-/// efficiency constants, so `fit` drops the same rows).
+/// nor with every block recomputed (`unstated_recompute` in `validate/case.rs` finds the least
+/// recompute that fits for every other such row). `None` for any other row (memory does not
+/// depend on the efficiency constants, so `fit` drops the same rows).
 pub fn recompute_not_given(c: &Case) -> Option<String> {
     if c.recompute_stated || c.plan.recompute != Recompute::None {
         return None;
