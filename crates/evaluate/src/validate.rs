@@ -130,8 +130,10 @@ pub struct Case {
     pub options: EvalOptions,
     pub figure: Figure,
     pub measured: f64,
-    /// The row names its recompute (blank: evaluated without, or with the least that fits where
-    /// the plan does not fit without: `unstated_recompute`, [`recompute_known`]).
+    /// The row names its recompute, or its era has a default (Megatron-LM 2020–22 and
+    /// Megatron-DeepSpeed: full; torchtitan: its `selective`). Else a blank is evaluated
+    /// without, or with the least that fits where the plan does not fit without
+    /// (`unstated_recompute`, [`recompute_known`]).
     pub recompute_stated: bool,
     /// The framework profile the row ran under ([`row_profile`]'s name).
     pub framework: &'static str,
@@ -397,8 +399,11 @@ pub fn case_of(
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
-    let recompute_stated =
-        !rc.trim().is_empty() || matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed);
+    let recompute_stated = !rc.trim().is_empty()
+        || matches!(
+            era,
+            Era::Megatron2021 | Era::MegatronDeepSpeed | Era::Torchtitan
+        );
     let (plan, chosen) = match recompute_stated {
         true => (plan, chosen),
         false => match unstated_recompute(&model, &cluster, options, plan) {

@@ -613,6 +613,18 @@ fn torchtitan_selective_recomputes_every_nth_block() {
     );
     let c = with("selective 4").expect("scored");
     assert_eq!(c.plan.recompute_layers, Some(8));
+    // A blank cell is torchtitan's default mode, "selective" (frameworks.md §2.3), not "none".
+    let mut blank = base.clone();
+    blank.recompute = None;
+    let c = case(&blank).expect("scored");
+    assert_eq!(
+        (c.plan.recompute, c.plan.recompute_layers),
+        (Recompute::Full, Some(16))
+    );
+    assert!(
+        c.recompute_stated,
+        "a framework default, not the model's choice"
+    );
     let s = with("selective (op)").expect_err("per-op SAC is not priced");
     assert_eq!(s.column.as_deref(), Some("recompute"));
     assert!(s.reason.contains("per-op"), "{}", s.reason);

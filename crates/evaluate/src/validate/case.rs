@@ -65,6 +65,11 @@ pub(super) fn case_plan(
         // recompute-inclusive formula, published_runs_2_SOURCES.md `mtnlg_530b_*`; BLOOM and
         // GPT-NeoX name it).
         Recompute::Full
+    } else if rc.is_empty() && torchtitan {
+        // torchtitan's `[activation_checkpoint] mode` defaults to "selective" (frameworks.md
+        // §2.3, `job_config.py @ v0.2.2:L650-717`): a blank cell is its default, read as the
+        // cell "selective" is.
+        Recompute::Selective
     } else {
         Recompute::None
     };
