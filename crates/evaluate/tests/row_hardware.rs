@@ -43,6 +43,9 @@ fn every_gpu_cell_names_a_bundled_cluster() {
             "selene-a100",
         ),
         ("V100 (DGX-2)", "dgx2-v100"),
+        // NVLink and a rack's NVL72 are not a PCIe "NVL" card.
+        ("H100 SXM (NVLink 4, NVSwitch)", "dgx-h100"),
+        ("GB200 NVL72", "gb200-nvl72x4"),
     ] {
         assert_eq!(cluster_name_for(cell), Some(cluster), "{cell}");
     }
@@ -50,6 +53,8 @@ fn every_gpu_cell_names_a_bundled_cluster() {
     assert_eq!(cluster_name_for("A100 80GB PCIe"), None);
     assert_eq!(cluster_name_for("H100 PCIe"), None);
     assert_eq!(cluster_name_for("GH200 96GB"), None);
+    assert_eq!(cluster_name_for("H200 NVL"), None);
+    assert_eq!(cluster_name_for("H100 NVL 94GB"), None);
 }
 
 /// The network cell picks the cluster where it is not the GPU's usual one: BLOOM's A100s on

@@ -91,10 +91,16 @@ pub fn bundled_cluster(name: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clu
 ///   MFUs reproduce with the A100's 312 TFLOP/s peak (published_runs_2_SOURCES.md, `megascale_*`),
 ///   so an Ampere GPU of a training cluster is read as the A100.
 /// - V100: `dgx2-v100`.
-/// - None for a PCIe card or a GH200 superchip: the bundled clusters hold SXM parts on NVSwitch.
+/// - None for a PCIe card (an H100 or H200 "NVL" too: a PCIe card with NVLink bridges, not
+///   NVL72's rack) or a GH200 superchip: the bundled clusters hold SXM parts on NVSwitch.
 pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
     let g = gpu.to_ascii_lowercase();
-    if g.contains("pcie") || g.contains("gh200") {
+    // "NVL" as a card's name, not "NVLink" or a rack's "NVL72"/"NVL36".
+    let nvl_card = g.match_indices("nvl").any(|(i, _)| {
+        let rest = &g[i + 3..];
+        !rest.starts_with("ink") && !rest.starts_with(|c: char| c.is_ascii_digit())
+    });
+    if g.contains("pcie") || g.contains("gh200") || nvl_card {
         // Every bundled cluster of these GPUs is of SXM parts on NVSwitch; a PCIe card (no
         // NVSwitch, lower clocks and power) or a Grace Hopper superchip (its own HBM size and
         // host link) is none of them.
