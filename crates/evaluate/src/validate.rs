@@ -404,16 +404,14 @@ pub fn case_of(
             era,
             Era::Megatron2021 | Era::MegatronDeepSpeed | Era::Torchtitan
         );
-    let (plan, chosen) = match recompute_stated {
-        true => (plan, chosen),
-        false => match unstated_recompute(&model, &cluster, options, plan) {
-            // Both choices are the model's: `--explain` names each.
-            Some((p, why)) => (
-                p,
-                Some(chosen.map_or(why.clone(), |c| format!("{c}; {why}"))),
-            ),
-            None => (plan, chosen),
-        },
+    let unstated = (!recompute_stated)
+        .then(|| unstated_recompute(&model, &cluster, options, plan))
+        .flatten();
+    let (plan, chosen) = match (unstated, chosen) {
+        // Both choices are the model's: `--explain` names each.
+        (Some((p, why)), Some(c)) => (p, Some(format!("{c}; {why}"))),
+        (Some((p, why)), None) => (p, Some(why)),
+        (None, chosen) => (plan, chosen),
     };
     Ok(Case {
         id: r.id.clone(),

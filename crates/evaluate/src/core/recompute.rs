@@ -14,7 +14,7 @@ use crate::comm::CommKind;
 /// The share of a stage's `n` blocks that recompute covers (`recompute_layers`, all by
 /// default); 0 for a stage without blocks. `recompute_layers` counts the blocks of one model
 /// chunk (Megatron's `--recompute-method block --recompute-num-layers N`: the first N of each
-/// virtual stage, `megatron/core/transformer/transformer_block.py`), so a stage of `vpp`
+/// virtual stage's `TransformerBlock`, frameworks.md §1.7), so a stage of `vpp`
 /// chunks recomputes `N · vpp` of its blocks, as autoplan-memory stores them.
 #[inline]
 pub(super) fn rc_frac(plan: &Plan, n: u32) -> f64 {

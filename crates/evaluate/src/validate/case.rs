@@ -307,7 +307,7 @@ pub(super) fn unstated_interleaving(
 /// and Megatron-Bridge tables have no recompute column): the run recomputed something, and a
 /// tuned configuration recomputes no more than it must, so the case recomputes in full the
 /// fewest blocks of each model chunk that fit (Megatron's `--recompute-granularity full
-/// --recompute-method block --recompute-num-layers N`, frameworks.md §1; torchtitan's every-N-th
+/// --recompute-method block --recompute-num-layers N`, frameworks.md §1.7; torchtitan's every-N-th
 /// block and llm-foundry's per-block checkpointing are the same trade), all of them where only
 /// that fits. Returns the plan and what `validate --explain` says of the choice; `None` when the
 /// plan fits as given, or when not even full recompute fits (the row's skip says so).
