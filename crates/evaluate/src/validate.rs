@@ -399,7 +399,7 @@ pub fn case_of(
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
-    let recompute_stated = !rc.trim().is_empty()
+    let recompute_stated = matches!(recompute_cell(rc), Ok(Some(_)))
         || matches!(
             era,
             Era::Megatron2021 | Era::MegatronDeepSpeed | Era::Torchtitan

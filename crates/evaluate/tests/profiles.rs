@@ -683,3 +683,59 @@ fn an_uncredited_tp_overlap_hides_nothing() {
     let core = CostProfile::MEGATRON_CORE;
     assert!(tp_exposed(&core, true) < tp_exposed(&core, false));
 }
+
+/// The recompute and sharding cells are read by what they say, never defaulted past: "yes",
+/// activation checkpointing and Megatron's block count recompute (the count per model chunk);
+/// "no"/"without …" do not; "DDP"/"none" shard nothing; a blank or "n/a" is the era's
+/// default; wording none of the rules reads skips the row as an unreadable cell.
+#[test]
+fn recompute_and_sharding_cells_are_read_or_refused() {
+    let base = rows("published_runs.csv")
+        .into_iter()
+        .find(|r| r.id == "nemo2407_h100_LLAMA3-70B_64gpu")
+        .expect("row");
+    let with = |column: &str, cell: &str| {
+        let mut r = base.clone();
+        match column {
+            "recompute" => r.recompute = Some(cell.to_string()),
+            _ => r.zero_stage = Some(cell.to_string()),
+        }
+        case(&r)
+    };
+    // 80 blocks on pp 4 × vpp 5: chunks of 4.
+    for (cell, want) in [
+        ("yes", (Recompute::Full, None)),
+        ("activation checkpointing", (Recompute::Full, None)),
+        ("full (--checkpoint-activations)", (Recompute::Full, None)),
+        ("full (uniform, 1 layer)", (Recompute::Full, None)),
+        ("full (block, 2 layers)", (Recompute::Full, Some(2))),
+        ("block 3", (Recompute::Full, Some(3))),
+        ("selective (core_attn)", (Recompute::Selective, None)),
+        ("no", (Recompute::None, None)),
+        (
+            "none (trained without activation checkpointing)",
+            (Recompute::None, None),
+        ),
+        ("n/a", (Recompute::None, None)),
+    ] {
+        let c = with("recompute", cell).unwrap_or_else(|s| panic!("{cell}: {}", s.reason));
+        assert_eq!((c.plan.recompute, c.plan.recompute_layers), want, "{cell}");
+        assert_eq!(c.recompute_stated, cell != "n/a", "{cell}");
+    }
+    for cell in ["partial (some operators recomputed)", "block"] {
+        let s = with("recompute", cell).expect_err(cell);
+        assert_eq!(s.column.as_deref(), Some("recompute"), "{cell}");
+        assert!(s.reason.contains(&format!("`{cell}`")), "{}", s.reason);
+    }
+    for (cell, want) in [
+        ("DDP", Zero::NONE),
+        ("none", Zero::NONE),
+        ("distributed optimizer", Zero::stage(1)),
+        ("", Zero::stage(1)),
+    ] {
+        let c = with("zero_stage", cell).unwrap_or_else(|s| panic!("{cell}: {}", s.reason));
+        assert_eq!(c.plan.zero, want, "{cell}");
+    }
+    let s = with("zero_stage", "DeepSpeed magic").expect_err("unreadable");
+    assert_eq!(s.column.as_deref(), Some("zero_stage"));
+}

@@ -172,11 +172,19 @@ impl Zero {
     /// number the text gives, else `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node);
     /// plain FSDP and Megatron-FSDP (whose CLI default strategy is `optim_grads_params`,
     /// frameworks.md §1.4) are stage 3; a Megatron-FSDP strategy name or a "distributed
-    /// optimizer" is read as such; otherwise the first digit 0–3 is the ZeRO stage.
+    /// optimizer" is read as such; a first word saying there is none (`no`, `none`, `off`,
+    /// `false`, plain `DDP`) is no sharding; otherwise the first digit 0–3 is the ZeRO stage.
     pub fn from_wording(text: &str, hybrid_group: u32) -> Option<Zero> {
         let t = text.trim().to_ascii_lowercase().replace('_', "-");
         if t.is_empty() {
             return None;
+        }
+        let first = t
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|w| !w.is_empty())
+            .unwrap_or("");
+        if matches!(first, "no" | "none" | "off" | "false" | "disabled" | "ddp") {
+            return Some(Zero::NONE);
         }
         let hybrid = t.contains("hsdp") || t.contains("hybrid");
         let group = if hybrid {
@@ -286,6 +294,9 @@ mod tests {
         assert_eq!(w("SHARD_GRAD_OP"), Some(Zero::NORESHARD));
         assert_eq!(w(""), None);
         assert_eq!(w("unknown"), None);
+        for none in ["no", "None", "off", "DDP", "DDP (torch)", "0", "ZeRO-0"] {
+            assert_eq!(w(none), Some(Zero::NONE), "{none}");
+        }
     }
 
     #[test]

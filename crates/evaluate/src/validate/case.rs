@@ -54,46 +54,58 @@ pub(super) fn case_plan(
     };
     let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
     let modules = recompute_modules(&rc, r.notes.as_deref().unwrap_or(""));
-    let recompute = if rc.starts_with("full") {
-        Recompute::Full
-    } else if rc.starts_with("selective") {
-        Recompute::Selective
-    } else if rc.is_empty() && matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) {
+    let unreadable = |column: &str, why: String| Skipped {
+        kind: SkipKind::Unreadable,
+        column: Some(column.into()),
+        ..skip(&r.id, why)
+    };
+    let (recompute, recompute_layers) = match recompute_cell(&rc) {
+        Err(why) => return Err(unreadable("recompute", why)),
+        Ok(Some(cell)) => cell,
         // The 2020 README's TFLOP/s reproduce exactly with the recompute-inclusive formula
         // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations. So do
         // Megatron-DeepSpeed's of 2021–22 (MT-NLG's TFLOP/s reproduce only with the
         // recompute-inclusive formula, published_runs_2_SOURCES.md `mtnlg_530b_*`; BLOOM and
         // GPT-NeoX name it).
-        Recompute::Full
-    } else if rc.is_empty() && torchtitan {
+        Ok(None) if matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) => {
+            (Recompute::Full, None)
+        }
         // torchtitan's `[activation_checkpoint] mode` defaults to "selective" (frameworks.md
         // §2.3, `job_config.py @ v0.2.2:L650-717`): a blank cell is its default, read as the
         // cell "selective" is.
-        Recompute::Selective
-    } else {
-        Recompute::None
+        Ok(None) if torchtitan => (Recompute::Selective, None),
+        Ok(None) => (Recompute::None, None),
     };
     // torchtitan's selective checkpointing wraps whole blocks in full checkpointing.
     let (recompute, recompute_layers) = if torchtitan && recompute == Recompute::Selective {
         let chunk = model.layers / (pp * vpp).max(1);
         (Recompute::Full, Some(torchtitan_every_nth(r, &rc, chunk)?))
     } else {
-        (recompute, None)
+        (recompute, recompute_layers)
     };
     // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
     // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
     // distributed optimizer.
-    let zero = r
-        .zero_stage
-        .as_deref()
-        .and_then(|t| Zero::from_wording(t, r.gpus_per_node.unwrap_or(8)))
-        .unwrap_or(
+    let cell = r.zero_stage.as_deref().unwrap_or("").trim();
+    let zero = match Zero::from_wording(cell, r.gpus_per_node.unwrap_or(8)) {
+        Some(z) => z,
+        None if cell.is_empty() => {
             if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
                 Zero::stage(1)
             } else {
                 Zero::NONE
-            },
-        );
+            }
+        }
+        None => {
+            return Err(unreadable(
+                "zero_stage",
+                format!(
+                    "zero_stage `{cell}`: not a ZeRO stage, an FSDP or HSDP mode, a distributed \
+                     optimizer, or none"
+                ),
+            ))
+        }
+    };
     // torchtitan's `fsdp_reshard_after_forward = "default"` reshards after the forward unless
     // pipelining is on (frameworks.md §2.1, `llama3/infra/parallelize.py @ v0.2.2:L319-331`):
     // a fully sharded row with PP kept its gathered parameters through the backward.

@@ -165,3 +165,71 @@ fn modules_named(list: &str) -> Option<RecomputeModules> {
     }
     (set != 0).then_some(RecomputeModules(set))
 }
+
+/// The recompute a row's `recompute` cell names, with the blocks per model chunk where it
+/// names Megatron's block method; `Ok(None)` for a blank cell or one that says it is not
+/// known (`-`, `n/a`, `unknown`, `not stated`), which the era decides; `Err` with the reason
+/// for wording none of these rules reads (never a silent "none").
+///
+/// - `none`, `no`, `off`, `false`, `0`, `without …` (Llama 3's "none (8K seq trained without
+///   activation checkpointing)"): no recompute;
+/// - `full …`, `yes`, `true`, `on`, `1`, or activation/gradient checkpointing named
+///   (`--checkpoint-activations`): every block in full, unless the cell names the block method
+///   with a count (`full (block, 2 layers)`, `block 4`: Megatron's `--recompute-method block
+///   --recompute-num-layers N`, the first N of each model chunk, frameworks.md §1.7);
+///   `--recompute-method uniform`'s count (`full (uniform, 1 layer)`, 2021's
+///   `checkpoint_activations, 1 layer`) groups the blocks it checkpoints and still recomputes
+///   all of them;
+/// - `selective …`: selective ([`recompute_modules`] reads its modules).
+pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32>)>, String> {
+    let c = cell.trim().to_ascii_lowercase();
+    let words: Vec<&str> = c
+        .split(|ch: char| !ch.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let first = words.first().copied().unwrap_or("");
+    if words.is_empty()
+        || matches!(c.as_str(), "n/a" | "na" | "?" | "unknown" | "unstated")
+        || c.starts_with("not stated")
+        || c.starts_with("not given")
+    {
+        return Ok(None);
+    }
+    if matches!(
+        first,
+        "none" | "no" | "off" | "false" | "0" | "disabled" | "without"
+    ) {
+        return Ok(Some((Recompute::None, None)));
+    }
+    if first == "selective" {
+        return Ok(Some((Recompute::Selective, None)));
+    }
+    let block = words.contains(&"block");
+    let full = first == "full"
+        || block
+        || matches!(first, "yes" | "true" | "on" | "1" | "enabled")
+        || [
+            "activation checkpointing",
+            "gradient checkpointing",
+            "checkpoint activations",
+            "activation recomputation",
+        ]
+        .iter()
+        .any(|p| words.join(" ").contains(p));
+    if !full {
+        return Err(format!(
+            "recompute `{}`: not none, full (or Megatron's block count), or selective",
+            cell.trim()
+        ));
+    }
+    if !block {
+        return Ok(Some((Recompute::Full, None)));
+    }
+    match words.iter().find_map(|w| w.parse::<u32>().ok()) {
+        Some(n) if n >= 1 => Ok(Some((Recompute::Full, Some(n)))),
+        _ => Err(format!(
+            "recompute `{}`: the block method without its count of blocks",
+            cell.trim()
+        )),
+    }
+}
