@@ -21,7 +21,6 @@ const SKIPPED_1: &[(&str, &str, Option<&str>)] = &[
         "data-missing",
         Some("global_batch"),
     ),
-    ("mcore08_h100_weak_1.7B", "tool-limit", None),
     (
         "mzoo_h100_Qwen3-Next-80B-A3B_next80b_ep32",
         "data-missing",
@@ -118,10 +117,10 @@ fn check_pinned(file: &str, pinned: &[(&str, &str, Option<&str>)]) -> serde_json
 #[test]
 fn published_runs_skips_are_pinned() {
     let v = check_pinned("published_runs.csv", SKIPPED_1);
-    // 56 scored: mcore08_h100_weak_1.7B is skipped since the row's model is built within 3% of
-    // its `params_b` or not at all (issue 16); Nemotron-4 340B and GPT-OSS-120B, which give no
-    // recompute and do not fit without, are scored with the least that fits.
-    assert_eq!(v["rows"].as_array().unwrap().len(), 56);
+    // 57 scored: Nemotron-4 340B and GPT-OSS-120B, which give no recompute and do not fit
+    // without, with the least that fits; mcore08_h100_weak_1.7B, built within its published
+    // size's rounding (1.745B for "1.7") as Megatron counts it, untied.
+    assert_eq!(v["rows"].as_array().unwrap().len(), 57);
     assert!(v["best_plan"].as_array().unwrap().is_empty());
 }
 

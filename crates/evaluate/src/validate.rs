@@ -338,7 +338,7 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
     // The row's published size decides it when exactly one of the two matches it: e.g.
     // Megatron-Core's H100 scaling table (mcore08_*: 12·l·h² + 2·V·h at V = 131072).
     if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
-        let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= PARAMS_TOLERANCE;
+        let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= params_tolerance(p);
         let other = ModelSpec {
             tied_embeddings: !model.tied_embeddings,
             ..model.clone()
@@ -351,10 +351,22 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
 }
 
 /// The largest relative difference between the built model's parameters and the row's
-/// `params_b` accepted (issue 16's bound). Published sizes are rounded (Narayanan+21's "1.7B"
-/// GPT has 1.652B: 2.9%), while a different architecture is far outside it (BLOOM-176B built
-/// Llama-style: 237B, +35%; MT-NLG 530B: 707B, +33%).
+/// `params_b` accepted (issue 16's bound), at least: a different architecture is far outside
+/// it (BLOOM-176B built Llama-style: 237B, +35%; MT-NLG 530B: 707B, +33%). A size published
+/// with few digits is wider ([`params_tolerance`]).
 const PARAMS_TOLERANCE: f64 = 0.03;
+
+/// What a built model may differ from a published size `p` (billions) by: a published size is
+/// rounded to its last digit, so "1.7" is anything from 1.65 to 1.75 (Narayanan+21's "1.7B"
+/// GPT has 1.652B; Megatron-Core's "GPT 1.7B", counted 12·l·h² + 2·V·h, 1.745B), and the row's
+/// columns leave out biases, norms and position tables (1% more); never below
+/// [`PARAMS_TOLERANCE`]. The digits are those of the cell's shortest decimal form.
+fn params_tolerance(p: f64) -> f64 {
+    let text = format!("{p}");
+    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+    let half_unit = 0.5 * 10f64.powi(-(decimals.min(12) as i32));
+    PARAMS_TOLERANCE.max(half_unit / p + 0.01)
+}
 
 /// A row autoplan cannot express (a [`SkipKind::ToolLimit`]; the rows lacking data are
 /// found before, by [`crate::runs::missing_fact`]).
@@ -478,7 +490,7 @@ fn case_model(
     // Never score a row on a different model: the built parameters must match the row's.
     if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
         let built = model.total_params() / 1e9;
-        if (built / p - 1.0).abs() > PARAMS_TOLERANCE {
+        if (built / p - 1.0).abs() > params_tolerance(p) {
             let untied = if model.tied_embeddings {
                 let head = model.vocab as f64 * model.hidden as f64 / 1e9;
                 format!(" ({:.2}B with an untied output layer)", built + head)
@@ -492,7 +504,7 @@ fn case_model(
                      (more than {:.0}% apart)",
                     model.family.name(),
                     r.model,
-                    PARAMS_TOLERANCE * 100.0
+                    params_tolerance(p) * 100.0
                 ),
             ));
         }
