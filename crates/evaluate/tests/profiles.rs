@@ -684,12 +684,12 @@ fn an_uncredited_tp_overlap_hides_nothing() {
     assert!(tp_exposed(&core, true) < tp_exposed(&core, false));
 }
 
-/// The recompute and sharding cells are read by what they say, never defaulted past: "yes",
+/// The recompute, sharding and `sp` cells are read by what they say, never defaulted past: "yes",
 /// activation checkpointing and Megatron's block count recompute (the count per model chunk);
 /// "no"/"without …" do not; "DDP"/"none" shard nothing; a blank or "n/a" is the era's
 /// default; wording none of the rules reads skips the row as an unreadable cell.
 #[test]
-fn recompute_and_sharding_cells_are_read_or_refused() {
+fn recompute_sharding_and_sp_cells_are_read_or_refused() {
     let base = rows("published_runs.csv")
         .into_iter()
         .find(|r| r.id == "nemo2407_h100_LLAMA3-70B_64gpu")
@@ -738,4 +738,21 @@ fn recompute_and_sharding_cells_are_read_or_refused() {
     }
     let s = with("zero_stage", "DeepSpeed magic").expect_err("unreadable");
     assert_eq!(s.column.as_deref(), Some("zero_stage"));
+    // The `sp` cell likewise (tp 4 here: the Megatron-Core default is on).
+    for (cell, want) in [
+        ("yes", true),
+        ("SP on", true),
+        ("no", false),
+        ("n/a", true),
+        ("", true),
+    ] {
+        let mut r = base.clone();
+        r.sp = Some(cell.to_string());
+        assert_eq!(case(&r).expect(cell).plan.sp, want, "{cell}");
+    }
+    let mut r = base.clone();
+    r.sp = Some("Ulysses".into());
+    let s = case(&r).expect_err("unreadable");
+    assert_eq!(s.column.as_deref(), Some("sp"));
+    assert!(s.reason.contains("`Ulysses`"), "{}", s.reason);
 }

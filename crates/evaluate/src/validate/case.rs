@@ -26,18 +26,34 @@ pub(super) fn case_plan(
     let pp = r.pp.or_else(|| left(r.tp, r.dp)).unwrap_or(1);
     let dp = r.dp.or_else(|| left(r.tp, r.pp)).unwrap_or(1);
     let vpp = r.vpp.unwrap_or(1).max(1);
-    // The `sp` cell's first word: yes/true/on/…, no/false/off/…; blank or other wording, the
-    // era's default.
-    let sp_cell = r.sp.as_deref().unwrap_or("").to_ascii_lowercase();
-    let first = sp_cell
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .find(|w| !w.is_empty())
-        .unwrap_or("");
+    // The `sp` cell's first word: yes/true/on/…, or naming sequence parallelism; no/false/off/…;
+    // blank, `-` or `n/a`, the era's default; other wording is refused, not defaulted.
+    let sp_cell = r.sp.as_deref().unwrap_or("").trim().to_ascii_lowercase();
+    let first = match sp_cell.as_str() {
+        "n/a" | "-" | "?" => "",
+        c => c
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|w| !w.is_empty())
+            .unwrap_or(""),
+    };
     let sp = match first {
-        "yes" | "y" | "true" | "on" | "enabled" | "1" => true,
-        "no" | "n" | "false" | "off" | "disabled" | "0" => false,
+        "yes" | "y" | "true" | "on" | "enabled" | "1" | "sp" | "sequence" => true,
+        "no" | "n" | "false" | "off" | "disabled" | "0" | "without" => false,
         // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
-        _ => era != Era::Megatron2021 && tp > 1,
+        "" | "na" | "unknown" => era != Era::Megatron2021 && tp > 1,
+        _ => {
+            return Err(Skipped {
+                kind: SkipKind::Unreadable,
+                column: Some("sp".into()),
+                ..skip(
+                    &r.id,
+                    format!(
+                        "sp `{}`: not yes, no, or blank",
+                        r.sp.as_deref().unwrap_or("").trim()
+                    ),
+                )
+            })
+        }
     };
     let mbs = match (r.micro_batch, era) {
         (Some(m), _) => m,
