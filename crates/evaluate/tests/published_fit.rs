@@ -216,4 +216,9 @@ fn the_sp_cell_is_read_in_any_case() {
         r.sp = Some(cell.to_string());
         assert_eq!(case(&r).plan.sp, want, "{cell}");
     }
+    // Wording none of the rules reads is refused, not defaulted.
+    r.sp = Some("Ulysses".into());
+    let e = case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+        .expect_err("unreadable");
+    assert_eq!(e.column.as_deref(), Some("sp"));
 }

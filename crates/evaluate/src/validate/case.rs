@@ -27,7 +27,8 @@ pub(super) fn case_plan(
     let dp = r.dp.or_else(|| left(r.tp, r.pp)).unwrap_or(1);
     let vpp = r.vpp.unwrap_or(1).max(1);
     // The `sp` cell's first word: yes/true/on/…, or naming sequence parallelism; no/false/off/…;
-    // blank, `-` or `n/a`, the era's default; other wording is refused, not defaulted.
+    // "(only) with TP": on with TP; blank, `-` or `n/a`, the era's default; other wording is
+    // refused, not defaulted.
     let sp_cell = r.sp.as_deref().unwrap_or("").trim().to_ascii_lowercase();
     let first = match sp_cell.as_str() {
         "n/a" | "-" | "?" => "",
@@ -39,6 +40,9 @@ pub(super) fn case_plan(
     let sp = match first {
         "yes" | "y" | "true" | "on" | "enabled" | "1" | "sp" | "sequence" => true,
         "no" | "n" | "false" | "off" | "disabled" | "0" | "without" => false,
+        // "only with TP", "with TP": Megatron's SP splits the TP group's activations, so on
+        // wherever there is a TP group.
+        "only" | "with" => tp > 1,
         // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
         "" | "na" | "unknown" => era != Era::Megatron2021 && tp > 1,
         _ => {
