@@ -130,8 +130,8 @@ pub struct Case {
     pub options: EvalOptions,
     pub figure: Figure,
     pub measured: f64,
-    /// The row names its recompute, or its era has a default (Megatron-LM 2020–22 and
-    /// Megatron-DeepSpeed: full; torchtitan: its `selective`). Else a blank is evaluated
+    /// The row names its recompute, or its era has a default (`era_recompute`: Megatron-LM
+    /// 2020–22 and Megatron-DeepSpeed full, torchtitan its `selective`). Else a blank is evaluated
     /// without, or with the least that fits where the plan does not fit without
     /// (`unstated_recompute`, [`recompute_known`]).
     pub recompute_stated: bool,
@@ -380,6 +380,16 @@ fn skip(id: &str, reason: impl Into<String>) -> Skipped {
     }
 }
 
+/// A row whose cell `column` is there but says what no reading rule reads (a
+/// [`SkipKind::Unreadable`] skip naming the column).
+fn unreadable(id: &str, column: &str, reason: impl Into<String>) -> Skipped {
+    Skipped {
+        kind: SkipKind::Unreadable,
+        column: Some(column.into()),
+        ..skip(id, reason)
+    }
+}
+
 /// Build the case of one row, or say why it cannot be expressed. `resolve_model` and
 /// `cluster_for` are the bundled-model and bundled-cluster lookups (injected: the CLI passes
 /// the bundled libraries; tests may pass others); `cluster_for` gets the name of the row's
@@ -399,11 +409,7 @@ pub fn case_of(
         .gpu
         .check_training_precision(model.training.precision)
     {
-        return Err(Skipped {
-            kind: SkipKind::Unreadable,
-            column: Some("precision".into()),
-            ..skip(&r.id, why)
-        });
+        return Err(unreadable(&r.id, "precision", why));
     }
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
@@ -411,11 +417,8 @@ pub fn case_of(
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
-    let recompute_stated = matches!(recompute_cell(rc), Ok(Some(_)))
-        || matches!(
-            era,
-            Era::Megatron2021 | Era::MegatronDeepSpeed | Era::Torchtitan
-        );
+    let recompute_stated =
+        matches!(recompute_cell(rc), Ok(Some(_))) || era_recompute(era).is_some();
     let unstated = (!recompute_stated)
         .then(|| unstated_recompute(&model, &cluster, options, plan))
         .flatten();

@@ -22,7 +22,7 @@ pub(super) fn rc_frac(plan: &Plan, n: u32) -> f64 {
         0.0
     } else {
         plan.recompute_layers.map_or(1.0, |r| {
-            (r.saturating_mul(plan.vpp.max(1))).min(n) as f64 / n as f64
+            r.saturating_mul(plan.vpp.max(1)).min(n) as f64 / n as f64
         })
     }
 }

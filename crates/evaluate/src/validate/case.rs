@@ -3,6 +3,23 @@
 
 use super::*;
 
+/// The recompute a blank `recompute` cell means in `era`, where the era has one (`None`: it
+/// has none, and the row's recompute is not known: `unstated_recompute`).
+/// - Megatron-LM 2020–22 and Megatron-DeepSpeed: full. The 2020 README's TFLOP/s reproduce
+///   exactly with the recompute-inclusive formula (published_runs_SOURCES.md §2): those runs
+///   used --checkpoint-activations. So do Megatron-DeepSpeed's of 2021–22 (MT-NLG's TFLOP/s
+///   reproduce only with the recompute-inclusive formula, published_runs_2_SOURCES.md
+///   `mtnlg_530b_*`; BLOOM and GPT-NeoX name it).
+/// - torchtitan: its `[activation_checkpoint] mode` default, "selective" (frameworks.md §2.3,
+///   `job_config.py @ v0.2.2:L650-717`), read as the cell "selective" is.
+pub(super) fn era_recompute(era: Era) -> Option<Recompute> {
+    match era {
+        Era::Megatron2021 | Era::MegatronDeepSpeed => Some(Recompute::Full),
+        Era::Torchtitan => Some(Recompute::Selective),
+        Era::MegatronCore | Era::Fsdp => None,
+    }
+}
+
 /// The plan row `r` ran (era defaults where the row is blank), or why it cannot be priced.
 pub(super) fn case_plan(
     r: &PublishedRun,
@@ -46,17 +63,12 @@ pub(super) fn case_plan(
         // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
         "" | "na" | "unknown" => era != Era::Megatron2021 && tp > 1,
         _ => {
-            return Err(Skipped {
-                kind: SkipKind::Unreadable,
-                column: Some("sp".into()),
-                ..skip(
-                    &r.id,
-                    format!(
-                        "sp `{}`: not yes, no, or blank",
-                        r.sp.as_deref().unwrap_or("").trim()
-                    ),
-                )
-            })
+            let cell = r.sp.as_deref().unwrap_or("").trim();
+            return Err(unreadable(
+                &r.id,
+                "sp",
+                format!("sp `{cell}`: not yes, no, or blank"),
+            ));
         }
     };
     let mbs = match (r.micro_batch, era) {
@@ -74,27 +86,10 @@ pub(super) fn case_plan(
     };
     let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
     let modules = recompute_modules(&rc, r.notes.as_deref().unwrap_or(""));
-    let unreadable = |column: &str, why: String| Skipped {
-        kind: SkipKind::Unreadable,
-        column: Some(column.into()),
-        ..skip(&r.id, why)
-    };
     let (recompute, recompute_layers) = match recompute_cell(&rc) {
-        Err(why) => return Err(unreadable("recompute", why)),
+        Err(why) => return Err(unreadable(&r.id, "recompute", why)),
         Ok(Some(cell)) => cell,
-        // The 2020 README's TFLOP/s reproduce exactly with the recompute-inclusive formula
-        // (published_runs_SOURCES.md §2): those runs used --checkpoint-activations. So do
-        // Megatron-DeepSpeed's of 2021–22 (MT-NLG's TFLOP/s reproduce only with the
-        // recompute-inclusive formula, published_runs_2_SOURCES.md `mtnlg_530b_*`; BLOOM and
-        // GPT-NeoX name it).
-        Ok(None) if matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) => {
-            (Recompute::Full, None)
-        }
-        // torchtitan's `[activation_checkpoint] mode` defaults to "selective" (frameworks.md
-        // §2.3, `job_config.py @ v0.2.2:L650-717`): a blank cell is its default, read as the
-        // cell "selective" is.
-        Ok(None) if torchtitan => (Recompute::Selective, None),
-        Ok(None) => (Recompute::None, None),
+        Ok(None) => (era_recompute(era).unwrap_or(Recompute::None), None),
     };
     // torchtitan's selective checkpointing wraps whole blocks in full checkpointing.
     let (recompute, recompute_layers) = if torchtitan && recompute == Recompute::Selective {
@@ -118,6 +113,7 @@ pub(super) fn case_plan(
         }
         None => {
             return Err(unreadable(
+                &r.id,
                 "zero_stage",
                 format!(
                     "zero_stage `{cell}`: not a ZeRO stage, an FSDP or HSDP mode, a distributed \
@@ -372,13 +368,10 @@ pub(super) fn unstated_recompute(
         };
         ev.evaluate(&p).ok().map(|_| p)
     };
-    let (plan, what) = match (1..chunk).find_map(|k| fits(Some(k))) {
-        Some(p) => (
+    let (plan, what) = match (1..chunk).find_map(|k| fits(Some(k)).map(|p| (p, k))) {
+        Some((p, k)) => (
             p,
-            format!(
-                "the first {} of each chunk's {chunk} blocks recomputed in full",
-                p.recompute_layers.unwrap_or(chunk)
-            ),
+            format!("the first {k} of each chunk's {chunk} blocks recomputed in full"),
         ),
         None => (
             fits(None)?,
