@@ -142,6 +142,40 @@ pub struct Case {
     /// A plan value the row does not give that the model chose for it, and why (an interleaved
     /// schedule's depth: [`case_of`]); `validate --explain` prints it.
     pub chosen: Option<String>,
+    /// The peak (FLOP/s) the row's MFU is a share of ([`mfu_peak`]): the GPU's dense 16-bit
+    /// peak unless the row's convention names its low-precision one.
+    pub mfu_peak: f64,
+}
+
+impl Case {
+    /// The model's value of the row's figure in the row's convention: an MFU is the model
+    /// FLOP rate over [`Case::mfu_peak`], which for an FP8 or FP4 run is not the evaluator's
+    /// MFU (a share of the training precision's own peak).
+    pub fn predicted(&self, m: &Metrics) -> f64 {
+        match self.figure {
+            Figure::Mfu => m.tflops_per_gpu * 1e12 / self.mfu_peak,
+            f => f.of(m),
+        }
+    }
+}
+
+/// The peak a row's MFU divides by. The field quotes MFU against the dense BF16 (FP16) peak
+/// whatever the run's GEMM precision: every public row giving both TFLOP/s and MFU implies it
+/// (311–319 TFLOP/s on A100, 978–1000 on H100: Narayanan+21, Megatron-Core's scaling table,
+/// MegaScale, Llama 3's "BF16 MFU", llm-foundry), and Llama 3 names it. A row whose
+/// `tflops_convention` names its own low-precision peak ("mfu vs fp8 peak") is read so.
+/// (An MFU is read only where the row gives neither tokens/s nor TFLOP/s: `case_figure`.)
+fn mfu_peak(r: &PublishedRun, gpu: &autoplan_cluster::Gpu, precision: Precision) -> f64 {
+    let conv = r
+        .tflops_convention
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let own = ["fp8", "fp4", "low-precision", "low precision"]
+        .iter()
+        .any(|w| conv.contains(w));
+    let p = if own { precision } else { Precision::Bf16 };
+    autoplan_cost::compute::peak_flops(gpu, p)
 }
 
 /// The outcome of one row.
@@ -428,6 +462,7 @@ pub fn case_of(
         (Some((p, why)), None) => (p, Some(why)),
         (None, chosen) => (plan, chosen),
     };
+    let mfu_peak = mfu_peak(r, &cluster.gpu, model.training.precision);
     Ok(Case {
         id: r.id.clone(),
         model,
@@ -440,6 +475,7 @@ pub fn case_of(
         framework: profile.name,
         source: source_family(&r.id),
         chosen,
+        mfu_peak,
     })
 }
 
@@ -538,7 +574,7 @@ fn case_model(
 pub fn score(case: &Case) -> Result<RowResult, Infeasible> {
     let ev = Evaluator::new(&case.model, &case.cluster, case.options);
     let m = ev.evaluate(&case.plan)?;
-    let predicted = case.figure.of(&m);
+    let predicted = case.predicted(&m);
     Ok(RowResult {
         id: case.id.clone(),
         figure: case.figure,

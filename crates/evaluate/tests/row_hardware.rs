@@ -237,3 +237,33 @@ fn a_row_on_nodes_of_another_size_is_not_priced_on_the_bundled_ones() {
         "an NVL72 rack as the node"
     );
 }
+
+/// An MFU is compared in the field's convention, a share of the dense 16-bit peak whatever the
+/// GEMM precision (every public row giving both TFLOP/s and MFU implies it), unless the row's
+/// convention names its low-precision peak. A NeMo FP8 row given only as an MFU: its predicted
+/// MFU is its predicted model TFLOP/s over 989, not over the H100's FP8 1979.
+#[test]
+fn an_fp8_mfu_is_a_share_of_the_16_bit_peak_unless_the_row_says_otherwise() {
+    let by_id = |id: &str| all_rows().into_iter().find(|r| r.id == id).expect(id);
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = by_id("nemo2407_h100_LLAMA3-70B_64gpu");
+    let tflops = {
+        let mut t = r.clone();
+        t.measured_tokens_per_s_per_gpu = None;
+        t.measured_tflops_per_gpu = Some(400.0);
+        let c = case_of(&t, &resolve, &bundled_cluster).unwrap();
+        autoplan_evaluate::validate::score(&c).unwrap().predicted
+    };
+    r.measured_tokens_per_s_per_gpu = None;
+    r.measured_tflops_per_gpu = None;
+    r.measured_mfu = Some(0.40);
+    let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    assert_eq!(c.model.training.precision, Precision::Fp8);
+    let mfu = autoplan_evaluate::validate::score(&c).unwrap().predicted;
+    let rel = |a: f64, b: f64| ((a - b) / b).abs();
+    assert!(rel(mfu, tflops / 989.0) < 1e-9, "{mfu} vs {tflops}/989");
+    r.tflops_convention = Some("model; MFU vs FP8 peak".into());
+    let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    let own = autoplan_evaluate::validate::score(&c).unwrap().predicted;
+    assert!(rel(own, tflops / 1979.0) < 1e-9, "{own} vs {tflops}/1979");
+}

@@ -266,7 +266,7 @@ fn explain(paths: &[PathBuf], id: &str, space: &str) -> anyhow::Result<ExitCode>
             // The measured step the row's figure implies (every figure but the step time is a
             // rate, ∝ 1/step), and both per block and micro-batch of the busiest stage.
             let step = r.metrics.step_time_s;
-            let predicted = case.figure.of(&r.metrics);
+            let predicted = case.predicted(&r.metrics);
             let measured_step = match case.figure {
                 Figure::StepTimeS => case.measured,
                 _ => step * predicted / case.measured,
