@@ -266,9 +266,10 @@ enum Era {
     /// Megatron-Core / NeMo / Megatron-Bridge / ModelZoo (2024–2025): FlashAttention, SP with TP,
     /// distributed optimizer, TP-comm overlap.
     MegatronCore,
-    /// Megatron-DeepSpeed 2021–22 (MT-NLG, BLOOM, GPT-NeoX): full recompute where blank, as
-    /// Megatron-LM of the time; the distributed-optimizer default of Megatron-Core (DeepSpeed's
-    /// ZeRO-1 / BF16 optimizer).
+    /// DeepSpeed stacks (Megatron-DeepSpeed 2021–22: MT-NLG, BLOOM, GPT-NeoX; later DeepSpeed
+    /// rows, `deepspeed_profile`): full recompute where blank, as Megatron-LM of the time and
+    /// Megatron-DeepSpeed's example scripts (`--checkpoint-activations`); ZeRO-1 where blank
+    /// (DeepSpeed's ZeRO-1 / BF16 optimizer); sequence parallelism only where stated.
     MegatronDeepSpeed,
     /// torchtitan (FSDP2, compiled or eager): its own defaults for the micro-batch,
     /// `selective`, resharding and interleaving (`case.rs`).
@@ -282,7 +283,8 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
     use autoplan_plan::framework::CostProfile as P;
     if *p == P::MEGATRON_LM_2020 || *p == P::MEGATRON_LM_2021 {
         Era::Megatron2021
-    } else if *p == P::MEGATRON_DEEPSPEED_2022 {
+    } else if *p == P::MEGATRON_DEEPSPEED_2022 || *p == P::DEEPSPEED || *p == P::DEEPSPEED_MOE_2023
+    {
         Era::MegatronDeepSpeed
     } else if *p == P::TORCHTITAN || *p == P::TORCHTITAN_EAGER {
         Era::Torchtitan

@@ -123,6 +123,76 @@ fn each_row_runs_under_the_profile_of_its_source() {
     assert_eq!(row_profile(&other).name, CostProfile::MEGATRON_LM_2021.name);
 }
 
+/// A DeepSpeed row is the 2021–22 Megatron-DeepSpeed fork (unfused attention, its fitted
+/// unpriced compute) unless it names FlashAttention (opt-in there, whatever the date): then it
+/// ran the fused kernel under DeepSpeed's engine rules, einsum MoE dispatch unless dated 2026 or
+/// later. Its blank `sp` is off (an opt-in flag), its blank recompute full, its blank sharding
+/// ZeRO-1.
+#[test]
+fn a_deepspeed_row_is_read_by_the_attention_it_names() {
+    let mut r = rows("published_runs_2.csv")
+        .into_iter()
+        .find(|r| r.id == "bloom_176b_384xA100")
+        .unwrap();
+    assert_eq!(
+        row_profile(&r).name,
+        CostProfile::MEGATRON_DEEPSPEED_2022.name
+    );
+    for (source, notes, want) in [
+        (
+            "Smith+22 MT-NLG, DeepSpeed",
+            "",
+            CostProfile::MEGATRON_DEEPSPEED_2022,
+        ),
+        (
+            "a DeepSpeed blog, 2021",
+            "",
+            CostProfile::MEGATRON_DEEPSPEED_2022,
+        ),
+        (
+            "Jacobs+23 DeepSpeed-Ulysses",
+            "",
+            CostProfile::MEGATRON_DEEPSPEED_2022,
+        ),
+        (
+            "Jacobs+23 DeepSpeed-Ulysses",
+            "FlashAttention v2",
+            CostProfile::DEEPSPEED_MOE_2023,
+        ),
+        (
+            "Megatron-DeepSpeed examples",
+            "--use-flash-attn-v2 (FlashAttention-2)",
+            CostProfile::DEEPSPEED_MOE_2023,
+        ),
+        (
+            "DeepSpeed benchmark (2026)",
+            "flash_attn",
+            CostProfile::DEEPSPEED,
+        ),
+    ] {
+        r.source = source.into();
+        r.notes = Some(notes.into());
+        assert_eq!(row_profile(&r).name, want.name, "{source} / {notes}");
+    }
+    // BLOOM with FlashAttention and its plan cells blanked: its era's defaults, not
+    // Megatron-Core's.
+    r.source = "Megatron-DeepSpeed, 2023".into();
+    r.notes = Some("--use-flash-attn".into());
+    r.sp = None;
+    r.recompute = None;
+    r.zero_stage = None;
+    let c = case(&r).unwrap();
+    assert_eq!(c.framework, CostProfile::DEEPSPEED_MOE_2023.name);
+    assert!(c.plan.tp > 1 && !c.plan.sp, "{}", c.plan);
+    assert_eq!(c.plan.recompute, autoplan_plan::Recompute::Full);
+    assert_eq!(c.plan.zero, autoplan_plan::Zero::stage(1));
+    assert_eq!(
+        c.options.attention,
+        autoplan_evaluate::AttentionKernel::Flash,
+        "a FlashAttention run ran the fused kernel"
+    );
+}
+
 #[test]
 fn a_source_is_dated_by_the_latest_year_it_names() {
     use autoplan_evaluate::validate::source_year;

@@ -60,8 +60,13 @@ pub(super) fn case_plan(
         // "only with TP", "with TP": Megatron's SP splits the TP group's activations, so on
         // wherever there is a TP group.
         "only" | "with" => tp > 1,
-        // Megatron-Core era defaults: sequence parallelism on whenever tp > 1.
-        "" | "na" | "unknown" => era != Era::Megatron2021 && tp > 1,
+        // Megatron-Core era defaults: sequence parallelism on whenever tp > 1 (NeMo's and
+        // Megatron-Bridge's recipes set it). Megatron's own `sequence_parallel` defaults off
+        // (`ModelParallelConfig`, mpc.py:L94, frameworks.md §1.3; `--sequence-parallel` is a
+        // flag to pass), in Megatron-LM 2021–22 and the Megatron-DeepSpeed forks alike.
+        "" | "na" | "unknown" => {
+            !matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) && tp > 1
+        }
         _ => {
             let cell = r.sp.as_deref().unwrap_or("").trim();
             return Err(unreadable(

@@ -21,7 +21,7 @@ use super::PublishedRun;
 /// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
 ///   MT-NLG's "DeepSpeed pipeline + Megatron TP", GPT-NeoX, built on DeepSpeed): Megatron-
-///   DeepSpeed of 2021–22.
+///   DeepSpeed of 2021–22, unless it names FlashAttention ([`deepspeed_profile`]).
 /// - A run its notes call "baseline Megatron-LM" (MegaScale's Table 2 baseline, plain
 ///   Megatron-LM at commit 285068c8 with its defaults): Megatron-LM 2023.
 /// - A run of another stack that predates FlashAttention and Transformer Engine — its source
@@ -66,7 +66,7 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
     } else if source.contains("llm-foundry") {
         CostProfile::LLM_FOUNDRY
     } else if text.contains("deepspeed") || text.contains("gpt-neox") {
-        CostProfile::MEGATRON_DEEPSPEED_2022
+        deepspeed_profile(r, &text)
     } else if text.contains("baseline megatron-lm") {
         CostProfile::MEGATRON_LM_2023
     } else if source_year(&r.source).is_some_and(|y| y <= 2022)
@@ -75,6 +75,34 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         CostProfile::MEGATRON_LM_2021
     } else {
         CostProfile::MEGATRON_CORE
+    }
+}
+
+/// The profile of a DeepSpeed-based row (text: its source and notes, lower case). The 2021–22
+/// profile is what the Megatron-DeepSpeed forks of those years ran — Megatron's unfused
+/// attention of 2021, their own kernels (its fitted `unpriced_compute` stands for them, fitted
+/// on BLOOM, MT-NLG and GPT-NeoX). FlashAttention is opt-in there (Megatron-DeepSpeed's
+/// `--use-flash-attn`, after Megatron-LM's, frameworks.md §1.3), so a row's date does not
+/// switch it: a row that names FlashAttention ran the fused kernel, and is priced with
+/// DeepSpeed's engine rules (gradient reduction after the backward below stage 3, all-reduced
+/// buckets: frameworks.md §3.3, §3.5) and nothing fitted on the older forks' unfused rows:
+/// DeepSpeed-MoE's einsum dispatch unless its source is dated 2026 or later
+/// (`DEEPSPEED_MOE_2023`: the gather by index came in v0.19.4, the release before v0.19.5 of
+/// 2026-08, frameworks.md's version table; `DEEPSPEED` after). For a dense model the two are
+/// the same. Every other DeepSpeed row takes the 2021–22 profile.
+fn deepspeed_profile(r: &PublishedRun, text: &str) -> CostProfile {
+    let flash = [
+        "flashattention",
+        "flash attention",
+        "flash-attn",
+        "flash_attn",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    match source_year(&r.source) {
+        _ if !flash => CostProfile::MEGATRON_DEEPSPEED_2022,
+        Some(y) if y >= 2026 => CostProfile::DEEPSPEED,
+        _ => CostProfile::DEEPSPEED_MOE_2023,
     }
 }
 
