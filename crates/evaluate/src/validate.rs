@@ -142,7 +142,7 @@ pub struct Case {
     /// A plan value the row does not give that the model chose for it, and why (an interleaved
     /// schedule's depth: [`case_of`]); `validate --explain` prints it.
     pub chosen: Option<String>,
-    /// The peak (FLOP/s) the row's MFU is a share of ([`mfu_peak`]): the GPU's dense 16-bit
+    /// The peak (FLOP/s) the row's MFU is a share of (`mfu_peak`): the GPU's dense 16-bit
     /// peak unless the row's convention names its low-precision one.
     pub mfu_peak: f64,
 }

@@ -21,7 +21,7 @@ use super::PublishedRun;
 /// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
 ///   MT-NLG's "DeepSpeed pipeline + Megatron TP", GPT-NeoX, built on DeepSpeed): Megatron-
-///   DeepSpeed of 2021–22, unless it names FlashAttention ([`deepspeed_profile`]).
+///   DeepSpeed of 2021–22, unless it names FlashAttention (`deepspeed_profile`).
 /// - A run its notes call "baseline Megatron-LM" (MegaScale's Table 2 baseline, plain
 ///   Megatron-LM at commit 285068c8 with its defaults): Megatron-LM 2023.
 /// - A run of another stack that predates FlashAttention and Transformer Engine — its source
