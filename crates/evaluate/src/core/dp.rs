@@ -106,6 +106,8 @@ struct DpGroup<'a> {
     buckets: f64,
     /// HSDP: the ranks holding the same shard, one per shard group (size 1 without HSDP).
     cross: GroupPlacement,
+    /// ZeRO-3 / FSDP units: the blocks holding this group's parameters on the stage.
+    units: u32,
 }
 
 impl Evaluator {
@@ -126,10 +128,10 @@ impl Evaluator {
             bwd: s.net_bwd,
         };
         let groups = [
-            (x.g_dp, s.params_dense, &DENSE),
-            (x.g_edp, s.params_expert, &EXPERT),
+            (x.g_dp, s.params_dense, &DENSE, s.blocks),
+            (x.g_edp, s.params_expert, &EXPERT, s.moe),
         ];
-        for (g, p, names) in groups {
+        for (g, p, names, units) in groups {
             if g.size <= 1 || p <= 0.0 {
                 continue;
             }
@@ -141,6 +143,7 @@ impl Evaluator {
                 names,
                 buckets,
                 cross: g,
+                units,
             };
             let z = plan.zero;
             let (shard, cross) = split(g, z.shard_size(g.size));
@@ -189,41 +192,62 @@ impl Evaluator {
         busy: &mut Busy,
     ) {
         let (p, gb) = (d.params, self.opts.grad_bytes);
-        let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
-        let rs = self.coll(ReduceScatter, shard, p * gb, x.algo);
-        let ar = self.cross_all_reduce(d, shard, x);
-        let ag_b = if regather { ag.time } else { 0.0 };
+        // FSDP gathers and reduces one unit at a time, a transformer block: torchtitan calls
+        // `fully_shard` on each block and then the root (`llama3/infra/parallelize.py` @
+        // v0.2.2, the loop frameworks.md §2.1 cites at L319-331; FSDP2's default
+        // `reshard_after_forward` tells those non-root units from the root, §3.6), FSDP1's
+        // auto-wrap policy wraps blocks alike. Each unit's gather and reduce-scatter is a
+        // collective of its own paying the collective's latency (NCCL's tuning model charges
+        // it per call, collectives.md §1): on 16 384 ranks a ring all-gather's latency alone is
+        // ~35 ms, which one collective of the whole stage counted once for all its blocks.
+        // The first unit's gather and the last unit's reduce-scatter are what prefetching and
+        // overlap leave exposed.
+        let units = f64::from(d.units.max(1));
+        let shard_bytes = |b: f64| b / units;
+        let ag1 = self.coll(AllGather, shard, shard_bytes(p * PARAM), x.algo);
+        let rs1 = self.coll(ReduceScatter, shard, shard_bytes(p * gb), x.algo);
+        let cross_bytes = shard_bytes(p * gb / shard.size.max(1) as f64);
+        let ar1 = self.coll(AllReduce, d.cross, cross_bytes, x.algo);
+        let (ag, rs, ar) = (ag1.time * units, rs1.time * units, ar1.time * units);
+        let ag_b = if regather { ag } else { 0.0 };
         let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
         let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
-        let e_f = overlap(
-            ag.time,
-            net(ag.time, on_net),
-            d.buckets,
-            d.s.fwd,
-            &mut busy.fwd,
-        );
-        let bwd = ag_b + rs.time + ar.time;
-        let bwd_net = net(ag_b + rs.time, on_net) + net(ar.time, cross_net);
-        let e_b = overlap(bwd, bwd_net, d.buckets, d.s.bwd, &mut busy.bwd);
+        let e_f = overlap(ag, net(ag, on_net), units, d.s.fwd, &mut busy.fwd);
+        let bwd = ag_b + rs + ar;
+        let bwd_net = net(ag_b + rs, on_net) + net(ar, cross_net);
+        let e_b = overlap(bwd, bwd_net, units, d.s.bwd, &mut busy.bwd);
         out.per_mb += e_f + e_b;
         if S::ENABLED {
             let [w1, w2, w3] = d.names.zero3;
+            // One row per collective kind: `units` calls per micro-batch, each one unit's.
+            let calls = micro * units;
             let row = |what, pass, op, g, bytes| {
-                Comm::new(CommKind::Dp, what, pass, op, g, bytes).calls(micro)
+                Comm::new(CommKind::Dp, what, pass, op, g, bytes).calls(calls)
             };
-            let ag_f = row(w1, Pass::Forward, AllGather, shard, p * PARAM);
-            push(sink, ag_f, ag, micro * e_f);
+            let ag_f = row(w1, Pass::Forward, AllGather, shard, shard_bytes(p * PARAM));
+            push(sink, ag_f, ag1, micro * e_f);
             if regather {
-                let ag_row = row(w2, Pass::Backward, AllGather, shard, p * PARAM);
-                push(sink, ag_row, ag, 0.0);
+                let ag_row = row(w2, Pass::Backward, AllGather, shard, shard_bytes(p * PARAM));
+                push(sink, ag_row, ag1, 0.0);
             }
-            let rs_row = row(w3, Pass::Backward, ReduceScatter, shard, p * gb);
+            let rs_row = row(
+                w3,
+                Pass::Backward,
+                ReduceScatter,
+                shard,
+                shard_bytes(p * gb),
+            );
             // The backward's exposure is booked on the reduce-scatter row.
-            push(sink, rs_row, rs, micro * e_b);
+            push(sink, rs_row, rs1, micro * e_b);
             if d.cross.size > 1 {
-                let bytes = p * gb / shard.size as f64;
-                let ar_row = row(d.names.cross, Pass::Backward, AllReduce, d.cross, bytes);
-                push(sink, ar_row, ar, 0.0);
+                let ar_row = row(
+                    d.names.cross,
+                    Pass::Backward,
+                    AllReduce,
+                    d.cross,
+                    cross_bytes,
+                );
+                push(sink, ar_row, ar1, 0.0);
             }
         }
     }
