@@ -256,7 +256,13 @@ fn json_and_csv_explain_plan_n_with_its_per_layer_rows() {
         assert_eq!(rec[col("what")], row["what"]);
         assert_eq!(rec[col("collective")], row["collective"]);
         let exposed: f64 = rec[col("exposed_s")].parse().expect("a number");
-        assert_eq!(exposed, row["exposed"].as_f64().expect("exposed"));
+        // serde_json's default float parsing may miss the last ulp (its `float_roundtrip`
+        // feature is off); the CSV's is exact. The same number, to a relative 1e-15.
+        let json_exposed = row["exposed"].as_f64().expect("exposed");
+        assert!(
+            (exposed - json_exposed).abs() <= 1e-15 * exposed.abs().max(1e-300),
+            "{exposed} vs {json_exposed}"
+        );
     }
 
     // Beyond the ranking (a space of a few plans) or zero: an error, nothing half-written.

@@ -97,6 +97,7 @@ pub(super) struct DpExposed {
 
 /// One group's reduction: the group, its parameters on this GPU, the stage it runs beside,
 /// its row names.
+#[derive(Clone, Copy)]
 struct DpGroup<'a> {
     g: GroupPlacement,
     params: f64,
@@ -276,13 +277,33 @@ impl Evaluator {
         } else {
             ReduceScatter
         };
-        let rs = self.coll(reduce, shard, p * gb, x.algo);
-        let ar = self.cross_all_reduce(d, shard, x);
+        // ZeRO-2 reduces each unit's gradients as its backward finishes, a collective per
+        // block as ZeRO-3 does (Megatron-FSDP's `optim_grads` shares FSDP's units; DeepSpeed
+        // stage 2 flushes a bucket of `reduce_bucket_size` elements at a time, frameworks.md
+        // §3.5), each paying its latency, the last one exposed (`dp_zero3`). ZeRO-1's one
+        // reduction per step stays one collective of the whole (cost-model.md says why).
+        let n = if every_mb {
+            f64::from(d.units.max(1))
+        } else {
+            1.0
+        };
+        let rs_one = self.coll(reduce, shard, p * gb / n, x.algo);
+        let ar_one = self.coll(
+            AllReduce,
+            d.cross,
+            p * gb / shard.size.max(1) as f64 / n,
+            x.algo,
+        );
+        let (rs_t, ar_t) = (rs_one.time * n, ar_one.time * n);
         let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
         let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
         let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
-        let rs_net = net(rs.time, on_net) + net(ar.time, cross_net);
-        let e_rs = self.dp_hide(d, rs.time + ar.time, rs_net, d.s.bwd, &mut busy.bwd);
+        let rs_net = net(rs_t, on_net) + net(ar_t, cross_net);
+        let per_unit = DpGroup {
+            buckets: if every_mb { n } else { d.buckets },
+            ..*d
+        };
+        let e_rs = self.dp_hide(&per_unit, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd);
         let e_ag = self.dp_hide(d, ag.time, net(ag.time, on_net), d.s.fwd, &mut busy.fwd);
         let calls = if every_mb {
             out.per_mb += e_rs;
@@ -300,25 +321,17 @@ impl Evaluator {
                 w1
             };
             let pass = if every_mb { Pass::Backward } else { Pass::Step };
-            let rs_row = Comm::new(CommKind::Dp, w1, pass, reduce, shard, p * gb);
-            push(sink, rs_row.calls(calls), rs, calls * e_rs);
+            let rs_row = Comm::new(CommKind::Dp, w1, pass, reduce, shard, p * gb / n);
+            push(sink, rs_row.calls(calls * n), rs_one, calls * e_rs);
             if d.cross.size > 1 {
-                let bytes = p * gb / shard.size as f64;
+                let bytes = p * gb / shard.size as f64 / n;
                 let ar_row =
                     Comm::new(CommKind::Dp, d.names.cross, pass, AllReduce, d.cross, bytes);
-                push(sink, ar_row.calls(calls), ar, 0.0);
+                push(sink, ar_row.calls(calls * n), ar_one, 0.0);
             }
             let ag_row = Comm::new(CommKind::Dp, w2, Pass::Step, AllGather, shard, p * PARAM);
             push(sink, ag_row, ag, e_ag);
         }
-    }
-
-    /// HSDP: the all-reduce of one reduced gradient shard (`1/G` of the gradients) across the
-    /// shard groups; nothing without HSDP.
-    #[inline]
-    fn cross_all_reduce(&self, d: &DpGroup<'_>, shard: GroupPlacement, x: &Ctx) -> CollectiveCost {
-        let bytes = d.params * self.opts.grad_bytes / shard.size.max(1) as f64;
-        self.coll(AllReduce, d.cross, bytes, x.algo)
     }
 
     /// No ZeRO: one all-reduce of the gradients, hidden behind the backward.
