@@ -278,10 +278,11 @@ impl Evaluator {
             ReduceScatter
         };
         // ZeRO-2 reduces each unit's gradients as its backward finishes, a collective per
-        // block as ZeRO-3 does (Megatron-FSDP's `optim_grads` shares FSDP's units; DeepSpeed
-        // stage 2 flushes a bucket of `reduce_bucket_size` elements at a time, frameworks.md
-        // §3.5), each paying its latency, the last one exposed (`dp_zero3`). ZeRO-1's one
-        // reduction per step stays one collective of the whole (cost-model.md says why).
+        // block as ZeRO-3 does (Megatron-FSDP's `optim_grads` reduce-scatters on every backward
+        // through the same code path as `optim_grads_params`, `megatron_fsdp.py`, frameworks.md
+        // §1.4; DeepSpeed stage 2 flushes a bucket of `reduce_bucket_size` elements at a time,
+        // §3.5), each paying its latency, the last one exposed (`dp_zero3`). ZeRO-0/1's one
+        // reduction per step stays one collective of the whole (docs/cost-model.md says why).
         let n = if every_mb {
             f64::from(d.units.max(1))
         } else {
