@@ -16,6 +16,9 @@
 //!   `reduce_scatter_coalesced` after every backward, §3.5; FSDP2 default, §3.6);
 //! - 3-noreshard: per micro-batch, one all-gather before the forward, kept through the
 //!   backward, and a reduce-scatter (FSDP2 `reshard_after_forward=False`, §3.6);
+//! - the per-micro-batch collectives of 2 and 3 go one transformer block at a time, one
+//!   collective per block, each paying its own latency (`dp_zero3`); the once-per-step
+//!   reduction and gather of 0 and 1 are priced as one collective of the whole;
 //! - `:G` (HSDP): the gathers and reduce-scatters run inside the shard group of `G` ranks, and
 //!   each reduced shard is all-reduced across the `n/G` groups as often as it is
 //!   reduce-scattered (FSDP2 drives both from one switch, `set_requires_gradient_sync`, §3.6;
@@ -107,7 +110,8 @@ struct DpGroup<'a> {
     buckets: f64,
     /// HSDP: the ranks holding the same shard, one per shard group (size 1 without HSDP).
     cross: GroupPlacement,
-    /// ZeRO-3 / FSDP units: the blocks holding this group's parameters on the stage.
+    /// The units ZeRO-2's reduce-scatters and ZeRO-3's gathers and reduce-scatters go by, one
+    /// collective each: the blocks holding this group's parameters on the stage.
     units: u32,
 }
 
@@ -204,10 +208,10 @@ impl Evaluator {
         // The first unit's gather and the last unit's reduce-scatter are what prefetching and
         // overlap leave exposed.
         let units = f64::from(d.units.max(1));
-        let shard_bytes = |b: f64| b / units;
-        let ag1 = self.coll(AllGather, shard, shard_bytes(p * PARAM), x.algo);
-        let rs1 = self.coll(ReduceScatter, shard, shard_bytes(p * gb), x.algo);
-        let cross_bytes = shard_bytes(p * gb / shard.size.max(1) as f64);
+        let per_unit = |b: f64| b / units;
+        let ag1 = self.coll(AllGather, shard, per_unit(p * PARAM), x.algo);
+        let rs1 = self.coll(ReduceScatter, shard, per_unit(p * gb), x.algo);
+        let cross_bytes = per_unit(p * gb / shard.size.max(1) as f64);
         let ar1 = self.coll(AllReduce, d.cross, cross_bytes, x.algo);
         let (ag, rs, ar) = (ag1.time * units, rs1.time * units, ar1.time * units);
         let ag_b = if regather { ag } else { 0.0 };
@@ -225,19 +229,13 @@ impl Evaluator {
             let row = |what, pass, op, g, bytes| {
                 Comm::new(CommKind::Dp, what, pass, op, g, bytes).calls(calls)
             };
-            let ag_f = row(w1, Pass::Forward, AllGather, shard, shard_bytes(p * PARAM));
+            let ag_f = row(w1, Pass::Forward, AllGather, shard, per_unit(p * PARAM));
             push(sink, ag_f, ag1, micro * e_f);
             if regather {
-                let ag_row = row(w2, Pass::Backward, AllGather, shard, shard_bytes(p * PARAM));
+                let ag_row = row(w2, Pass::Backward, AllGather, shard, per_unit(p * PARAM));
                 push(sink, ag_row, ag1, 0.0);
             }
-            let rs_row = row(
-                w3,
-                Pass::Backward,
-                ReduceScatter,
-                shard,
-                shard_bytes(p * gb),
-            );
+            let rs_row = row(w3, Pass::Backward, ReduceScatter, shard, per_unit(p * gb));
             // The backward's exposure is booked on the reduce-scatter row.
             push(sink, rs_row, rs1, micro * e_b);
             if d.cross.size > 1 {
