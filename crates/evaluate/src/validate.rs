@@ -171,9 +171,11 @@ fn mfu_peak(r: &PublishedRun, gpu: &autoplan_cluster::Gpu, precision: Precision)
         .as_deref()
         .unwrap_or("")
         .to_ascii_lowercase();
-    let own = ["fp8", "fp4", "low-precision", "low precision"]
-        .iter()
-        .any(|w| conv.contains(w));
+    // The convention must name a peak ("MFU vs FP8 peak"), not merely the run's precision.
+    let own = conv.contains("peak")
+        && ["fp8", "fp4", "low-precision", "low precision"]
+            .iter()
+            .any(|w| conv.contains(w));
     let p = if own { precision } else { Precision::Bf16 };
     autoplan_cost::compute::peak_flops(gpu, p)
 }

@@ -262,6 +262,11 @@ fn an_fp8_mfu_is_a_share_of_the_16_bit_peak_unless_the_row_says_otherwise() {
     let mfu = autoplan_evaluate::validate::score(&c).unwrap().predicted;
     let rel = |a: f64, b: f64| ((a - b) / b).abs();
     assert!(rel(mfu, tflops / 989.0) < 1e-9, "{mfu} vs {tflops}/989");
+    // A convention naming the run's precision but no peak is still the field's.
+    r.tflops_convention = Some("model (fp8 run)".into());
+    let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    let named = autoplan_evaluate::validate::score(&c).unwrap().predicted;
+    assert!(rel(named, tflops / 989.0) < 1e-9, "{named} vs {tflops}/989");
     r.tflops_convention = Some("model; MFU vs FP8 peak".into());
     let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
     let own = autoplan_evaluate::validate::score(&c).unwrap().predicted;
