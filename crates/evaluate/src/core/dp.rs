@@ -100,7 +100,6 @@ pub(super) struct DpExposed {
 
 /// One group's reduction: the group, its parameters on this GPU, the stage it runs beside,
 /// its row names.
-#[derive(Clone, Copy)]
 struct DpGroup<'a> {
     g: GroupPlacement,
     params: f64,
@@ -171,9 +170,9 @@ impl Evaluator {
     /// on the scale-out link, which is `busy` seconds of the window already (module docs);
     /// the link's share this collective hides is added to `busy`.
     #[inline]
-    fn dp_hide(&self, d: &DpGroup<'_>, t: f64, t_net: f64, window: f64, busy: &mut f64) -> f64 {
+    fn dp_hide(&self, buckets: f64, t: f64, t_net: f64, window: f64, busy: &mut f64) -> f64 {
         if self.opts.dp_overlap {
-            overlap(t, t_net, d.buckets, window, busy)
+            overlap(t, t_net, buckets, window, busy)
         } else {
             t
         }
@@ -209,11 +208,11 @@ impl Evaluator {
         // overlap leave exposed.
         let units = f64::from(d.units.max(1));
         let per_unit = |b: f64| b / units;
-        let ag1 = self.coll(AllGather, shard, per_unit(p * PARAM), x.algo);
-        let rs1 = self.coll(ReduceScatter, shard, per_unit(p * gb), x.algo);
-        let cross_bytes = per_unit(p * gb / shard.size.max(1) as f64);
-        let ar1 = self.coll(AllReduce, d.cross, cross_bytes, x.algo);
-        let (ag, rs, ar) = (ag1.time * units, rs1.time * units, ar1.time * units);
+        let (ag1, ag) = self.unit_by_unit(AllGather, shard, p * PARAM, units, x);
+        let (rs1, rs) = self.unit_by_unit(ReduceScatter, shard, p * gb, units, x);
+        // HSDP: each unit's reduced shard all-reduced across the shard groups.
+        let cross_bytes = p * gb / shard.size.max(1) as f64;
+        let (ar1, ar) = self.unit_by_unit(AllReduce, d.cross, cross_bytes, units, x);
         let ag_b = if regather { ag } else { 0.0 };
         let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
         let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
@@ -244,7 +243,7 @@ impl Evaluator {
                     Pass::Backward,
                     AllReduce,
                     d.cross,
-                    cross_bytes,
+                    per_unit(cross_bytes),
                 );
                 push(sink, ar_row, ar1, 0.0);
             }
@@ -286,24 +285,23 @@ impl Evaluator {
         } else {
             1.0
         };
-        let rs_one = self.coll(reduce, shard, p * gb / n, x.algo);
-        let ar_one = self.coll(
-            AllReduce,
-            d.cross,
-            p * gb / shard.size.max(1) as f64 / n,
-            x.algo,
-        );
-        let (rs_t, ar_t) = (rs_one.time * n, ar_one.time * n);
+        let cross_bytes = p * gb / shard.size.max(1) as f64;
+        let (rs_one, rs_t) = self.unit_by_unit(reduce, shard, p * gb, n, x);
+        let (ar_one, ar_t) = self.unit_by_unit(AllReduce, d.cross, cross_bytes, n, x);
         let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
         let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
         let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
         let rs_net = net(rs_t, on_net) + net(ar_t, cross_net);
-        let per_unit = DpGroup {
-            buckets: if every_mb { n } else { d.buckets },
-            ..*d
-        };
-        let e_rs = self.dp_hide(&per_unit, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd);
-        let e_ag = self.dp_hide(d, ag.time, net(ag.time, on_net), d.s.fwd, &mut busy.fwd);
+        // The last unit's reduction is exposed per micro-batch; ZeRO-1's last bucket's.
+        let rs_buckets = if every_mb { n } else { d.buckets };
+        let e_rs = self.dp_hide(rs_buckets, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd);
+        let e_ag = self.dp_hide(
+            d.buckets,
+            ag.time,
+            net(ag.time, on_net),
+            d.s.fwd,
+            &mut busy.fwd,
+        );
         let calls = if every_mb {
             out.per_mb += e_rs;
             out.step += e_ag;
@@ -323,7 +321,7 @@ impl Evaluator {
             let rs_row = Comm::new(CommKind::Dp, w1, pass, reduce, shard, p * gb / n);
             push(sink, rs_row.calls(calls * n), rs_one, calls * e_rs);
             if d.cross.size > 1 {
-                let bytes = p * gb / shard.size as f64 / n;
+                let bytes = cross_bytes / n;
                 let ar_row =
                     Comm::new(CommKind::Dp, d.names.cross, pass, AllReduce, d.cross, bytes);
                 push(sink, ar_row.calls(calls * n), ar_one, 0.0);
@@ -331,6 +329,21 @@ impl Evaluator {
             let ag_row = Comm::new(CommKind::Dp, w2, Pass::Step, AllGather, shard, p * PARAM);
             push(sink, ag_row, ag, e_ag);
         }
+    }
+
+    /// `bytes` moved by `op` over `g` as `n` equal collectives one after another (one per
+    /// block: `dp_zero3`): one call's cost, and the seconds of all `n`.
+    #[inline]
+    fn unit_by_unit(
+        &self,
+        op: autoplan_cost::Collective,
+        g: GroupPlacement,
+        bytes: f64,
+        n: f64,
+        x: &Ctx,
+    ) -> (CollectiveCost, f64) {
+        let one = self.coll(op, g, bytes / n, x.algo);
+        (one, one.time * n)
     }
 
     /// No ZeRO: one all-reduce of the gradients, hidden behind the backward.
@@ -345,7 +358,7 @@ impl Evaluator {
         let (g, p, gb) = (d.g, d.params, self.opts.grad_bytes);
         let ar = self.coll(AllReduce, g, p * gb, x.algo);
         let t_net = if g.intra_node() { 0.0 } else { ar.time };
-        let e = self.dp_hide(d, ar.time, t_net, d.s.bwd, &mut busy.bwd);
+        let e = self.dp_hide(d.buckets, ar.time, t_net, d.s.bwd, &mut busy.bwd);
         out.step += e;
         if S::ENABLED {
             let what = d.names.all_reduce;
