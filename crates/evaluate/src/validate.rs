@@ -363,6 +363,29 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
         seq_len: seq,
         moe,
     };
+    // A dense model whose name names no family is built Llama-style (a gated MLP); where
+    // that misses the row's published size and GPT's ungated GELU MLP meets it, the row's
+    // model is GPT-style (Falcon-, Cerebras-GPT-, InternLM-1-like shapes: `ffn_hidden` =
+    // 4·hidden in two matrices, not three). The size decides, as it does for tying below.
+    let family = match (named, r.params_b.filter(|p| p.is_finite() && *p > 0.0)) {
+        (None, Some(p)) if family == Family::Llama => {
+            // Within the tolerance, with the output layer tied or not (decided below).
+            let size = |f: Family| {
+                ModelSpec::from_shape(&r.model, f, &shape).is_ok_and(|m| {
+                    let head = if m.tied_embeddings { 1.0 } else { -1.0 } * m.vocab as f64;
+                    [0.0, head * m.hidden as f64].iter().any(|d| {
+                        ((m.total_params() + d) / 1e9 / p - 1.0).abs() <= params_tolerance(p)
+                    })
+                })
+            };
+            if !size(Family::Llama) && size(Family::Gpt) {
+                Family::Gpt
+            } else {
+                family
+            }
+        }
+        _ => family,
+    };
     let mut model = ModelSpec::from_shape(&r.model, family, &shape).map_err(|e| {
         // A family without a fixed vocabulary needs the row's `vocab`: a fact not given.
         let column = matches!(e, autoplan_graph::ShapeError::NoVocab(_)).then_some("vocab");

@@ -108,17 +108,27 @@ fn the_families_of_published_runs_2_are_built_as_they_are() {
 
 #[test]
 fn a_shape_off_the_rows_params_is_skipped_saying_so() {
-    // BLOOM's shape under a name that points to no family is built Llama-style (237B) and
-    // refused against the row's 176B, naming both.
+    // BLOOM's shape under a name that points to no family: Llama-style (a gated MLP) it has
+    // 237B, GPT-style (GELU 4h, two matrices) 176B, the row's size; so GPT-style it is.
     let mut r = row("bloom_176b_384xA100");
     r.model = "Model-X".into();
+    let m = model_of(&r).unwrap();
+    assert_eq!(m.family, Family::Gpt);
+    assert!(
+        (m.total_params() / 1e9 - 176.0).abs() < 1.0,
+        "{}",
+        m.total_params()
+    );
+    // A size neither build meets is refused, naming the Llama-style build and the row's size.
+    r.params_b = Some(200.0);
     let e = model_of(&r).unwrap_err();
     assert!(
         e.contains("built llama shape of `Model-X` has 237.")
-            && e.contains("row says 176B")
+            && e.contains("row says 200B")
             && e.contains("3%"),
         "{e}"
     );
+    r.params_b = Some(176.0);
     // The same shape named BLOOM (not bundled under this name) is built within the family.
     r.model = "BLOOM (tr11 config)".into();
     let m = model_of(&r).unwrap();

@@ -209,8 +209,18 @@ impl Family {
         // (a row may say "GPT 530B (MT-NLG config)": the same architecture either way).
         Some(if has("bloom") {
             Family::Bloom
-        } else if has("neox") {
+        } else if has("neox") || has("pythia") {
+            // Pythia is GPT-NeoX's architecture, trained in its library (Biderman+23 §2.1).
             Family::GptNeox
+        } else if has("falcon") {
+            // Falcon's block is the NeoX one: attention and MLP in parallel, rotary, GELU 4h,
+            // no dropout (Almazrouei+23 "The Falcon Series of Open Language Models" §4.1;
+            // it has no biases, a LayerNorm's worth of parameters autoplan counts, < 0.01%).
+            Family::GptNeox
+        } else if has("starcoder") || has("santacoder") {
+            // StarCoder is GPT-2's architecture with multi-query attention and learned
+            // absolute positions (Li+23 "StarCoder" §5.1).
+            Family::Gpt
         } else if has("gpt-oss") {
             Family::GptOss
         } else if has("mt-nlg") || has("turing-nlg") {
@@ -478,6 +488,9 @@ mod tests {
             ("Nemotron-4-15B", Family::Nemotron),
             ("GLM-130B", Family::Glm),
             ("DeepSeekV3", Family::Deepseek),
+            ("Pythia-12B", Family::GptNeox),
+            ("Falcon-180B", Family::GptNeox),
+            ("StarCoderBase-15.5B", Family::Gpt),
         ] {
             assert_eq!(Family::of_model_name(name), Some(f), "{name}");
         }
