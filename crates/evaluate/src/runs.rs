@@ -124,7 +124,7 @@ fn run_of(r: &Row) -> Result<PublishedRun, CellError> {
         id: id.to_string(),
         source: r.string("source")?,
         model: r.string("model")?,
-        params_b: r.number("params_b", true)?,
+        params_b: at_most(r, "params_b", 1e6, "more than a million billion parameters")?,
         layers: w("layers")?,
         hidden: w("hidden")?,
         ffn_hidden: w("ffn_hidden")?,
@@ -154,14 +154,74 @@ fn run_of(r: &Row) -> Result<PublishedRun, CellError> {
         recompute: r.text("recompute")?.map(str::to_string),
         zero_stage: r.text("zero_stage")?.map(str::to_string),
         precision: r.text("precision")?.map(str::to_string),
-        measured_tflops_per_gpu: r.number("measured_tflops_per_gpu", true)?,
-        measured_mfu: r.number("measured_mfu", true)?,
-        measured_tokens_per_s_per_gpu: r.number("measured_tokens_per_s_per_gpu", true)?,
-        measured_step_time_s: r.number("measured_step_time_s", true)?,
+        measured_tflops_per_gpu: at_most(
+            r,
+            "measured_tflops_per_gpu",
+            1e5,
+            "more than 100,000 TFLOP/s on one GPU",
+        )?,
+        measured_mfu: mfu(r)?,
+        measured_tokens_per_s_per_gpu: at_most(
+            r,
+            "measured_tokens_per_s_per_gpu",
+            1e9,
+            "more than a billion tokens/s on one GPU",
+        )?,
+        measured_step_time_s: at_most(
+            r,
+            "measured_step_time_s",
+            1e7,
+            "more than 10^7 s (116 days) per step",
+        )?,
         tflops_convention: r.text("tflops_convention")?.map(str::to_string),
         notes: r.text("notes")?.map(str::to_string),
         line: 0,
     })
+}
+
+/// A number above zero and at most `max`: beyond it the cell cannot be the figure its column
+/// names (`why`), and is unreadable rather than scored.
+fn at_most(r: &Row, column: &str, max: f64, why: &str) -> Result<Option<f64>, CellError> {
+    match r.number(column, true)? {
+        Some(v) if v > max => Err(CellError::unreadable(
+            column,
+            r.text(column)?.unwrap_or(""),
+            why,
+        )),
+        v => Ok(v),
+    }
+}
+
+/// `measured_mfu`: a share of the peak, as a fraction (0.433) or a percent that says so
+/// (`43.3%`). A bare number above 1 is neither (a percent without its sign, or another
+/// figure): unreadable, not read as a guess.
+fn mfu(r: &Row) -> Result<Option<f64>, CellError> {
+    const COLUMN: &str = "measured_mfu";
+    let Some(cell) = r.text(COLUMN)? else {
+        return Ok(None);
+    };
+    let (text, percent) = match cell.strip_suffix('%') {
+        Some(t) => (t.trim_end(), true),
+        None => (cell, false),
+    };
+    let bad = |why: &str| Err(CellError::unreadable(COLUMN, cell, why));
+    let v = match text.parse::<f64>() {
+        Ok(v) if !v.is_finite() => return bad("not a finite number"),
+        Ok(v) if v < 0.0 => return bad("negative"),
+        Ok(0.0) => return bad("must be above zero"),
+        Ok(v) => v,
+        Err(_) => return bad("not a number"),
+    };
+    let share = if percent { v / 100.0 } else { v };
+    if share > 1.0 {
+        return bad(if percent {
+            "above 100%: an MFU is a share of the peak"
+        } else {
+            "above 1: an MFU is a share of the peak, a fraction (0.433) or a percent with its \
+             sign (43.3%)"
+        });
+    }
+    Ok(Some(share))
 }
 
 /// The first fact row `r` must give and does not: the GPU, the model (a name, or its shape),
@@ -263,6 +323,54 @@ mod tests {
         assert_eq!(f.skipped[1].reason, "num_gpus `8x`: not a whole number");
         assert_eq!(f.skipped[2].reason, "measured_mfu `-0.4`: negative");
         assert_eq!(f.skipped[4].reason, "tp `0`: must be at least 1");
+    }
+
+    #[test]
+    fn an_mfu_is_a_fraction_or_a_signed_percent_and_figures_are_bounded() {
+        let f = read(
+            "a,llama3-8b,,,,,8192,H100,8,1,1,8,64,43.3%,\n\
+             b,llama3-8b,,,,,8192,H100,8,1,1,8,64,43.3,\n\
+             c,llama3-8b,,,,,8192,H100,8,1,1,8,64,140%,\n\
+             d,llama3-8b,,,,,8192,H100,8,1,1,8,64,1e308,\n\
+             e,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.433,\n",
+        );
+        let mfus: Vec<_> = f
+            .runs
+            .iter()
+            .map(|r| (r.id.as_str(), r.measured_mfu))
+            .collect();
+        assert_eq!(mfus, [("a", Some(0.433)), ("e", Some(0.433))]);
+        let why: Vec<_> = f.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert!(
+            why[0].starts_with("measured_mfu `43.3`: above 1"),
+            "{why:?}"
+        );
+        assert!(
+            why[1].starts_with("measured_mfu `140%`: above 100%"),
+            "{why:?}"
+        );
+        assert!(
+            why[2].starts_with("measured_mfu `1e308`: above 1"),
+            "{why:?}"
+        );
+        let f = read_runs(
+            "t.csv",
+            "id,model,params_b,seq_len,gpu,num_gpus,global_batch,measured_tflops_per_gpu\n\
+             a,llama3-8b,1e300,8192,H100,8,64,400\n\
+             b,llama3-8b,8,8192,H100,8,64,1e20\n\
+             c,llama3-8b,8,8192,H100,8,64,400\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(f.runs.len(), 1);
+        let why: Vec<_> = f.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(
+            why,
+            [
+                "params_b `1e300`: more than a million billion parameters",
+                "measured_tflops_per_gpu `1e20`: more than 100,000 TFLOP/s on one GPU"
+            ]
+        );
     }
 
     #[test]
