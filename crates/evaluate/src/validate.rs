@@ -93,6 +93,9 @@ pub enum Figure {
     /// TFLOP/s per GPU counting recomputed FLOPs too.
     HardwareTflops,
     Mfu,
+    /// A utilisation counting recomputed FLOPs too (hardware FLOPs utilisation): a row's
+    /// `measured_mfu` under a hardware convention (GLM-130B's "43.3% HFU", Zeng+22 §3).
+    Hfu,
     TokensPerSPerGpu,
     StepTimeS,
 }
@@ -103,6 +106,7 @@ impl Figure {
             Figure::ModelTflops => "model TFLOP/s/GPU",
             Figure::HardwareTflops => "hw TFLOP/s/GPU",
             Figure::Mfu => "MFU",
+            Figure::Hfu => "HFU",
             Figure::TokensPerSPerGpu => "tokens/s/GPU",
             Figure::StepTimeS => "step time s",
         }
@@ -114,6 +118,7 @@ impl Figure {
             Figure::ModelTflops => m.tflops_per_gpu,
             Figure::HardwareTflops => m.hw_tflops_per_gpu,
             Figure::Mfu => m.mfu,
+            Figure::Hfu => m.hfu,
             Figure::TokensPerSPerGpu => m.tokens_per_s_per_gpu,
             Figure::StepTimeS => m.step_time_s,
         }
@@ -154,6 +159,7 @@ impl Case {
     pub fn predicted(&self, m: &Metrics) -> f64 {
         match self.figure {
             Figure::Mfu => m.tflops_per_gpu * 1e12 / self.mfu_peak,
+            Figure::Hfu => m.hw_tflops_per_gpu * 1e12 / self.mfu_peak,
             f => f.of(m),
         }
     }

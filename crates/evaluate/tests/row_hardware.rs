@@ -272,3 +272,41 @@ fn an_fp8_mfu_is_a_share_of_the_16_bit_peak_unless_the_row_says_otherwise() {
     let own = autoplan_evaluate::validate::score(&c).unwrap().predicted;
     assert!(rel(own, tflops / 1979.0) < 1e-9, "{own} vs {tflops}/1979");
 }
+
+#[test]
+fn a_utilisation_under_a_hardware_convention_is_an_hfu() {
+    // Narayanan+21's 145B row recomputes every block: its hardware FLOPs are 4/3 of its
+    // model FLOPs. Given only as a utilisation, under the row's own "hardware" convention it
+    // is compared with the HFU (recomputed FLOPs counted), under "model" with the MFU.
+    let by_id = |id: &str| all_rows().into_iter().find(|r| r.id == id).expect(id);
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = by_id("nar21_t1_145B");
+    assert_eq!(r.tflops_convention.as_deref(), Some("hardware"));
+    let hw_tflops = {
+        let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+        autoplan_evaluate::validate::score(&c).unwrap().predicted
+    };
+    r.measured_tflops_per_gpu = None;
+    let score = |r: &autoplan_evaluate::validate::PublishedRun| {
+        let c = case_of(r, &resolve, &bundled_cluster).unwrap();
+        autoplan_evaluate::validate::score(&c).unwrap()
+    };
+    let hfu = score(&r);
+    assert_eq!(hfu.figure.name(), "HFU");
+    let rel = |a: f64, b: f64| ((a - b) / b).abs();
+    assert!(
+        rel(hfu.predicted, hw_tflops / 312.0) < 1e-9,
+        "{} vs {hw_tflops}/312",
+        hfu.predicted
+    );
+    for conv in ["HFU", "hfu (with recompute)"] {
+        r.tflops_convention = Some(conv.into());
+        assert_eq!(score(&r).figure.name(), "HFU", "{conv}");
+    }
+    r.tflops_convention = Some("model".into());
+    let mfu = score(&r);
+    assert_eq!(mfu.figure.name(), "MFU");
+    // Full recompute: 3 passes of model FLOPs against 4 of hardware FLOPs (attention aside).
+    let ratio = mfu.predicted / hfu.predicted;
+    assert!((0.70..0.80).contains(&ratio), "MFU/HFU {ratio}");
+}

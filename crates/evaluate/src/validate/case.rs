@@ -255,12 +255,19 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     // whereas "model TFLOP/s" differs between sources in how attention is counted (NeMo 24.07
     // counts the full s×s scores: its Llama3-8B rows give 57.9 GFLOP per token; Megatron-Bridge
     // 25.11 and the ModelZoo count the causal half: 51.5 for the same model and sequence).
-    let conv = r.tflops_convention.as_deref().unwrap_or("model");
+    // A hardware convention counts the recomputed FLOPs, in the TFLOP/s and in the
+    // utilisation alike ("hardware", "HFU").
+    let conv = r
+        .tflops_convention
+        .as_deref()
+        .unwrap_or("model")
+        .to_ascii_lowercase();
+    let hardware = conv.starts_with("hardware") || conv.starts_with("hfu");
     let (figure, measured) = if let Some(t) = r.measured_tokens_per_s_per_gpu {
         (Figure::TokensPerSPerGpu, t)
     } else if let Some(t) = r.measured_tflops_per_gpu {
         (
-            if conv.starts_with("hardware") {
+            if hardware {
                 Figure::HardwareTflops
             } else {
                 Figure::ModelTflops
@@ -268,7 +275,7 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
             t,
         )
     } else if let Some(m) = r.measured_mfu {
-        (Figure::Mfu, m)
+        (if hardware { Figure::Hfu } else { Figure::Mfu }, m)
     } else if let Some(s) = r.measured_step_time_s {
         (Figure::StepTimeS, s)
     } else {
