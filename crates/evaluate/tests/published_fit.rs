@@ -222,3 +222,41 @@ fn the_sp_cell_is_read_in_any_case() {
         .expect_err("unreadable");
     assert_eq!(e.column.as_deref(), Some("sp"));
 }
+
+/// Llama 3 405B's sharding cell ("FSDP (shard optimizer+grads; params not resharded after
+/// fwd)") lists what it shards: the optimizer state and the gradients, ZeRO-2. The other
+/// reading, a per-micro-batch gather of the stage's parameters beside the per-micro-batch
+/// fp32 reduce-scatter of its gradients (Dubey+24 §3.3.4: "reduce-scatter gradients in FP32"),
+/// puts more bytes on each GPU's 400 Gb/s NIC than the measured step has time for: the DP
+/// collectives' time on the link alone exceeds the step the row's 430 TFLOP/s implies.
+/// ZeRO-2's fits under it, and fits in memory.
+#[test]
+fn llama3_shards_optimizer_and_gradients_the_reading_its_network_allows() {
+    use autoplan_evaluate::CommKind;
+    use autoplan_plan::Zero;
+    let r = row("llama3_405b_8192gpu_seq8192");
+    let c = case(&r);
+    assert_eq!(c.plan.zero, Zero::stage(2));
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let on_link = |zero: Zero| {
+        let rep = ev.report(&autoplan_plan::Plan { zero, ..c.plan }).unwrap();
+        let dp: f64 = rep
+            .comm
+            .iter()
+            .filter(|x| x.kind == CommKind::Dp)
+            .map(|x| x.time)
+            .sum();
+        (dp, rep)
+    };
+    let (dp2, rep2) = on_link(Zero::stage(2));
+    // The measured step: the row's model TFLOP/s over the predicted, times the predicted step.
+    let measured_step = rep2.metrics.step_time_s * c.predicted(&rep2.metrics) / c.measured;
+    assert!((11.0..13.5).contains(&measured_step), "{measured_step}");
+    let (dp3, _) = on_link(Zero::NORESHARD);
+    assert!(
+        dp3 > measured_step,
+        "{dp3} s of DP traffic in a {measured_step} s step"
+    );
+    assert!(dp2 < 0.8 * measured_step, "{dp2} vs {measured_step}");
+    assert!(rep2.metrics.memory_peak_bytes <= c.cluster.gpu.hbm_bytes);
+}

@@ -167,10 +167,12 @@ impl Zero {
     /// `Megatron-FSDP`, `FSDP (shard optimizer+grads; params not resharded after fwd)`,
     /// `HSDP (shard 8)` …). `None` for a blank or unrecognised text.
     ///
-    /// Rules, in order: "not resharded"/"no reshard"/`SHARD_GRAD_OP` is FSDP without resharding
-    /// after forward (frameworks.md §3.6); "hybrid"/"HSDP" shards inside a group, of the
-    /// number the text gives, else `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node);
-    /// plain FSDP and Megatron-FSDP (whose CLI default strategy is `optim_grads_params`,
+    /// Rules, in order: a cell listing what it shards as the optimizer state and the gradients
+    /// and not the parameters (`shard optimizer+grads`) names ZeRO stage 2 (Rajbhandari+20 §5,
+    /// P_os+g), whatever else it says of resharding (`sharded_list`); "not resharded"/"no
+    /// reshard"/`SHARD_GRAD_OP` is FSDP without resharding after forward (frameworks.md
+    /// §3.6); "hybrid"/"HSDP" shards inside a group, of the number the text gives, else
+    /// `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node); plain FSDP and Megatron-FSDP (whose CLI default strategy is `optim_grads_params`,
     /// frameworks.md §1.4) are stage 3; a Megatron-FSDP strategy name or a "distributed
     /// optimizer" is read as such; a first word saying there is none (`no`, `none`, `off`,
     /// `false`, plain `DDP`) is no sharding; otherwise the first digit 0–3 is the ZeRO stage.
@@ -201,6 +203,11 @@ impl Zero {
         } else {
             0
         };
+        if let Some((optimizer, grads, params)) = sharded_list(&t) {
+            if optimizer && grads && !params {
+                return Some(Zero::stage(2).hsdp(group));
+            }
+        }
         let noreshard = t.contains("not resharded")
             || t.contains("no reshard")
             || t.contains("noreshard")
@@ -225,6 +232,35 @@ impl Zero {
         };
         Some(mode.hsdp(if mode.stage > 0 { group } else { 0 }))
     }
+}
+
+/// What a sharding cell says it shards, where it lists it after "shard"/"shards"/"sharding"
+/// (`fsdp (shard optimizer+grads; …)`, `shards optimizer states and gradients`): whether the
+/// list, up to the next `;`, `)` or `.`, names the optimizer, the gradients, the parameters.
+/// `None` when no "shard" is followed by such a list (`full shard`, `shard 16`).
+fn sharded_list(t: &str) -> Option<(bool, bool, bool)> {
+    let mut found = None;
+    for (i, w) in t.match_indices("shard") {
+        let rest = &t[i + w.len()..];
+        let rest = rest
+            .strip_prefix("ing")
+            .or_else(|| rest.strip_prefix('s'))
+            .unwrap_or(rest);
+        let Some(rest) = rest.strip_prefix(' ') else {
+            continue;
+        };
+        let list = rest.split([';', ')', '.']).next().unwrap_or("");
+        let optimizer = list.contains("optim");
+        let grads = list.contains("grad");
+        let params = ["param", "weight", "model"]
+            .iter()
+            .any(|p| list.contains(p));
+        if optimizer || grads || params {
+            let (o, g, p) = found.unwrap_or((false, false, false));
+            found = Some((o || optimizer, g || grads, p || params));
+        }
+    }
+    found
 }
 
 impl fmt::Display for Zero {
@@ -279,9 +315,26 @@ mod tests {
     #[test]
     fn published_wording() {
         let w = |s| Zero::from_wording(s, 8);
+        // Llama 3's cell lists what it shards: optimizer state and gradients, so ZeRO-2.
         assert_eq!(
             w("FSDP (shard optimizer+grads; params not resharded after fwd)"),
+            Some(Zero::stage(2))
+        );
+        assert_eq!(
+            w("FSDP, shards optimizer states and gradients"),
+            Some(Zero::stage(2))
+        );
+        assert_eq!(
+            w("FSDP (shard optimizer + grads + params)"),
+            Some(Zero::stage(3))
+        );
+        assert_eq!(
+            w("FSDP (params not resharded after fwd)"),
             Some(Zero::NORESHARD)
+        );
+        assert_eq!(
+            w("HSDP (sharding optimizer+gradients, 8)"),
+            Some(Zero::stage(2).hsdp(8))
         );
         assert_eq!(w("FSDP2 (full shard)"), Some(Zero::stage(3)));
         assert_eq!(w("FSDP FULL_SHARD"), Some(Zero::stage(3)));
