@@ -69,6 +69,10 @@ pub struct EvalOptions {
     /// parameter all-gather with the forward pass (Megatron `--overlap-grad-reduce`,
     /// `--overlap-param-gather`; PyTorch DDP buckets).
     pub dp_overlap: bool,
+    /// With pp > 1 the once-per-step DP reduction overlaps the last micro-batch's backward
+    /// (`dp_overlap` permitting); `false`: it runs after the pipeline's step, exposed
+    /// (`CostProfile::dp_overlap_with_pp`: PyTorch's pipelining).
+    pub dp_overlap_with_pp: bool,
     /// Bytes per gradient element in the DP reduction: 4 (Megatron keeps fp32 main grads and
     /// reduces them in fp32 under bf16) or 2 (`--grad-reduce-in-bf16`, fp16 runs).
     pub grad_bytes: f64,
@@ -114,6 +118,7 @@ impl Default for EvalOptions {
         EvalOptions {
             attention: AttentionKernel::Flash,
             dp_overlap: true,
+            dp_overlap_with_pp: true,
             grad_bytes: 4.0,
             bucket_params: 40e6,
             zero_grad_all_reduce: false,

@@ -16,6 +16,7 @@ impl EvalOptions {
     pub fn with_profile(self, p: &CostProfile) -> EvalOptions {
         EvalOptions {
             dp_overlap: p.dp_overlap,
+            dp_overlap_with_pp: p.dp_overlap_with_pp,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
             moe_dense_dispatch: p.moe_dense_dispatch,
             activation_offload_overlap: p.activation_offload_overlap,

@@ -640,10 +640,11 @@ fn a_torchtitan_row_without_a_micro_batch_runs_its_local_batch() {
     // Llama 3 8B eager, FSDP 8, global batch 16: local batch 2, fully sharded as the row says.
     let (m, _, zero) = mbs("tt_8b_fsdp8_eager");
     assert_eq!((m, zero), (2, Zero::stage(3)));
-    // Llama 3.1 405B on PP 8: micro-batches of 1, and FSDP2 not resharding after the forward
-    // (`fsdp_reshard_after_forward` "default" with PP, frameworks.md §2.1).
+    // Llama 3.1 405B on PP 8: micro-batches of 1, and FSDP2 under PyTorch's pipelining, which
+    // gathers the stage once and reduces it once per step: zero=1
+    // (`ShardModes::pp_once_per_step`).
     let (m, _, zero) = mbs("tt_405b_3d_1f1b");
-    assert_eq!((m, zero), (1, Zero::NORESHARD));
+    assert_eq!((m, zero), (1, Zero::stage(1)));
     // Its interleaved twin names no depth: torchtitan's default, 2 stages per rank.
     let r = all
         .iter()
@@ -825,4 +826,48 @@ fn recompute_sharding_and_sp_cells_are_read_or_refused() {
     let s = case(&r).expect_err("unreadable");
     assert_eq!(s.column.as_deref(), Some("sp"));
     assert!(s.reason.contains("`Ulysses`"), "{}", s.reason);
+}
+
+/// PyTorch's pipelining (torchtitan's) gathers an FSDP stage once and reduces it once per step,
+/// after the schedule's last backward (`torch/distributed/pipelining/stage.py` @ torch 2.15.0):
+/// one reduce-scatter and one all-gather per step, as Megatron's distributed optimizer, but
+/// none of the reduction hidden behind the backward, where Megatron-Core overlaps it.
+#[test]
+fn pipelined_fsdp_reduces_once_after_the_step() {
+    use autoplan_evaluate::CommKind;
+    let (model, cluster) = gpt3_on_selene(256);
+    let plan: Plan = "tp=8,sp=on,pp=4,dp=8,mbs=1,recompute=full,zero=1"
+        .parse()
+        .expect("plan");
+    let dp_rows = |p: &CostProfile| {
+        let ev = Evaluator::new(&model, &cluster, EvalOptions::default().with_profile(p));
+        let r = ev.report(&plan).expect("runs");
+        let rows: Vec<_> = r
+            .comm
+            .into_iter()
+            .filter(|c| c.kind == CommKind::Dp && c.what.starts_with("DP "))
+            .collect();
+        (rows, r.metrics.step_time_s)
+    };
+    let (titan, t_titan) = dp_rows(&CostProfile::TORCHTITAN);
+    let (mcore, t_mcore) = dp_rows(&CostProfile::MEGATRON_CORE);
+    assert_eq!(titan.len(), 2, "{titan:?}");
+    for c in &titan {
+        assert_eq!(c.calls_per_step, 1.0, "{}", c.what);
+    }
+    let rs = |rows: &[autoplan_evaluate::CommRow]| {
+        rows.iter()
+            .find(|c| c.what.contains("reduce-scatter"))
+            .map(|c| (c.time, c.exposed))
+            .expect("a reduce-scatter")
+    };
+    let (time, exposed) = rs(&titan);
+    assert!(
+        (exposed - time).abs() <= 1e-12 * time,
+        "{exposed} of {time}"
+    );
+    let (time_m, exposed_m) = rs(&mcore);
+    assert!((time_m - time).abs() <= 1e-12 * time);
+    assert!(exposed_m < 0.9 * time_m, "{exposed_m} of {time_m}");
+    assert!(t_titan > t_mcore);
 }

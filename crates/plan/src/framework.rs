@@ -165,6 +165,14 @@ pub struct ShardModes {
     /// HSDP groups (`:G`) at stage 1, and at stage 3.
     pub hsdp1: bool,
     pub hsdp3: bool,
+    /// With pp > 1 an FSDP stage gathers its parameters once and reduces its gradients once per
+    /// step, whatever `fully_shard` was given: PyTorch's pipelining turns off resharding after
+    /// the backward and the gradient sync on every backward of an FSDP stage
+    /// (`torch/distributed/pipelining/stage.py` @ torch 2.15.0, `backward_maybe_with_nosync`
+    /// L1129-1133) and reduces and reshards once when the schedule's step ends
+    /// (`perform_reduce_grad` L1416-1447, called from `schedules.py` L1377, L1613). The
+    /// sharding such a plan runs is `zero=1` (`1:G` under HSDP), and only that.
+    pub pp_once_per_step: bool,
 }
 
 /// When the framework overlaps the EP all-to-all with computation (`ep_overlap=on`).
@@ -292,6 +300,7 @@ impl Framework {
                     zero23_with_pp: true,
                     hsdp1: true,
                     hsdp3: true,
+                    pp_once_per_step: false,
                 },
                 ep_overlap: EpOverlapRules {
                     supported: true,

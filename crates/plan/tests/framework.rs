@@ -48,8 +48,9 @@ fn the_export_refuses_with_the_tables_reason() {
         .starts_with("Megatron-Core 0.19 cannot run this pipeline schedule"));
     // Another framework is not a Megatron version.
     assert!(plan.megatron_args_for(&m, Framework::TorchTitan).is_err());
-    // torchtitan runs DualPipe (as DualPipeV) with FSDP2, not the distributed optimizer, and
-    // not full recompute with its EP overlap.
+    // torchtitan runs DualPipe (as DualPipeV) with FSDP2, which under PyTorch's pipelining
+    // gathers and reduces once per step (zero=1), not per micro-batch (zero=3), and not full
+    // recompute with its EP overlap.
     // (DeepSeek-V3 trains in FP8 with block scaling, which torchtitan has not: its Float8 is
     // tensorwise current scaling or MXFP8, frameworks.md §2.5.)
     let r = Framework::TorchTitan
@@ -59,16 +60,31 @@ fn the_export_refuses_with_the_tables_reason() {
     let mut training = m.training.clone();
     training.precision = autoplan_graph::Precision::Bf16;
     let m = m.with_training(training).expect("bf16");
-    let r = Framework::TorchTitan.check(&plan, &m).expect_err("zero=1");
-    assert!(r.source.contains("FSDP2"), "{r}");
+    assert_eq!(Framework::TorchTitan.check(&plan, &m), Ok(()));
     let fsdp = Plan {
         zero: autoplan_plan::Zero::parse("3").expect("zero"),
         ..plan
     };
-    assert_eq!(Framework::TorchTitan.check(&fsdp, &m), Ok(()));
+    let r = Framework::TorchTitan
+        .check(&fsdp, &m)
+        .expect_err("zero=3 with PP");
+    assert!(
+        r.source.contains("FSDP2") && r.source.contains("pipelining/stage.py"),
+        "{r}"
+    );
+    // Without PP it is the other way round.
+    let flat: Plan = "tp=1,dp=2048,ep=64,mbs=1,recompute=full,zero=1"
+        .parse()
+        .expect("plan");
+    assert!(Framework::TorchTitan.check(&flat, &m).is_err());
+    let flat3 = Plan {
+        zero: autoplan_plan::Zero::parse("3").expect("zero"),
+        ..flat
+    };
+    assert_eq!(Framework::TorchTitan.check(&flat3, &m), Ok(()));
     let overlap = Plan {
         ep_overlap: true,
-        ..fsdp
+        ..plan
     };
     let r = Framework::TorchTitan
         .check(&overlap, &m)

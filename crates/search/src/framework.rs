@@ -200,8 +200,8 @@ fn zero_possible(c: &Capabilities, z: Zero) -> bool {
     match (z.stage, z.group > 0) {
         // Plain data parallelism, or no data parallelism at all: always a plan.
         (0, _) => true,
-        (1, false) => s.zero1,
-        (1, true) => s.hsdp1,
+        (1, false) => s.zero1 || s.pp_once_per_step,
+        (1, true) => s.hsdp1 || s.pp_once_per_step,
         (2, false) => s.zero2,
         (3, false) if z.keeps_gathered() => s.zero3_noreshard,
         (3, false) => s.zero3,

@@ -92,6 +92,11 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
         // v0.2.2:L319-331).
         let r = if sharding.reshard { "always" } else { "never" };
         kv(&mut t, "fsdp_reshard_after_forward", quote(r));
+    } else if sharding.stage == 1 && plan.pp > 1 {
+        // FSDP under PP (zero=1: gathered once, reduced once per step by torch's pipelining,
+        // `ShardModes::pp_once_per_step`); `default` does not reshard after the forward with
+        // PP. Written so that the file says it shards even where dp·cp = 1.
+        kv(&mut t, "fsdp_reshard_after_forward", quote("default"));
     }
     kv(&mut t, "tensor_parallel_degree", plan.tp);
     kv(
@@ -215,11 +220,14 @@ pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
 /// v0.2.2:L133-160; frameworks.md §2.1).
 fn fsdp_degrees(plan: &Plan) -> Result<(u32, u32), &'static str> {
     let z = plan.zero;
+    // With PP, FSDP2 under PyTorch's pipelining gathers and reduces once per step: the same
+    // config, priced as zero=1 (`ShardModes::pp_once_per_step`).
+    let fsdp = z.stage == 3 || (z.stage == 1 && plan.pp > 1);
     match (z.stage, z.group) {
         (0, _) => Ok((plan.dp, 1)),
-        (3, 0) => Ok((1, plan.dp)),
-        (3, g) => Ok((plan.dp * plan.cp / g, g / plan.cp)),
-        _ => Err("torchtitan shards with FSDP2 (stage 3) or replicates (DDP)"),
+        (_, 0) if fsdp => Ok((1, plan.dp)),
+        (_, g) if fsdp => Ok((plan.dp * plan.cp / g, g / plan.cp)),
+        _ => Err("torchtitan shards with FSDP2 (stage 3; stage 1 with PP) or replicates (DDP)"),
     }
 }
 
@@ -285,9 +293,14 @@ pub fn parse(text: &str, model: &ModelSpec) -> Result<Plan, String> {
         "default" => p.pp <= 1,
         other => return Err(format!("fsdp_reshard_after_forward = {other:?}")),
     };
-    let fsdp = Zero {
-        reshard,
-        ..Zero::stage(3)
+    // Under PP an FSDP stage gathers and reduces once per step (`fsdp_degrees`): zero=1.
+    let fsdp = if p.pp > 1 {
+        Zero::stage(1)
+    } else {
+        Zero {
+            reshard,
+            ..Zero::stage(3)
+        }
     };
     // FSDP over `dp_shard·cp`, HSDP with replicas; replicas alone are DDP. With no data
     // parallelism the export names the sharding by the reshard key alone.

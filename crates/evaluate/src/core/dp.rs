@@ -294,7 +294,13 @@ impl Evaluator {
         let rs_net = net(rs_t, on_net) + net(ar_t, cross_net);
         // The last unit's reduction is exposed per micro-batch; ZeRO-1's last bucket's.
         let rs_buckets = if every_mb { n } else { d.buckets };
-        let e_rs = self.dp_hide(rs_buckets, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd);
+        // PyTorch's pipelining reduces once the schedule's step has ended: nothing of it hides
+        // (`EvalOptions::dp_overlap_with_pp`).
+        let e_rs = if !every_mb && x.pp > 1 && !self.opts.dp_overlap_with_pp {
+            rs_t + ar_t
+        } else {
+            self.dp_hide(rs_buckets, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd)
+        };
         let e_ag = self.dp_hide(
             d.buckets,
             ag.time,

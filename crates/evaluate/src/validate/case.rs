@@ -127,11 +127,11 @@ pub(super) fn case_plan(
             ))
         }
     };
-    // torchtitan's `fsdp_reshard_after_forward = "default"` reshards after the forward unless
-    // pipelining is on (frameworks.md §2.1, `llama3/infra/parallelize.py @ v0.2.2:L319-331`):
-    // a fully sharded row with PP kept its gathered parameters through the backward.
-    let zero = if torchtitan && pp > 1 && zero.gathers_in_backward() {
-        Zero::NORESHARD.hsdp(zero.group)
+    // A torchtitan row with PP ran FSDP under PyTorch's pipelining, which gathers a stage's
+    // parameters once and reduces its gradients once per step
+    // (`ShardModes::pp_once_per_step`): zero=1, in the row's HSDP groups.
+    let zero = if torchtitan && pp > 1 && zero.shards_params() {
+        Zero::stage(1).hsdp(zero.group)
     } else {
         zero
     };

@@ -87,10 +87,14 @@ pub(super) fn check_data_parallel(
     // validates the flag whatever dp is (tools/megatron_check found a pp = 2, dp = 1 plan).
     if Knob::Zero.matters(ctx) || z.keeps_gathered() {
         let model_parallel = plan.tp > 1 || plan.cp > 1 || plan.pp > 1 || plan.ep > 1;
+        // With PP, a framework whose pipelining gathers and reduces an FSDP stage once per
+        // step runs that and nothing else (`ShardModes::pp_once_per_step`).
+        let once = s.pp_once_per_step && plan.pp > 1;
         let ok = match (z.stage, z.group > 0) {
             (0, _) => s.ddp_with_model_parallel || !model_parallel,
-            (1, false) => s.zero1,
-            (1, true) => s.hsdp1,
+            (1, false) => s.zero1 || once,
+            (1, true) => s.hsdp1 || once,
+            _ if once => false,
             (2, false) => s.zero2 && (s.zero23_with_pp || plan.pp == 1),
             (3, false) if z.keeps_gathered() => {
                 s.zero3_noreshard && (s.noreshard_with_pp_ep || (plan.pp == 1 && plan.ep == 1))
@@ -114,7 +118,11 @@ pub(super) fn check_data_parallel(
                 }
                 Framework::TorchTitan => {
                     "FSDP2 fully_shard only (zero=3, 3-noreshard, HSDP 3:G); DDP is 1-D only, \
-                     llama3/infra/parallelize.py @ v0.2.2:L148-151; frameworks.md §2.1"
+                     llama3/infra/parallelize.py @ v0.2.2:L148-151; frameworks.md §2.1. With \
+                     pp > 1 PyTorch's pipelining gathers an FSDP stage's parameters once and \
+                     reduces its gradients once per step: zero=1 (1:G), and only that \
+                     (torch/distributed/pipelining/stage.py @ torch 2.15.0:L1129-1133, \
+                     L1416-1447)"
                 }
                 _ => {
                     "ZeRO 2/3 are incompatible with pipeline parallelism (pipe/engine.py @ \

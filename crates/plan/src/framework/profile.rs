@@ -80,6 +80,13 @@ pub struct CostProfile {
     /// prefetching is priced on its own (`zero.rs`: it overlaps in every framework that runs
     /// it), so this flag only reaches stages 0–2.
     pub dp_overlap: bool,
+    /// With pp > 1, the once-per-step reduction (stages 0–1) still overlaps the last
+    /// micro-batch's backward as `dp_overlap` says. `false`: it starts when the pipeline
+    /// schedule's step has ended, on the critical path — PyTorch's pipelining, which reduces
+    /// an FSDP stage in `perform_reduce_grad` after the last backward
+    /// (`torch/distributed/pipelining/stage.py` @ torch 2.15.0:L1416-1447,
+    /// `schedules.py` L1377, L1613).
+    pub dp_overlap_with_pp: bool,
     /// The runs overlapped the TP collectives with the GEMMs (Megatron-Core's
     /// `--tp-comm-overlap` through Transformer Engine's userbuffers, torchtitan's async TP).
     /// What a published row of the profile is evaluated with; what a framework *can* run is
@@ -141,6 +148,7 @@ impl CostProfile {
     pub const MEGATRON_CORE: CostProfile = CostProfile {
         name: "megatron-core",
         dp_overlap: true,
+        dp_overlap_with_pp: true,
         tp_comm_overlap: true,
         tp_overlap_hides: true,
         zero_grad_all_reduce: false,
@@ -159,6 +167,7 @@ impl CostProfile {
     pub const MEGATRON_LM_2020: CostProfile = CostProfile {
         name: "megatron-lm-2020",
         dp_overlap: false,
+        dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: false,
@@ -178,6 +187,7 @@ impl CostProfile {
     pub const MEGATRON_LM_2021: CostProfile = CostProfile {
         name: "megatron-lm-2021",
         dp_overlap: true,
+        dp_overlap_with_pp: true,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: false,
@@ -199,6 +209,7 @@ impl CostProfile {
     pub const MEGATRON_LM_2023: CostProfile = CostProfile {
         name: "megatron-lm-2023",
         dp_overlap: false,
+        dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: false,
@@ -223,6 +234,7 @@ impl CostProfile {
     pub const MEGATRON_DEEPSPEED_2022: CostProfile = CostProfile {
         name: "megatron-deepspeed",
         dp_overlap: false,
+        dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: true,
@@ -259,6 +271,7 @@ impl CostProfile {
     pub const DEEPSPEED: CostProfile = CostProfile {
         name: "deepspeed",
         dp_overlap: false,
+        dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: true,
@@ -308,6 +321,8 @@ impl CostProfile {
     pub const TORCHTITAN: CostProfile = CostProfile {
         name: "torchtitan",
         dp_overlap: true,
+        // PyTorch's pipelining reduces after the schedule's last backward.
+        dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         // AsyncTP's hiding is not measured (the field's docs).
         tp_overlap_hides: false,
@@ -353,6 +368,7 @@ impl CostProfile {
     pub const LLM_FOUNDRY: CostProfile = CostProfile {
         name: "llm-foundry",
         dp_overlap: true,
+        dp_overlap_with_pp: true,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
         zero_grad_all_reduce: false,

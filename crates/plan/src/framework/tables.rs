@@ -53,6 +53,7 @@ pub(super) fn megatron(fw: Framework, minor: u8) -> Capabilities {
             // Hybrid FSDP (`--outer-dp-sharding-strategy`, 0.16+) shards the outer group too:
             // not autoplan's replicated HSDP groups.
             hsdp3: false,
+            pp_once_per_step: false,
         },
         ep_overlap: EpOverlapRules {
             supported: true,
@@ -141,6 +142,9 @@ pub(super) fn torchtitan(fw: Framework) -> Capabilities {
             zero23_with_pp: true,
             hsdp1: false,
             hsdp3: true,
+            // Its pipelining is PyTorch's: an FSDP stage gathers and reduces once per step
+            // (`ShardModes::pp_once_per_step`), so with PP the plan's sharding is zero=1 (1:G).
+            pp_once_per_step: true,
         },
         ep_overlap: EpOverlapRules {
             supported: true,
@@ -221,6 +225,7 @@ pub(super) fn deepspeed(fw: Framework) -> Capabilities {
             hsdp1: false,
             // MiCS (`mics_shard_size`, stage 3; zero3.rst @ v0.19.5:L157-190).
             hsdp3: true,
+            pp_once_per_step: false,
         },
         ep_overlap: EpOverlapRules {
             supported: false,
