@@ -172,10 +172,11 @@ impl Zero {
     /// P_os+g), whatever else it says of resharding (`sharded_list`); "not resharded"/"no
     /// reshard"/`SHARD_GRAD_OP` is FSDP without resharding after forward (frameworks.md
     /// §3.6); "hybrid"/"HSDP" shards inside a group, of the number the text gives, else
-    /// `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node); plain FSDP and Megatron-FSDP (whose CLI default strategy is `optim_grads_params`,
-    /// frameworks.md §1.4) are stage 3; a Megatron-FSDP strategy name or a "distributed
-    /// optimizer" is read as such; a first word saying there is none (`no`, `none`, `off`,
-    /// `false`, plain `DDP`) is no sharding; otherwise the first digit 0–3 is the ZeRO stage.
+    /// `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node); plain FSDP and
+    /// Megatron-FSDP (whose CLI default strategy is `optim_grads_params`, frameworks.md §1.4)
+    /// are stage 3; a Megatron-FSDP strategy name or a "distributed optimizer" is read as such;
+    /// a first word saying there is none (`no`, `none`, `off`, `false`, plain `DDP`) is no
+    /// sharding; otherwise the first digit 0–3 is the ZeRO stage.
     pub fn from_wording(text: &str, hybrid_group: u32) -> Option<Zero> {
         let t = text.trim().to_ascii_lowercase().replace('_', "-");
         if t.is_empty() {
