@@ -696,9 +696,11 @@ fn torchtitan_selective_recomputes_every_nth_block() {
         c.recompute_stated,
         "a framework default, not the model's choice"
     );
-    let s = with("selective (op)").expect_err("per-op SAC is not priced");
-    assert_eq!(s.column.as_deref(), Some("recompute"));
-    assert!(s.reason.contains("per-op"), "{}", s.reason);
+    for cell in ["selective (op)", "per-op SAC", "SAC (per op)"] {
+        let s = with(cell).expect_err("per-op SAC is not priced");
+        assert_eq!(s.column.as_deref(), Some("recompute"));
+        assert!(s.reason.contains("per-op"), "{cell}: {}", s.reason);
+    }
     // The recomputed half costs half of full recompute's extra forward.
     let rc = |cell: &str| {
         let c = with(cell).expect("scored");

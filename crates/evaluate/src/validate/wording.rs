@@ -201,7 +201,9 @@ pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32
     ) {
         return Ok(Some((Recompute::None, None)));
     }
-    if first == "selective" {
+    // torchtitan's per-op selective checkpointing, however it is written ("selective (op)",
+    // "per-op SAC"): selective, which the torchtitan reading then names as not priced.
+    if first == "selective" || words.contains(&"sac") || (first == "per" && words.contains(&"op")) {
         return Ok(Some((Recompute::Selective, None)));
     }
     let block = words.contains(&"block");
