@@ -7,7 +7,7 @@
 //! Boundary: no file IO (the caller passes the file's bytes); the CSV framing and line numbers
 //! are `autoplan_input::table`'s.
 
-use autoplan_input::table::{CellError, CellErrorKind, Row, Table, TableError};
+use autoplan_input::table::{number_in, CellError, CellErrorKind, Row, Table, TableError};
 use serde::Serialize;
 
 use crate::validate::{PublishedRun, RowResult, Skipped};
@@ -204,22 +204,19 @@ fn mfu(r: &Row) -> Result<Option<f64>, CellError> {
         Some(t) => (t.trim_end(), true),
         None => (cell, false),
     };
-    let bad = |why: &str| Err(CellError::unreadable(COLUMN, cell, why));
-    let v = match text.parse::<f64>() {
-        Ok(v) if !v.is_finite() => return bad("not a finite number"),
-        Ok(v) if v < 0.0 => return bad("negative"),
-        Ok(0.0) => return bad("must be above zero"),
-        Ok(v) => v,
-        Err(_) => return bad("not a number"),
-    };
+    let v = number_in(COLUMN, cell, text, true)?;
     let share = if percent { v / 100.0 } else { v };
     if share > 1.0 {
-        return bad(if percent {
-            "above 100%: an MFU is a share of the peak"
-        } else {
-            "above 1: an MFU is a share of the peak, a fraction (0.433) or a percent with its \
+        return Err(CellError::unreadable(
+            COLUMN,
+            cell,
+            if percent {
+                "above 100%: an MFU is a share of the peak"
+            } else {
+                "above 1: an MFU is a share of the peak, a fraction (0.433) or a percent with its \
              sign (43.3%)"
-        });
+            },
+        ));
     }
     Ok(Some(share))
 }

@@ -373,18 +373,12 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
     // that misses the row's published size and GPT's ungated GELU MLP meets it, the row's
     // model is GPT-style (Falcon-, Cerebras-GPT-, InternLM-1-like shapes: `ffn_hidden` =
     // 4·hidden in two matrices, not three). The size decides, as it does for tying below.
-    let family = match (named, r.params_b.filter(|p| p.is_finite() && *p > 0.0)) {
-        (None, Some(p)) if family == Family::Llama => {
-            // Within the tolerance, with the output layer tied or not (decided below).
-            let size = |f: Family| {
-                ModelSpec::from_shape(&r.model, f, &shape).is_ok_and(|m| {
-                    let head = if m.tied_embeddings { 1.0 } else { -1.0 } * m.vocab as f64;
-                    [0.0, head * m.hidden as f64].iter().any(|d| {
-                        ((m.total_params() + d) / 1e9 / p - 1.0).abs() <= params_tolerance(p)
-                    })
-                })
-            };
-            if !size(Family::Llama) && size(Family::Gpt) {
+    let size = r.params_b.filter(|p| p.is_finite() && *p > 0.0);
+    let build = |f: Family| ModelSpec::from_shape(&r.model, f, &shape);
+    let family = match size {
+        Some(p) if named.is_none() && family == Family::Llama => {
+            let meets = |f: Family| build(f).is_ok_and(|m| sized(m, p).is_some());
+            if !meets(Family::Llama) && meets(Family::Gpt) {
                 Family::Gpt
             } else {
                 family
@@ -392,7 +386,7 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
         }
         _ => family,
     };
-    let mut model = ModelSpec::from_shape(&r.model, family, &shape).map_err(|e| {
+    let model = build(family).map_err(|e| {
         // A family without a fixed vocabulary needs the row's `vocab`: a fact not given.
         let column = matches!(e, autoplan_graph::ShapeError::NoVocab(_)).then_some("vocab");
         (
@@ -404,17 +398,25 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
     // differ (Megatron-LM ties by default, `--untie-embeddings-and-output-weights` unties).
     // The row's published size decides it when exactly one of the two matches it: e.g.
     // Megatron-Core's H100 scaling table (mcore08_*: 12·l·h² + 2·V·h at V = 131072).
-    if let Some(p) = r.params_b.filter(|p| p.is_finite() && *p > 0.0) {
-        let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= params_tolerance(p);
-        let other = ModelSpec {
-            tied_embeddings: !model.tied_embeddings,
-            ..model.clone()
-        };
-        if !fits(&model) && fits(&other) {
-            model = other;
-        }
+    Ok(match size {
+        Some(p) => sized(model.clone(), p).unwrap_or(model),
+        None => model,
+    })
+}
+
+/// `m` as built, or with its output layer tied the other way, whichever has the published
+/// size `p` (billions) within [`params_tolerance`] — the built tying first; `None` when
+/// neither has.
+fn sized(m: ModelSpec, p: f64) -> Option<ModelSpec> {
+    let fits = |m: &ModelSpec| (m.total_params() / 1e9 / p - 1.0).abs() <= params_tolerance(p);
+    if fits(&m) {
+        return Some(m);
     }
-    Ok(model)
+    let other = ModelSpec {
+        tied_embeddings: !m.tied_embeddings,
+        ..m
+    };
+    fits(&other).then_some(other)
 }
 
 /// The largest relative difference between the built model's parameters and the row's

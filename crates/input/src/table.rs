@@ -280,14 +280,20 @@ impl<'a> Row<'a> {
         let Some(s) = self.text(column)? else {
             return Ok(None);
         };
-        let bad = |why: &str| Err(CellError::unreadable(column, s, why));
-        match s.parse::<f64>() {
-            Ok(v) if !v.is_finite() => bad("not a finite number"),
-            Ok(v) if v < 0.0 => bad("negative"),
-            Ok(v) if positive && v == 0.0 => bad("must be above zero"),
-            Ok(v) => Ok(Some(v)),
-            Err(_) => bad("not a number"),
-        }
+        number_in(column, s, s, positive).map(Some)
+    }
+}
+
+/// `text`, part of the cell `cell` of `column` (the cell less a unit or sign it carries), as a
+/// finite number above zero (`positive`) or at least zero; an error names the whole cell.
+pub fn number_in(column: &str, cell: &str, text: &str, positive: bool) -> Result<f64, CellError> {
+    let bad = |why: &str| Err(CellError::unreadable(column, cell, why));
+    match text.parse::<f64>() {
+        Ok(v) if !v.is_finite() => bad("not a finite number"),
+        Ok(v) if v < 0.0 => bad("negative"),
+        Ok(v) if positive && v == 0.0 => bad("must be above zero"),
+        Ok(v) => Ok(v),
+        Err(_) => bad("not a number"),
     }
 }
 

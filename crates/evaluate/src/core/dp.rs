@@ -178,6 +178,25 @@ impl Evaluator {
         }
     }
 
+    /// The once-per-step gradient reduction (stages 0–1): hidden as [`Self::dp_hide`] hides it,
+    /// except under a pipeline schedule that runs it after its step has ended (PyTorch's
+    /// pipelining, `EvalOptions::dp_overlap_with_pp`), where none of it hides.
+    fn step_reduction_hide(
+        &self,
+        buckets: f64,
+        t: f64,
+        t_net: f64,
+        x: &Ctx,
+        window: f64,
+        busy: &mut f64,
+    ) -> f64 {
+        if x.pp > 1 && !self.opts.dp_overlap_with_pp {
+            t
+        } else {
+            self.dp_hide(buckets, t, t_net, window, busy)
+        }
+    }
+
     /// ZeRO-3 / FSDP: parameters gathered inside the shard group before each micro-batch's
     /// forward and, when resharded after it, again before its backward; gradients
     /// reduce-scattered after each backward (and, under HSDP, the shard all-reduced across the
@@ -294,12 +313,10 @@ impl Evaluator {
         let rs_net = net(rs_t, on_net) + net(ar_t, cross_net);
         // The last unit's reduction is exposed per micro-batch; ZeRO-1's last bucket's.
         let rs_buckets = if every_mb { n } else { d.buckets };
-        // PyTorch's pipelining reduces once the schedule's step has ended: nothing of it hides
-        // (`EvalOptions::dp_overlap_with_pp`).
-        let e_rs = if !every_mb && x.pp > 1 && !self.opts.dp_overlap_with_pp {
-            rs_t + ar_t
-        } else {
+        let e_rs = if every_mb {
             self.dp_hide(rs_buckets, rs_t + ar_t, rs_net, d.s.bwd, &mut busy.bwd)
+        } else {
+            self.step_reduction_hide(rs_buckets, rs_t + ar_t, rs_net, x, d.s.bwd, &mut busy.bwd)
         };
         let e_ag = self.dp_hide(
             d.buckets,
@@ -364,7 +381,7 @@ impl Evaluator {
         let (g, p, gb) = (d.g, d.params, self.opts.grad_bytes);
         let ar = self.coll(AllReduce, g, p * gb, x.algo);
         let t_net = if g.intra_node() { 0.0 } else { ar.time };
-        let e = self.dp_hide(d.buckets, ar.time, t_net, d.s.bwd, &mut busy.bwd);
+        let e = self.step_reduction_hide(d.buckets, ar.time, t_net, x, d.s.bwd, &mut busy.bwd);
         out.step += e;
         if S::ENABLED {
             let what = d.names.all_reduce;

@@ -129,8 +129,14 @@ pub(super) fn case_plan(
     };
     // A torchtitan row with PP ran FSDP under PyTorch's pipelining, which gathers a stage's
     // parameters once and reduces its gradients once per step
-    // (`ShardModes::pp_once_per_step`): zero=1, in the row's HSDP groups.
-    let zero = if torchtitan && pp > 1 && zero.shards_params() {
+    // (`ShardModes::pp_once_per_step`, torchtitan's capability table): zero=1, in the row's
+    // HSDP groups.
+    let once = torchtitan
+        && autoplan_plan::Framework::TorchTitan
+            .capabilities()
+            .sharding
+            .pp_once_per_step;
+    let zero = if once && pp > 1 && zero.shards_params() {
         Zero::stage(1).hsdp(zero.group)
     } else {
         zero
