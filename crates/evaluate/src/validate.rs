@@ -31,6 +31,7 @@ use wording::*;
 
 mod case;
 mod hardware;
+mod harness;
 
 use case::*;
 use hardware::case_cluster;
@@ -358,6 +359,8 @@ fn model_from_columns(r: &PublishedRun) -> Result<ModelSpec, (String, Option<&'s
         routing: Routing::TopK,
         capacity_factor: None,
         load_imbalance: 1.0,
+        groups: 1,
+        group_top_k: 1,
     });
     let shape = autoplan_graph::Shape {
         layers,
@@ -482,6 +485,7 @@ pub fn case_of(
     }
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
+    let (plan, options) = with_harness(r, &model, &cluster, plan, options);
     let (plan, chosen) = unstated_interleaving(r, era, &model, &cluster, options, plan)
         .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (figure, measured) = case_figure(r)?;

@@ -84,6 +84,8 @@ fn tiny_moe() -> ModelSpec {
             routing: Routing::TopK,
             capacity_factor: None,
             load_imbalance: 1.2,
+            groups: 1,
+            group_top_k: 1,
         }),
         mtp_modules: 0,
         training: Training {

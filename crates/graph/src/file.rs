@@ -36,7 +36,9 @@
 //! # routing = "top-k" | "dynamic-top1-top2" (+ threshold; two_expert_fraction, a measured
 //! #   share of two-expert tokens, else derived from the threshold: seed 004 §3.2.1),
 //! # capacity_factor (absent = dropless), load_imbalance = 1.0 (max/mean tokens per expert),
-//! # load_imbalance_source = "..." (the figure's source, or why balance is assumed)
+//! # load_imbalance_source = "..." (the figure's source, or why balance is assumed),
+//! # groups = 8, group_top_k = 4 (group-limited routing: a token's experts come from 4 of
+//! #   8 groups of consecutive experts; absent: no limit)
 //!
 //! [training]
 //! seq_len = 8192
@@ -140,6 +142,12 @@ pub struct RawMoe {
     /// taken as balanced: every bundled MoE model states it (`tests/bundled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_imbalance_source: Option<String>,
+    /// Group-limited routing: groups of consecutive experts (`Moe::groups`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<u64>,
+    /// Groups a token's experts are drawn from (`Moe::group_top_k`; default: `groups`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_top_k: Option<u64>,
 }
 
 /// `[training]`.
@@ -610,6 +618,7 @@ impl RawMoe {
             }
             None => 1.0, // perfectly balanced, documented in the file format
         };
+        let (groups, group_top_k) = self.groups(src, experts, top_k)?;
         Ok(Moe {
             experts,
             top_k,
@@ -620,7 +629,54 @@ impl RawMoe {
             routing,
             capacity_factor,
             load_imbalance,
+            groups,
+            group_top_k,
         })
+    }
+
+    /// (`groups`, `group_top_k`): groups dividing the experts, `1 ≤ group_top_k ≤ groups`, and
+    /// enough experts in `group_top_k` groups for `top_k`; absent, no limit (1, 1).
+    fn groups(&self, src: &Source, experts: u32, top_k: u32) -> Result<(u32, u32), InputError> {
+        let p = |k: &'static str| ["moe", k];
+        let Some(g) = self.groups else {
+            absent(
+                src,
+                &p("group_top_k"),
+                &self.group_top_k,
+                "without moe.groups (group-limited routing names its groups)",
+            )?;
+            return Ok((1, 1));
+        };
+        let groups = dim(src, &p("groups"), g)?;
+        if !experts.is_multiple_of(groups) {
+            return Err(src.invalid(
+                &p("groups"),
+                groups,
+                format!("must divide moe.experts = {experts} (equal groups of experts)"),
+            ));
+        }
+        let top = match self.group_top_k {
+            None => groups,
+            Some(t) => dim(src, &p("group_top_k"), t)?,
+        };
+        if top > groups {
+            return Err(src.invalid(
+                &p("group_top_k"),
+                top,
+                format!("exceeds moe.groups = {groups}"),
+            ));
+        }
+        if u64::from(top) * u64::from(experts / groups) < u64::from(top_k) {
+            return Err(src.invalid(
+                &p("group_top_k"),
+                top,
+                format!(
+                    "too few: {top} groups of {} experts cannot hold moe.top_k = {top_k}",
+                    experts / groups
+                ),
+            ));
+        }
+        Ok((groups, top))
     }
 }
 

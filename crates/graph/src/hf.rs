@@ -370,6 +370,9 @@ impl Config<'_> {
                     shared_ffn_hidden: shared.filter(|&s| s > 0).map(|_| expert_ffn),
                     first_dense_layers: self
                         .opt_u64("moe.first_dense_layers", "first_k_dense_replace")?,
+                    // Group-limited routing (DeepSeek-V2 §2.1.3, V3 §2.1.2).
+                    groups: self.opt_u64("moe.groups", "n_group")?,
+                    group_top_k: self.opt_u64("moe.group_top_k", "topk_group")?,
                     ..empty_moe()
                 })
             }
@@ -467,6 +470,8 @@ fn empty_moe() -> RawMoe {
         capacity_factor: None,
         load_imbalance: None,
         load_imbalance_source: None,
+        groups: None,
+        group_top_k: None,
     }
 }
 

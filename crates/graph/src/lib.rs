@@ -164,6 +164,15 @@ pub struct Moe {
     pub capacity_factor: Option<f64>,
     /// Expected max/mean tokens per expert (≥ 1): the most loaded expert's excess.
     pub load_imbalance: f64,
+    /// Group-limited routing: the routed experts form `groups` equal groups of consecutive
+    /// experts, and a token's experts come from `group_top_k` of them (DeepSeek-V2 §2.1.3,
+    /// device-limited routing; DeepSeek-V3 §2.1.2, node-limited routing, "at most 4 nodes";
+    /// Hugging Face `n_group` / `topk_group`; Megatron-Core `--moe-router-num-groups` /
+    /// `--moe-router-group-topk`, `moe_utils.py::group_limited_topk`, still applied under
+    /// `--moe-router-force-load-balancing`, `router.py` @ core 0.19.2 L856-866). 1 and 1: none.
+    pub groups: u32,
+    /// Groups a token's experts are drawn from (`1 ≤ group_top_k ≤ groups`).
+    pub group_top_k: u32,
 }
 
 impl Moe {
@@ -370,6 +379,8 @@ pub(crate) mod testing {
             routing: Routing::TopK,
             capacity_factor: None,
             load_imbalance: 1.0,
+            groups: 1,
+            group_top_k: 1,
         });
         m
     }

@@ -138,6 +138,9 @@ fn the_largest_accepted_dimensions_do_not_overflow() {
         ];
         if big.contains(&key) {
             t.push_str(&format!("{key} = 16777216\n"));
+        } else if key == "group_top_k" {
+            // top_k = experts: every group must be open to a token.
+            t.push_str("group_top_k = 8\n");
         } else {
             t.push_str(line);
             t.push('\n');
@@ -436,4 +439,44 @@ fn workload_and_moe_numbers_have_ranges() {
     t.global_batch = u32::MAX;
     let e = m.with_training(t).unwrap_err().to_string();
     expect(&e, &["training.global_batch = 4294967295: too large"]);
+}
+
+#[test]
+fn routing_groups_are_checked() {
+    // DeepSeek-V3: 256 experts in 8 groups, a token's experts from 4 of them.
+    let m = resolve_model("deepseek-v3").unwrap();
+    let moe = m.moe.unwrap();
+    assert_eq!((moe.groups, moe.group_top_k), (8, 4));
+    let line = line_of("deepseek-v3", "groups = 8");
+    let e = err("deepseek-v3", "groups = 8", "groups = 7");
+    expect(
+        &e,
+        &[
+            &format!("deepseek-v3.toml:{line}:"),
+            "moe.groups = 7: must divide moe.experts = 256",
+        ],
+    );
+    let e = err("deepseek-v3", "group_top_k = 4", "group_top_k = 9");
+    expect(&e, &["moe.group_top_k = 9: exceeds moe.groups = 8"]);
+    // Two groups of 2 experts cannot hold a top-8 (256 experts in 128 groups of 2).
+    let e = err(
+        "deepseek-v3",
+        "groups = 8\ngroup_top_k = 4",
+        "groups = 128\ngroup_top_k = 2",
+    );
+    expect(
+        &e,
+        &["moe.group_top_k = 2: too few: 2 groups of 2 experts cannot hold moe.top_k = 8"],
+    );
+    let e = err("deepseek-v3", "groups = 8\n", "");
+    expect(&e, &["moe.group_top_k", "without moe.groups"]);
+    let e = err("deepseek-v3", "groups = 8", "groups = 0");
+    expect(&e, &["moe.groups = 0"]);
+    // Without group_top_k every group is open: no limit.
+    let text = bundled_model_text("deepseek-v3")
+        .unwrap()
+        .replace("group_top_k = 4\n", "");
+    let m = ModelSpec::from_toml(&Source::new("open.toml", text)).unwrap();
+    let moe = m.moe.unwrap();
+    assert_eq!((moe.groups, moe.group_top_k), (8, 8));
 }

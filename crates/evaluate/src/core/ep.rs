@@ -77,19 +77,46 @@ fn deepep_scale(precision: Precision, i: usize) -> f64 {
 /// `nodes · (1 − P₀)` distinct nodes on average, `P₀ = C(E − E/N, k) / C(E, k)` the
 /// hypergeometric chance that a node holds none of its `k` experts; an all-to-all sends all `k`
 /// copies, so the ratio (of the remote parts alike) is `N · (1 − P₀) / k`, at most 1.
-fn node_dedup(experts: f64, top_k: f64, nodes: f64) -> f64 {
+///
+/// Under group-limited routing (`groups` = (G, g): a token's experts come from g of G groups of
+/// consecutive experts, `Moe::groups`) with contiguous placement, node `n` holds experts
+/// `[n·E/N, (n+1)·E/N)`, so the groups and nodes nest. A token's g groups are taken as chosen
+/// uniformly (the router's random logits of a forced-balance benchmark, or a balanced one),
+/// each holding `k/g` of its experts (Megatron-Core scores a group by its top `k/g` experts,
+/// `group_limited_topk`, and takes the token's top k inside the chosen groups):
+/// - G a multiple of N (whole groups per node): at most `N · (1 − C(G − G/N, g) / C(G, g))`
+///   distinct nodes (DeepSeek-V3, 8 groups on 8 nodes: 4, its report's "at most 4 nodes");
+/// - N a multiple of G (a group over N/G nodes): `g · (N/G) · (1 − C(E/G − E/N, k/g) /
+///   C(E/G, k/g))`;
+/// - otherwise the uniform count. Never more than the uniform count.
+fn node_dedup(experts: f64, top_k: f64, nodes: f64, groups: (u32, u32)) -> f64 {
     let k = top_k.round().max(1.0);
     if nodes <= 1.0 || experts < k {
         return 1.0;
     }
-    let m = experts / nodes;
-    let mut p0 = 1.0;
-    let mut i = 0.0;
-    while i < k {
-        p0 *= ((experts - m - i) / (experts - i)).max(0.0);
-        i += 1.0;
-    }
-    (nodes * (1.0 - p0) / k).min(1.0)
+    // P(a set of `m` of `total` holds none of `draws` distinct picks).
+    let miss = |total: f64, m: f64, draws: f64| {
+        let (mut p, mut i) = (1.0, 0.0);
+        while i < draws {
+            p *= ((total - m - i) / (total - i)).max(0.0);
+            i += 1.0;
+        }
+        p
+    };
+    let uniform = nodes * (1.0 - miss(experts, experts / nodes, k));
+    let (g_all, g_top) = groups;
+    let (g, gk, n) = (f64::from(g_all), f64::from(g_top), nodes.round() as u64);
+    let grouped = if g_all <= 1 || g_top >= g_all || n == 0 {
+        uniform
+    } else if u64::from(g_all).is_multiple_of(n) {
+        nodes * (1.0 - miss(g, g / nodes, gk))
+    } else if n.is_multiple_of(u64::from(g_all)) {
+        let per_group = (k / gk).round().max(1.0);
+        gk * (nodes / g) * (1.0 - miss(experts / g, experts / nodes, per_group))
+    } else {
+        uniform
+    };
+    (grouped.min(uniform) / k).min(1.0)
 }
 
 /// One EP collective of a table: what it does, its pass, the collective.
@@ -219,7 +246,10 @@ impl Evaluator {
         if x.ep > 1.0 {
             match plan.dispatcher {
                 Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),
-                Dispatcher::DeepEp if x.g_ep.nodes > 1 => self.ep_deepep_internode(x, e, w),
+                Dispatcher::DeepEp if x.g_ep.nodes > 1 => {
+                    let contiguous = plan.placement == PlacementPolicy::Contiguous;
+                    self.ep_deepep_internode(x, e, w, contiguous)
+                }
                 Dispatcher::DeepEp => {
                     // Inside one node DeepEP's intranode kernels move what an all-to-all does
                     // (so the plan ties with `dispatcher=all-to-all`).
@@ -285,7 +315,13 @@ impl Evaluator {
     /// branch). The network stage is priced as a direct all-to-all between the nodes' NIC
     /// shares; DeepEP keeps it on one rail (rank i to rank i), which the cost model charges as
     /// cross-rail: the same unless the fabric is oversubscribed.
-    fn ep_deepep_internode<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: EpHide) {
+    fn ep_deepep_internode<S: Sink>(
+        &self,
+        x: &Ctx,
+        e: &mut Emitter<'_, S>,
+        w: EpHide,
+        plan_contiguous: bool,
+    ) {
         let g = x.g_ep;
         let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
         let inter = GroupPlacement {
@@ -298,7 +334,14 @@ impl Evaluator {
             ranks_per_node: g.ranks_per_node,
             nodes: 1,
         };
-        let rho = node_dedup(self.experts, self.top_k, g.nodes as f64);
+        // Grouped routing nests in the nodes only under contiguous placement (`balanced`
+        // reorders the experts).
+        let groups = if plan_contiguous {
+            self.route_groups
+        } else {
+            (1, 1)
+        };
+        let rho = node_dedup(self.experts, self.top_k, g.nodes as f64, groups);
         let price = |f: f64| {
             let ci = self
                 .cost
@@ -337,12 +380,39 @@ mod tests {
         // Qwen3-235B on EP 32 over 4 nodes: 128 experts, 32 per node, top-8.
         let p0 = choose(96, 8) as f64 / choose(128, 8) as f64;
         let want = 4.0 * (1.0 - p0) / 8.0;
-        assert!((node_dedup(128.0, 8.0, 4.0) - want).abs() < 1e-12);
+        assert!((node_dedup(128.0, 8.0, 4.0, (1, 1)) - want).abs() < 1e-12);
         assert!(want < 0.5);
         // One node, or one expert per token: nothing to deduplicate.
-        assert_eq!(node_dedup(128.0, 8.0, 1.0), 1.0);
-        assert!((node_dedup(64.0, 1.0, 8.0) - 1.0).abs() < 1e-12);
+        assert_eq!(node_dedup(128.0, 8.0, 1.0, (1, 1)), 1.0);
+        assert!((node_dedup(64.0, 1.0, 8.0, (1, 1)) - 1.0).abs() < 1e-12);
         // More nodes, fewer shared destinations: the ratio rises towards 1.
-        assert!(node_dedup(256.0, 8.0, 8.0) > node_dedup(256.0, 8.0, 2.0));
+        assert!(node_dedup(256.0, 8.0, 8.0, (1, 1)) > node_dedup(256.0, 8.0, 2.0, (1, 1)));
+    }
+
+    #[test]
+    fn group_limited_routing_reaches_fewer_nodes() {
+        // DeepSeek-V3 (256 experts in 8 groups, a token in 4 of them) on EP 64 over 8 nodes:
+        // one group per node, so at most 4 nodes of 8 copies (report §2.1.2), where uniform
+        // routing reaches 8 · (1 − C(224, 8) / C(256, 8)) ≈ 5.3 nodes.
+        let grouped = node_dedup(256.0, 8.0, 8.0, (8, 4));
+        assert!((grouped - 0.5).abs() < 1e-12);
+        let p0 = choose(224, 8) as f64 / choose(256, 8) as f64;
+        assert!((node_dedup(256.0, 8.0, 8.0, (1, 1)) - (1.0 - p0)).abs() < 1e-12);
+        // Two groups per node (EP 32 over 4 nodes): 4 · (1 − C(6, 4) / C(8, 4)) nodes.
+        let want = 4.0 * (1.0 - 15.0 / 70.0) / 8.0;
+        assert!((node_dedup(256.0, 8.0, 4.0, (8, 4)) - want).abs() < 1e-12);
+        // A group over 4 nodes (32 nodes): 4 groups × 4 nodes × (1 − C(24, 2) / C(32, 2)).
+        let want = 4.0 * 4.0 * (1.0 - 276.0 / 496.0) / 8.0;
+        assert!((node_dedup(256.0, 8.0, 32.0, (8, 4)) - want).abs() < 1e-12);
+        // Every group allowed, or groups that do not nest in the nodes: the uniform count.
+        for (nodes, groups) in [(8.0, (8, 8)), (8.0, (1, 1)), (3.0, (8, 4))] {
+            let uniform = node_dedup(256.0, 8.0, nodes, (1, 1));
+            assert_eq!(node_dedup(256.0, 8.0, nodes, groups), uniform);
+        }
+        // Never more than the uniform count.
+        for nodes in [2.0, 4.0, 8.0, 16.0, 32.0, 64.0] {
+            let uniform = node_dedup(256.0, 8.0, nodes, (1, 1));
+            assert!(node_dedup(256.0, 8.0, nodes, (8, 4)) <= uniform + 1e-12);
+        }
     }
 }

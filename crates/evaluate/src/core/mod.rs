@@ -100,6 +100,9 @@ pub struct Evaluator {
     kv_heads: f64,
     experts: f64,
     top_k: f64,
+    /// Group-limited routing (`Moe::groups`, `Moe::group_top_k`): (groups, groups a token's
+    /// experts come from); (1, 1) without a limit.
+    route_groups: (u32, u32),
     k_eff: f64,
     imbalance: f64,
     capacity: Option<f64>,
@@ -183,6 +186,10 @@ impl Evaluator {
             kv_heads: model.kv_heads() as f64,
             experts,
             top_k,
+            route_groups: model
+                .moe
+                .as_ref()
+                .map_or((1, 1), |m| (m.groups, m.group_top_k)),
             k_eff,
             imbalance,
             capacity,

@@ -254,6 +254,33 @@ pub(super) fn case_options(
     .with_profile(profile)
 }
 
+/// Plan and options of row `r` with what its benchmark scripts set beyond the row's cells
+/// (`harness.rs`): NeMo's performance scripts reduce gradients in BF16 and run DeepSeek-V3
+/// on H100 with DeepEP and no TP-communication overlap.
+pub(super) fn with_harness(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    cluster: &Cluster,
+    mut plan: Plan,
+    mut options: EvalOptions,
+) -> (Plan, EvalOptions) {
+    let Some(nemo) = super::harness::NemoPerfScripts::of(r) else {
+        return (plan, options);
+    };
+    let precision = model.training.precision;
+    if nemo.reduces_grads_in_bf16(precision) && precision != Precision::Fp32 {
+        // The gradient buffer is BF16 too (Megatron-Core's DDP keeps `main_grad` in the
+        // reduction's dtype): the evaluator's memory follows `grad_bytes`.
+        options.grad_bytes = 2.0;
+    }
+    let h100 = cluster.gpu.name.to_ascii_uppercase().starts_with("H100");
+    if h100 && model.name == "deepseek-v3" && nemo.deepseek_v3_h100_deepep() {
+        plan.dispatcher = Dispatcher::DeepEp;
+        plan.tp_overlap = false;
+    }
+    (plan, options)
+}
+
 /// The measured figure of row `r` and its value.
 pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     let id = r.id.as_str();

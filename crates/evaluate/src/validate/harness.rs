@@ -1,0 +1,140 @@
+//! The benchmark scripts behind a row's figures, where their code was read: settings a
+//! published table does not print but every run of its harness applied.
+//!
+//! NeMo's performance tables (NeMo's `docs/source/performance/performance_summary.md`, and
+//! the NeMo-container sections of Megatron-Bridge's `docs/performance-summary*.md`) are
+//! measured with NeMo's `scripts/performance` of the container's release, which ships in
+//! nemo-toolkit's source distribution (each container taken as the nemo-toolkit release of
+//! its month or just after). Read at (`tools/nemo_perf_scripts.sh` fetches them and prints
+//! the lines below):
+//! - 2.3.0 (2025-05-08, container 25.04): `scripts/performance/utils.py` L340-351 sets
+//!   `grad_reduce_in_fp32 = False` inside `if compute_dtype == "fp8"`: FP8 runs reduce their
+//!   gradients in BF16, BF16 runs keep the recipe's FP32 (Megatron's `bf16_mixed`);
+//!   `pretrain_deepseek_v3.py` sets no dispatcher (the recipe's all-to-all).
+//! - 2.4.0 (2025-07-25, 25.07), 2.5.0 (2025-10-07, 25.09), 2.6.0 (2025-12-03, 25.11):
+//!   `helpers.py::set_precision_configs` (L224, L224, L234) sets `grad_reduce_in_fp32 =
+//!   False` for every run, BF16 or FP8 (`--compute_dtype` defaults to `bf16`, so it is always
+//!   reached); `llm/pretrain_deepseek_v3.py` (L72-80, L79-87, L78-86) runs DeepSeek-V3 on
+//!   H100 with the `flex` dispatcher and DeepEP (`moe_enable_deepep = True`, no
+//!   shared-expert overlap, router force-balanced from 2.5.0) and on every other GPU with
+//!   the all-to-all dispatcher; it builds `pretrain_recipe(performance_mode=True)`, whose
+//!   `pretrain_performance_optimizations` adds `MegatronCommOverlapCallback(tp_comm_overlap
+//!   = False)` (`recipes/deepseek_v3.py` L178, L186, L186), which the script does not turn
+//!   back on: its TP communication is not overlapped.
+//!
+//! NeMo 24.07 and earlier ran NeMo-Framework-Launcher's YAML configurations, not these
+//! scripts, and are not read here; nor are Megatron-Bridge's own ports of the scripts.
+
+use autoplan_cluster::Precision;
+
+use super::PublishedRun;
+
+/// A row measured with NeMo's performance scripts, by the container release its source names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NemoPerfScripts {
+    /// (year − 2000, month) of the NeMo container, e.g. (25, 9).
+    container: (u32, u32),
+}
+
+impl NemoPerfScripts {
+    /// The scripts of row `r`: its source names a NeMo container release `YY.MM` (`"25.09
+    /// NeMo container"`, `"NeMo 25.04 container"`) and a performance summary, and the release
+    /// is one whose scripts were read (25.04 to 25.11; [module docs](self)).
+    pub(super) fn of(r: &PublishedRun) -> Option<NemoPerfScripts> {
+        let s = r.source.to_ascii_lowercase();
+        if !(s.contains("container") && s.contains("nemo") && s.contains("performance")) {
+            return None;
+        }
+        let container = release(&s)?;
+        ((25, 4)..=(25, 11))
+            .contains(&container)
+            .then_some(NemoPerfScripts { container })
+    }
+
+    /// The DP gradient reduction runs in BF16 (`grad_reduce_in_fp32 = False`): every run
+    /// from 25.07, FP8 runs in 25.04.
+    pub(super) fn reduces_grads_in_bf16(self, precision: Precision) -> bool {
+        self.container >= (25, 7) || precision.is_low_precision()
+    }
+
+    /// DeepSeek-V3 on H100 runs DeepEP without TP-communication overlap (25.07 on).
+    pub(super) fn deepseek_v3_h100_deepep(self) -> bool {
+        self.container >= (25, 7)
+    }
+}
+
+/// The first `YY.MM` release in `s` (lower case): two digits, a dot, two digits, not part of
+/// a longer number, YY in 20–39 and MM in 1–12.
+fn release(s: &str) -> Option<(u32, u32)> {
+    let b = s.as_bytes();
+    (0..b.len().saturating_sub(4)).find_map(|i| {
+        let w = &b[i..i + 5];
+        let digit = |j: usize| w[j].is_ascii_digit();
+        let bounded = (i == 0 || !(b[i - 1].is_ascii_digit() || b[i - 1] == b'.'))
+            && b.get(i + 5)
+                .is_none_or(|c| !(c.is_ascii_digit() || *c == b'.'));
+        if !(digit(0) && digit(1) && w[2] == b'.' && digit(3) && digit(4) && bounded) {
+            return None;
+        }
+        let n = |j: usize| u32::from(w[j] - b'0') * 10 + u32::from(w[j + 1] - b'0');
+        let (y, m) = (n(0), n(3));
+        ((20..40).contains(&y) && (1..=12).contains(&m)).then_some((y, m))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(source: &str) -> PublishedRun {
+        PublishedRun {
+            source: source.into(),
+            ..PublishedRun::default()
+        }
+    }
+
+    #[test]
+    fn the_release_is_read_from_the_source() {
+        let bridge = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @4ab94df \
+                      (25.09 NeMo container section)";
+        assert_eq!(
+            NemoPerfScripts::of(&row(bridge)),
+            Some(NemoPerfScripts { container: (25, 9) })
+        );
+        let nemo = "NVIDIA/NeMo docs/source/performance/performance_summary.md @9c5c5e97 \
+                    (NeMo 25.04 container, DGX-H100, FP8)";
+        assert_eq!(
+            NemoPerfScripts::of(&row(nemo)),
+            Some(NemoPerfScripts { container: (25, 4) })
+        );
+        // NeMo 24.07 ran the launcher's configurations: not read.
+        let old = "NVIDIA/NeMo docs/source/performance/performance_summary.md @9c5c5e97 \
+                   (NeMo 24.07 container, DGX-H100, FP8)";
+        assert_eq!(NemoPerfScripts::of(&row(old)), None);
+        // A release not read, a version of something else, no performance table.
+        assert_eq!(
+            NemoPerfScripts::of(&row("NeMo 26.02 container performance")),
+            None
+        );
+        assert_eq!(
+            NemoPerfScripts::of(&row("NeMo 1.25.09 container performance")),
+            None
+        );
+        assert_eq!(
+            NemoPerfScripts::of(&row("NeMo 25.09 container guide")),
+            None
+        );
+        assert_eq!(release("v2.25.090"), None);
+        assert_eq!(release("25.13 and 25.11"), Some((25, 11)));
+    }
+
+    #[test]
+    fn each_release_reduces_and_dispatches_as_its_scripts() {
+        let at = |y, m| NemoPerfScripts { container: (y, m) };
+        assert!(!at(25, 4).reduces_grads_in_bf16(Precision::Bf16));
+        assert!(at(25, 4).reduces_grads_in_bf16(Precision::Fp8Current));
+        assert!(at(25, 7).reduces_grads_in_bf16(Precision::Bf16));
+        assert!(!at(25, 4).deepseek_v3_h100_deepep());
+        assert!(at(25, 9).deepseek_v3_h100_deepep());
+    }
+}
