@@ -322,3 +322,53 @@ fn deepep_moves_the_padded_rows_under_a_capacity_and_dedups_across_nodes() {
     let (d, a) = (report(&m, &across), report(&m, &a2a));
     assert!(deepep_row(&d).1 <= dispatch(&a).time_per_call * (1.0 + 1e-12));
 }
+
+#[test]
+fn group_limited_routing_shortens_deepeps_network_stage_only_when_groups_nest_in_nodes() {
+    // The fixture as a top-2 model of 32 experts (so the groups can hold a token's experts),
+    // DeepEP over ep = 32 on all 4 nodes: 8 experts per node.
+    let top2 = |groups: u32, group_top_k: u32, cf: Option<f64>| {
+        with_moe(|m| {
+            m.routing = Routing::TopK;
+            m.top_k = 2;
+            m.groups = groups;
+            m.group_top_k = group_top_k;
+            m.capacity_factor = cf;
+        })
+    };
+    let deepep: Plan = plan(",dispatcher=deepep")
+        .to_string()
+        .replace("ep=8", "ep=32")
+        .parse()
+        .unwrap();
+    let per_call = |m: &ModelSpec, p: &Plan| {
+        report(m, p)
+            .comm
+            .iter()
+            .find(|c| c.what == "EP dispatch (DeepEP)")
+            .expect("a DeepEP dispatch row")
+            .time_per_call
+    };
+    let free = per_call(&top2(1, 1, None), &deepep);
+    // 4 groups of 8, one per node, a token's 2 experts within 1 group: one node, not ~1.8.
+    let grouped = per_call(&top2(4, 1, None), &deepep);
+    assert!(grouped < free, "{grouped} vs {free}");
+    // Every group open is no limit; groups that straddle nodes under balanced placement are
+    // priced as uniform routing.
+    assert!(close(per_call(&top2(4, 4, None), &deepep), free));
+    let balanced: Plan = format!("{deepep},placement=balanced:0").parse().unwrap();
+    assert!(close(
+        per_call(&top2(4, 1, None), &balanced),
+        per_call(&top2(1, 1, None), &balanced)
+    ));
+    // The NCCL all-to-all sends every copy whatever the groups.
+    let a2a: Plan = deepep
+        .to_string()
+        .replace(",dispatcher=deepep", "")
+        .parse()
+        .unwrap();
+    assert!(close(
+        dispatch(&report(&top2(4, 1, None), &a2a)).time_per_call,
+        dispatch(&report(&top2(1, 1, None), &a2a)).time_per_call
+    ));
+}

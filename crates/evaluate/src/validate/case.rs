@@ -273,10 +273,29 @@ pub(super) fn with_harness(
         // reduction's dtype): the evaluator's memory follows `grad_bytes`.
         options.grad_bytes = 2.0;
     }
+    // The scripts fill what the row leaves unsaid: a dispatcher or TP overlap its notes name
+    // stands.
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    let names = |words: &[&str]| words.iter().any(|w| notes.contains(w));
     let h100 = cluster.gpu.name.to_ascii_uppercase().starts_with("H100");
     if h100 && model.name == "deepseek-v3" && nemo.deepseek_v3_h100_deepep() {
-        plan.dispatcher = Dispatcher::DeepEp;
-        plan.tp_overlap = false;
+        if !names(&[
+            "dispatcher",
+            "deepep",
+            "alltoall",
+            "all-to-all",
+            "allgather",
+        ]) {
+            plan.dispatcher = Dispatcher::DeepEp;
+        }
+        if !names(&[
+            "tp comm overlap",
+            "tp-comm-overlap",
+            "tp_comm_overlap",
+            "tp overlap",
+        ]) {
+            plan.tp_overlap = false;
+        }
     }
     (plan, options)
 }
