@@ -1,5 +1,5 @@
 //! What NeMo's performance scripts set beyond a row's cells (`validate/harness.rs`): the
-//! BF16 gradient reduction of the 25.04–25.11 containers' runs, and DeepSeek-V3 on H100 with
+//! BF16 gradient reduction of the 25.04–25.09 containers' runs, and DeepSeek-V3 on H100 with
 //! DeepEP and no TP-communication overlap — each only where the row leaves it unsaid.
 
 mod common;
@@ -37,9 +37,16 @@ fn deepseek_v3_on_h100_in_a_nemo_container_runs_deepep_and_reduces_in_bf16() {
 
 #[test]
 fn other_gpus_and_older_tables_keep_their_defaults() {
-    // Blackwell's DeepSeek-V3 runs the all-to-all dispatcher; its gradients are BF16 all the
-    // same (25.11).
+    // Megatron-Bridge's 25.11 table was not made by NeMo 2.6.0's scripts (its "dropless"
+    // DeepSeek-V3 on GB200, where those scripts drop tokens): Megatron's defaults.
     let c = case(&row("bridge2511_gb200_DeepSeekV3_256gpu_bf16"));
+    assert_eq!(c.plan.dispatcher, Dispatcher::AllToAll);
+    assert_eq!(c.options.grad_bytes, 4.0);
+    // In a 25.09 table the same row's gradients would be BF16, its dispatcher the all-to-all
+    // (DeepEP is the scripts' choice on H100 only).
+    let mut r = row("bridge2511_gb200_DeepSeekV3_256gpu_bf16");
+    r.source = r.source.replace("25.11", "25.09");
+    let c = case(&r);
     assert_eq!(c.plan.dispatcher, Dispatcher::AllToAll);
     assert_eq!(c.options.grad_bytes, 2.0);
     // NeMo 24.07 ran the launcher's configurations (not read): Megatron's FP32 reduction.

@@ -11,7 +11,7 @@
 //!   `grad_reduce_in_fp32 = False` inside `if compute_dtype == "fp8"`: FP8 runs reduce their
 //!   gradients in BF16, BF16 runs keep the recipe's FP32 (Megatron's `bf16_mixed`);
 //!   `pretrain_deepseek_v3.py` sets no dispatcher (the recipe's all-to-all).
-//! - 2.4.0 (2025-07-25, 25.07), 2.5.0 (2025-10-07, 25.09), 2.6.0 (2025-12-03, 25.11):
+//! - 2.4.0 (2025-07-25, 25.07), 2.5.0 (2025-10-07, 25.09), and 2.6.0 (2025-12-03, 25.11) alike:
 //!   `helpers.py::set_precision_configs` (L224, L224, L234) sets `grad_reduce_in_fp32 =
 //!   False` for every run, BF16 or FP8 (`--compute_dtype` defaults to `bf16`, so it is always
 //!   reached); `llm/pretrain_deepseek_v3.py` (L72-80, L79-87, L78-86) runs DeepSeek-V3 on
@@ -23,7 +23,12 @@
 //!   back on: its TP communication is not overlapped.
 //!
 //! NeMo 24.07 and earlier ran NeMo-Framework-Launcher's YAML configurations, not these
-//! scripts, and are not read here; nor are Megatron-Bridge's own ports of the scripts.
+//! scripts, and are not read here; nor are Megatron-Bridge's own ports of the scripts. Those
+//! ran the 25.11 section of Megatron-Bridge's table, not 2.6.0's scripts: its DeepSeek-V3
+//! rows on B200 and GB200 and its Qwen3-30B-A3B row say "dropless", where 2.6.0 runs both
+//! models there with `MegatronTokenDropCallback` (capacity factor 1.0, padded:
+//! `pretrain_deepseek_v3.py` L84-89, `pretrain_qwen3_30b_a3b.py` L84). So the releases read
+//! are 25.04 to 25.09.
 
 use autoplan_cluster::Precision;
 
@@ -39,14 +44,14 @@ pub(super) struct NemoPerfScripts {
 impl NemoPerfScripts {
     /// The scripts of row `r`: its source names a NeMo container release `YY.MM` (`"25.09
     /// NeMo container"`, `"NeMo 25.04 container"`) and a performance summary, and the release
-    /// is one whose scripts were read (25.04 to 25.11; [module docs](self)).
+    /// is one whose scripts ran its table (25.04 to 25.09; [module docs](self)).
     pub(super) fn of(r: &PublishedRun) -> Option<NemoPerfScripts> {
         let s = r.source.to_ascii_lowercase();
         if !(s.contains("container") && s.contains("nemo") && s.contains("performance")) {
             return None;
         }
         let container = release(&s)?;
-        ((25, 4)..=(25, 11))
+        ((25, 4)..=(25, 9))
             .contains(&container)
             .then_some(NemoPerfScripts { container })
     }
@@ -57,7 +62,7 @@ impl NemoPerfScripts {
         self.container >= (25, 7) || precision.is_low_precision()
     }
 
-    /// DeepSeek-V3 on H100 runs DeepEP without TP-communication overlap (25.07 on).
+    /// DeepSeek-V3 on H100 runs DeepEP without TP-communication overlap (from 25.07).
     pub(super) fn deepseek_v3_h100_deepep(self) -> bool {
         self.container >= (25, 7)
     }
@@ -111,7 +116,12 @@ mod tests {
         let old = "NVIDIA/NeMo docs/source/performance/performance_summary.md @9c5c5e97 \
                    (NeMo 24.07 container, DGX-H100, FP8)";
         assert_eq!(NemoPerfScripts::of(&row(old)), None);
-        // A release not read, a version of something else, no performance table.
+        // A release not read or whose table the scripts did not make (25.11), a version of
+        // something else, no performance table.
+        assert_eq!(
+            NemoPerfScripts::of(&row("NeMo 25.11 container performance")),
+            None
+        );
         assert_eq!(
             NemoPerfScripts::of(&row("NeMo 26.02 container performance")),
             None
