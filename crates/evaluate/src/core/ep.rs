@@ -80,7 +80,8 @@ fn deepep_scale(precision: Precision, i: usize) -> f64 {
 ///
 /// Under group-limited routing (`groups` = (G, g): a token's experts come from g of G groups of
 /// consecutive experts, `Moe::groups`) with contiguous placement, node `n` holds experts
-/// `[n·E/N, (n+1)·E/N)`, so the groups and nodes nest. A token's g groups are taken as chosen
+/// `[n·E/N, (n+1)·E/N)` (EP ranks fill the group's nodes in rank order, as Megatron-Core's
+/// orders place them), so the groups and nodes nest. A token's g groups are taken as chosen
 /// uniformly (the router's random logits of a forced-balance benchmark, or a balanced one),
 /// each holding `k/g` of its experts (Megatron-Core scores a group by its top `k/g` experts,
 /// `group_limited_topk`, and takes the token's top k inside the chosen groups):
