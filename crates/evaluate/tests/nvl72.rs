@@ -151,7 +151,8 @@ fn a_144_way_group_crosses_racks_and_pays_the_network() {
 /// faster than MXFP8, and the FP8 recipes price alike (their scaling overheads are not told
 /// apart: no measurement separates them) except 1×128/128×128 block scaling, measured slower
 /// than per-tensor on Hopper (`fp8_block_rate`, results/h200/fp8block.csv), which Blackwell's
-/// prior inherits.
+/// prior inherits, and delayed scaling, whose norm kernels quantize the QKV and FC1 inputs
+/// themselves (Transformer Engine's fully fused quantized norm): a little faster.
 #[test]
 fn precisions_run_at_their_peaks() {
     let c = resolve_cluster("gb200-nvl72x4")
@@ -172,9 +173,10 @@ fn precisions_run_at_their_peaks() {
         step(Precision::Nvfp4),
     );
     assert!(fp8 < bf16 && fp4 < mx, "{bf16} {fp8} {mx} {fp4}");
-    for p in [Precision::Fp8Current, Precision::Mxfp8] {
-        assert_eq!(step(p), fp8, "{p}");
-    }
+    let current = step(Precision::Fp8Current);
+    assert_eq!(mx, current);
+    // The two norm-fed casts of a block's forward, not more.
+    assert!(fp8 < current && current < 1.02 * fp8, "{fp8} {current}");
     let block = step(Precision::Fp8Block);
-    assert!(fp8 < block && block < bf16, "{fp8} {block} {bf16}");
+    assert!(current < block && block < bf16, "{current} {block} {bf16}");
 }

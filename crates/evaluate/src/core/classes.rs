@@ -68,6 +68,13 @@ pub(super) struct G {
     pub(super) split: TpSplit,
     /// A routed expert (sharded over `ep` and `moe_tp`, tokens arrive by dispatch).
     pub(super) expert: bool,
+    /// Its input is a norm's output that Megatron-Core computes inside the GEMM's module,
+    /// Transformer Engine's `LayerNormLinear` (`gpt_layer_specs.py` @ core 0.19.2,
+    /// `get_gpt_layer_with_transformer_engine_submodules`: GQA's `linear_qkv` and a dense MLP's
+    /// `linear_fc1`; MLA's `linear_q_up_proj` / `linear_kv_up_proj` behind its q/kv latent
+    /// norms), so the norm kernel can quantize its own output (`compute.rs::gemm_fwd_parts`).
+    /// A MoE layer's `pre_mlp_layernorm` is a module of its own: its GEMMs are not.
+    pub(super) norm_fed: bool,
 }
 
 /// One kind of layer, precomputed from the graph (all blocks of a kind are identical).
@@ -100,6 +107,7 @@ impl Class {
     fn of(model: &ModelSpec, l: &autoplan_graph::Layer) -> Class {
         let heads = model.heads as f64;
         let has_attn = l.attn_core_flops_per_token > 0.0;
+        let mla = matches!(model.attention, autoplan_graph::Attention::Mla { .. });
         let g_of = |g: &autoplan_graph::Gemm| G {
             in_f: g.in_features as f64,
             out_f: g.out_features as f64,
@@ -107,6 +115,12 @@ impl Class {
             rows_per_token: g.rows_per_token,
             split: g.split,
             expert: g.count > 1 && l.experts > 0,
+            norm_fed: match (l.kind, g.name) {
+                (LayerKind::Attention, "q" | "k" | "v") => !mla,
+                (LayerKind::Attention, "q_b" | "kv_b") => mla,
+                (LayerKind::DenseMlp, "gate" | "up" | "fc1") => true,
+                _ => false,
+            },
         };
         let gemms = fuse_shared_input(l.gemms.iter().map(g_of));
         let shared = if l.experts > 0 {
@@ -237,7 +251,8 @@ fn fuse_shared_input(gemms: impl Iterator<Item = G>) -> Vec<G> {
                     && p.in_f == g.in_f
                     && p.count == g.count
                     && p.rows_per_token == g.rows_per_token
-                    && p.expert == g.expert =>
+                    && p.expert == g.expert
+                    && p.norm_fed == g.norm_fed =>
             {
                 p.out_f += g.out_f;
             }

@@ -2,6 +2,7 @@
 //! the attention core and the memory-bound elementwise kernels, forward and backward. No
 //! communication (the parts' files) and no plan knob but the degrees.
 
+use autoplan_cluster::Precision;
 use autoplan_cost::compute::{
     attention_bwd_time_with, attention_core_time_with, attention_fwd_time_with, bytes_per_element,
     memory_bound_time_with, AttnCall,
@@ -81,10 +82,25 @@ pub(super) struct ComputeCost {
 impl Evaluator {
     /// GEMM time of one class's forward pass on one GPU.
     pub(super) fn gemm_fwd(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> f64 {
-        let mut t = 0.0;
+        self.gemm_fwd_parts(kind, gemms, x).0
+    }
+
+    /// (GEMM time of one class's forward pass, the input casts of that pass folded into the
+    /// norm kernels before it). Under FP8 with delayed scaling a norm-fed GEMM's input
+    /// (`G::norm_fed`) is quantized by the norm kernel itself: Transformer Engine's
+    /// `LayerNormLinear` runs its quantized norm, and for a delayed-scaling quantizer
+    /// (`Float8Quantizer`, whose scale is known before the tensor is) that kernel is fully
+    /// fused (`csrc/extensions/normalization.cpp` @ transformer-engine-torch 2.9.0, L108-109:
+    /// `Impl::FULLY_FUSED`), so the forward has no cast pass for it. Current scaling fuses
+    /// only the norm and its amax, then quantizes in a pass of its own (`FUSED_NORM_AMAX_FP8`,
+    /// L116-120), as MXFP8 and block scaling do after an unfused norm (`UNFUSED`), and NVFP4
+    /// after its fused amax: the cast below. The backward's casts (of the output gradient, for
+    /// dgrad and wgrad) are not the norm's: [`Evaluator::compute`] keeps them.
+    pub(super) fn gemm_fwd_parts(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> (f64, f64) {
+        let (mut t, mut folded) = (0.0, 0.0);
         // Consecutive GEMMs of one shape (e.g. a MoE layer's identical shared experts) cost the
         // same.
-        let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0);
+        let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0, 0.0);
         for g in gemms {
             let (rows, count, tp) = self.gemm_rows(kind, g, x);
             let (n, k) = match g.split {
@@ -94,6 +110,7 @@ impl Evaluator {
             };
             if (rows, n, k, count) == (last.0, last.1, last.2, last.3) {
                 t += last.4;
+                folded += last.5;
                 continue;
             }
             // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
@@ -108,6 +125,7 @@ impl Evaluator {
             let head16 = kind == LayerKind::LmHead && low;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
             let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
+            let mut fold = 0.0;
             if low && !head16 {
                 // FP8 (FP4) GEMMs quantize their 16-bit input (read 2 B, write 1 B (0.5 B) per
                 // element; Transformer Engine's cast), a memory-bound pass per GEMM, whatever
@@ -116,12 +134,26 @@ impl Evaluator {
                 // this term gives 15 (results/h100/fp8cast.csv), and no other recipe's cast is
                 // measured.
                 let cast = ACT + bytes_per_element(self.precision);
-                tg += memory_bound_time_with(&self.gpu, e, cast * rows * count * k);
+                // A norm-fed input is quantized before sequence parallelism's all-gather, on
+                // the rank's own `s/tp` rows (`layernorm_linear.py` @ transformer-engine 2.9.0,
+                // L245-266: `quantizer(ln_out)`, then `gather_along_first_dim(…, quantizer)`).
+                let own = if g.norm_fed && x.sp {
+                    rows / x.tp
+                } else {
+                    rows
+                };
+                let pass = memory_bound_time_with(&self.gpu, e, cast * own * count * k);
+                if g.norm_fed && self.precision == Precision::Fp8 {
+                    fold = pass;
+                } else {
+                    tg += pass;
+                }
             }
-            last = (rows, n, k, count, tg);
+            last = (rows, n, k, count, tg, fold);
             t += tg;
+            folded += fold;
         }
-        t
+        (t, folded)
     }
 
     /// (Rows per matrix, local matrices, the TP-like degree splitting it) of GEMM `g`.
@@ -223,7 +255,11 @@ impl Evaluator {
     /// Forward/backward/recompute compute of one class (no communication); `gemm`, when
     /// given, the class's forward GEMM time already known.
     fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> ComputeCost {
-        let gemm = gemm.unwrap_or_else(|| self.gemm_fwd(c.kind, &c.gemms, x));
+        // The MTP module's reused GEMM times keep their casts (`folded` 0).
+        let (gemm, folded) = match gemm {
+            Some(g) => (g, 0.0),
+            None => self.gemm_fwd_parts(c.kind, &c.gemms, x),
+        };
         let (mut core_f, mut core_b, mut score_f) = (0.0, 0.0, 0.0);
         if c.attn_core > 0.0 {
             let heads_div = x.tp;
@@ -275,7 +311,10 @@ impl Evaluator {
         // A MoE layer's router and token permutation copies (`moe.rs`; zero elsewhere).
         let moe = self.moe_work(c, x);
         let fwd = gemm + core_f + score_f + mem_f + eager_f + moe.fwd();
-        let bwd = 2.0 * gemm + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
+        // The backward's two output-gradient casts per GEMM stay where the forward's input cast
+        // was folded into the norm.
+        let bwd =
+            2.0 * (gemm + folded) + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
         ComputeCost {
             fwd,
             bwd,
@@ -509,6 +548,51 @@ mod tests {
             e.bwd - f.bwd
         );
         assert_eq!((e.gemm, e.core, e.core_bwd), (f.gemm, f.core, f.core_bwd));
+    }
+
+    #[test]
+    fn delayed_scaling_folds_the_norm_fed_casts_into_the_norm() {
+        // Llama-3-8B at tp 2 with SP, 8192 tokens: under delayed scaling the QKV and FC1 inputs
+        // are quantized by the norm kernel (no cast pass), under current scaling they are cast
+        // in a pass of their own (read 2 B, write 1 B per element of the h-wide input) on the
+        // rank's 4096 rows, before the all-gather; the proj and FC2 casts, and every backward
+        // cast, are the same in both.
+        use autoplan_cost::compute::memory_bound_time;
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let plan = Plan {
+            tp: 2,
+            dp: 32,
+            sp: true,
+            ..Plan::default()
+        };
+        let class = |p: Precision, id: crate::core::classes::ClassId| {
+            let mut m = llama(8192);
+            m.training.precision = p;
+            let ev = Evaluator::new(&m, &c, EvalOptions::default());
+            ev.class_compute(&ev.ctx(&plan))[id as usize]
+        };
+        let cast = memory_bound_time(&c.gpu, 3.0 * 4096.0 * 4096.0);
+        for id in [
+            crate::core::classes::ClassId::Attn,
+            crate::core::classes::ClassId::Mlp,
+        ] {
+            let (delayed, current) = (class(Precision::Fp8, id), class(Precision::Fp8Current, id));
+            let gap = current.fwd - delayed.fwd;
+            assert!((gap / cast - 1.0).abs() < 1e-9, "{id:?}: {gap} vs {cast}");
+            assert!(
+                (delayed.bwd - current.bwd).abs() < 1e-12 * current.bwd,
+                "{id:?}"
+            );
+        }
+        // The head, not norm-fed (and in 16 bits), is the same.
+        let head = crate::core::classes::ClassId::Head;
+        assert_eq!(
+            class(Precision::Fp8, head).fwd,
+            class(Precision::Fp8Current, head).fwd
+        );
     }
 
     #[test]
