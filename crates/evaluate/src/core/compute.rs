@@ -458,6 +458,21 @@ mod tests {
         m
     }
 
+    /// 64 H100s and a tp 2 plan with sequence parallelism over them.
+    fn tp2_sp_on_64() -> (autoplan_cluster::Cluster, Plan) {
+        let c = resolve_cluster("h100x256")
+            .expect("bundled")
+            .with_gpus(64)
+            .expect("64");
+        let plan = Plan {
+            tp: 2,
+            dp: 32,
+            sp: true,
+            ..Plan::default()
+        };
+        (c, plan)
+    }
+
     fn core(m: &ModelSpec, tp: u32, cp: u32) -> (f64, f64) {
         let c = resolve_cluster("h100x256")
             .expect("bundled")
@@ -511,16 +526,7 @@ mod tests {
         use autoplan_cost::compute::memory_bound_time;
         use autoplan_plan::framework::CostProfile;
         let m = llama(8192);
-        let c = resolve_cluster("h100x256")
-            .expect("bundled")
-            .with_gpus(64)
-            .expect("64");
-        let plan = Plan {
-            tp: 2,
-            dp: 32,
-            sp: true,
-            ..Plan::default()
-        };
+        let (c, plan) = tp2_sp_on_64();
         let fused = Evaluator::new(&m, &c, EvalOptions::default());
         let eager = Evaluator::new(
             &m,
@@ -558,16 +564,7 @@ mod tests {
         // rank's 4096 rows, before the all-gather; the proj and FC2 casts, and every backward
         // cast, are the same in both.
         use autoplan_cost::compute::memory_bound_time;
-        let c = resolve_cluster("h100x256")
-            .expect("bundled")
-            .with_gpus(64)
-            .expect("64");
-        let plan = Plan {
-            tp: 2,
-            dp: 32,
-            sp: true,
-            ..Plan::default()
-        };
+        let (c, plan) = tp2_sp_on_64();
         let class = |p: Precision, id: crate::core::classes::ClassId| {
             let mut m = llama(8192);
             m.training.precision = p;
