@@ -1,6 +1,7 @@
 //! What NeMo's performance scripts set beyond a row's cells (`validate/harness.rs`): the
 //! BF16 gradient reduction of the 25.04–25.09 containers' runs, and DeepSeek-V3 on H100 with
-//! DeepEP and no TP-communication overlap — each only where the row leaves it unsaid.
+//! DeepEP and no TP-communication overlap — each only where the row leaves it unsaid; and the
+//! reduction dtype a row names (Composer's `PURE` mixed precision).
 
 mod common;
 
@@ -55,4 +56,12 @@ fn other_gpus_and_older_tables_keep_their_defaults() {
     // A ModelZoo row is not a NeMo table's.
     let c = case(&row("mzoo_h100_Qwen3_235B_a22B_xnode_ep32"));
     assert_eq!(c.options.grad_bytes, 4.0);
+}
+
+#[test]
+fn composers_pure_mixed_precision_reduces_in_the_training_dtype() {
+    // llm-foundry's A100 MPT-70B row names Composer's PURE mode: FSDP reduces in BF16; its
+    // H100 rows (amp_bf16, no mode) keep FP32.
+    assert_eq!(case(&row("mpt_70b_64xa100")).options.grad_bytes, 2.0);
+    assert_eq!(case(&row("mpt_70b_512xh100")).options.grad_bytes, 4.0);
 }

@@ -241,9 +241,17 @@ pub(super) fn case_options(
     profile: &autoplan_plan::framework::CostProfile,
     model: &ModelSpec,
 ) -> EvalOptions {
-    // The overlap and the attention kernel are the profile's (`CostProfile`).
+    // The overlap and the attention kernel are the profile's (`CostProfile`). Gradients are
+    // reduced in FP32 under BF16 (Megatron's `bf16` default) unless the row names Composer's
+    // `PURE` mixed precision, whose FSDP `reduce_dtype` is the training dtype
+    // (`composer/distributed/mosaic_parallelism.py::get_mixed_precision` @ mosaicml 0.28.0,
+    // L82-85; `DEFAULT` reduces in FP32, L78-81).
+    let pure = r
+        .precision
+        .as_deref()
+        .is_some_and(|p| p.to_ascii_lowercase().contains("pure"));
     EvalOptions {
-        grad_bytes: if model.training.precision == Precision::Fp16 {
+        grad_bytes: if model.training.precision == Precision::Fp16 || pure {
             2.0
         } else {
             4.0
