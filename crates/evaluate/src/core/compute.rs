@@ -85,8 +85,10 @@ impl Evaluator {
         self.gemm_fwd_parts(kind, gemms, x).0
     }
 
-    /// (GEMM time of one class's forward pass, the input casts of that pass folded into the
-    /// norm kernels before it). Under FP8 with delayed scaling a norm-fed GEMM's input
+    /// (GEMM time of one class's forward pass, what the backward's casts exceed the forward's
+    /// by). The backward casts the output gradient for dgrad and wgrad, priced as twice a cast
+    /// of the forward's input on all the GEMM's rows; the forward's own cast can be smaller or
+    /// gone. Under FP8 with delayed scaling a norm-fed GEMM's input
     /// (`G::norm_fed`) is quantized by the norm kernel itself: Transformer Engine's
     /// `LayerNormLinear` runs its quantized norm, and for a delayed-scaling quantizer
     /// (`Float8Quantizer`, whose scale is known before the tensor is) that kernel is fully
@@ -94,10 +96,10 @@ impl Evaluator {
     /// `Impl::FULLY_FUSED`), so the forward has no cast pass for it. Current scaling fuses
     /// only the norm and its amax, then quantizes in a pass of its own (`FUSED_NORM_AMAX_FP8`,
     /// L116-120), as MXFP8 and block scaling do after an unfused norm (`UNFUSED`), and NVFP4
-    /// after its fused amax: the cast below. The backward's casts (of the output gradient, for
-    /// dgrad and wgrad) are not the norm's: [`Evaluator::compute`] keeps them.
+    /// after its fused amax: the cast below, on the rank's own rows under sequence parallelism
+    /// (before the all-gather).
     pub(super) fn gemm_fwd_parts(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> (f64, f64) {
-        let (mut t, mut folded) = (0.0, 0.0);
+        let (mut t, mut extra) = (0.0, 0.0);
         // Consecutive GEMMs of one shape (e.g. a MoE layer's identical shared experts) cost the
         // same.
         let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0, 0.0);
@@ -110,7 +112,7 @@ impl Evaluator {
             };
             if (rows, n, k, count) == (last.0, last.1, last.2, last.3) {
                 t += last.4;
-                folded += last.5;
+                extra += last.5;
                 continue;
             }
             // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
@@ -125,7 +127,7 @@ impl Evaluator {
             let head16 = kind == LayerKind::LmHead && low;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
             let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
-            let mut fold = 0.0;
+            let mut more = 0.0;
             if low && !head16 {
                 // FP8 (FP4) GEMMs quantize their 16-bit input (read 2 B, write 1 B (0.5 B) per
                 // element; Transformer Engine's cast), a memory-bound pass per GEMM, whatever
@@ -136,24 +138,26 @@ impl Evaluator {
                 let cast = ACT + bytes_per_element(self.precision);
                 // A norm-fed input is quantized before sequence parallelism's all-gather, on
                 // the rank's own `s/tp` rows (`layernorm_linear.py` @ transformer-engine 2.9.0,
-                // L245-266: `quantizer(ln_out)`, then `gather_along_first_dim(…, quantizer)`).
-                let own = if g.norm_fed && x.sp {
-                    rows / x.tp
+                // L245-266: `quantizer(ln_out)`, then `gather_along_first_dim(…, quantizer)`;
+                // torchao's `PrepareFloat8ModuleInput` likewise, `float8/float8_tensor_parallel.py`
+                // @ torchao 0.18.0 L172-178, "the float8 cast happens before the all-gather").
+                let pass = |r: f64| memory_bound_time_with(&self.gpu, e, cast * r * count * k);
+                let full = pass(rows);
+                let own = if g.norm_fed && self.precision == Precision::Fp8 {
+                    0.0
+                } else if g.norm_fed && x.sp {
+                    pass(rows / x.tp)
                 } else {
-                    rows
+                    full
                 };
-                let pass = memory_bound_time_with(&self.gpu, e, cast * own * count * k);
-                if g.norm_fed && self.precision == Precision::Fp8 {
-                    fold = pass;
-                } else {
-                    tg += pass;
-                }
+                tg += own;
+                more = full - own;
             }
-            last = (rows, n, k, count, tg, fold);
+            last = (rows, n, k, count, tg, more);
             t += tg;
-            folded += fold;
+            extra += more;
         }
-        (t, folded)
+        (t, extra)
     }
 
     /// (Rows per matrix, local matrices, the TP-like degree splitting it) of GEMM `g`.
@@ -255,8 +259,8 @@ impl Evaluator {
     /// Forward/backward/recompute compute of one class (no communication); `gemm`, when
     /// given, the class's forward GEMM time already known.
     fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> ComputeCost {
-        // The MTP module's reused GEMM times keep their casts (`folded` 0).
-        let (gemm, folded) = match gemm {
+        // The MTP module's reused GEMM times keep their casts (`extra` 0).
+        let (gemm, extra) = match gemm {
             Some(g) => (g, 0.0),
             None => self.gemm_fwd_parts(c.kind, &c.gemms, x),
         };
@@ -311,10 +315,9 @@ impl Evaluator {
         // A MoE layer's router and token permutation copies (`moe.rs`; zero elsewhere).
         let moe = self.moe_work(c, x);
         let fwd = gemm + core_f + score_f + mem_f + eager_f + moe.fwd();
-        // The backward's two output-gradient casts per GEMM stay where the forward's input cast
-        // was folded into the norm.
-        let bwd =
-            2.0 * (gemm + folded) + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
+        // The backward's two output-gradient casts per GEMM are on all its rows, whatever the
+        // forward's input cast was (`gemm_fwd_parts`).
+        let bwd = 2.0 * (gemm + extra) + core_b + 2.0 * score_f + 2.0 * mem_f + eager_b + moe.bwd();
         ComputeCost {
             fwd,
             bwd,

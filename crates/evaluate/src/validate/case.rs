@@ -287,13 +287,7 @@ pub(super) fn with_harness(
     let names = |words: &[&str]| words.iter().any(|w| notes.contains(w));
     let h100 = cluster.gpu.name.to_ascii_uppercase().starts_with("H100");
     if h100 && model.name == "deepseek-v3" && nemo.deepseek_v3_h100_deepep() {
-        if !names(&[
-            "dispatcher",
-            "deepep",
-            "alltoall",
-            "all-to-all",
-            "allgather",
-        ]) {
+        if !names(&["dispatcher", "deepep", "hybridep"]) {
             plan.dispatcher = Dispatcher::DeepEp;
         }
         if !names(&[
