@@ -43,11 +43,14 @@ pub(super) struct NemoPerfScripts {
 
 impl NemoPerfScripts {
     /// The scripts of row `r`: its source names a NeMo container release `YY.MM` (`"25.09
-    /// NeMo container"`, `"NeMo 25.04 container"`) and a performance summary, and the release
+    /// NeMo container"`, `"NeMo 25.04 container"`) and a performance summary document
+    /// (`performance_summary` / `performance-summary`), and the release
     /// is one whose scripts ran its table (25.04 to 25.09; [module docs](self)).
     pub(super) fn of(r: &PublishedRun) -> Option<NemoPerfScripts> {
         let s = r.source.to_ascii_lowercase();
-        if !(s.contains("container") && s.contains("nemo") && s.contains("performance")) {
+        // The table itself, not another document run in a NeMo container.
+        let summary = s.contains("performance_summary") || s.contains("performance-summary");
+        if !(s.contains("container") && s.contains("nemo") && summary) {
             return None;
         }
         let container = release(&s)?;
@@ -117,23 +120,18 @@ mod tests {
                    (NeMo 24.07 container, DGX-H100, FP8)";
         assert_eq!(NemoPerfScripts::of(&row(old)), None);
         // A release not read or whose table the scripts did not make (25.11), a version of
-        // something else, no performance table.
-        assert_eq!(
-            NemoPerfScripts::of(&row("NeMo 25.11 container performance")),
-            None
-        );
-        assert_eq!(
-            NemoPerfScripts::of(&row("NeMo 26.02 container performance")),
-            None
-        );
-        assert_eq!(
-            NemoPerfScripts::of(&row("NeMo 1.25.09 container performance")),
-            None
-        );
+        // something else, another document.
+        let table = |v: &str| format!("NeMo {v} container, docs/performance_summary.md");
+        for v in ["25.11", "26.02", "1.25.09"] {
+            assert_eq!(NemoPerfScripts::of(&row(&table(v))), None, "{v}");
+        }
         assert_eq!(
             NemoPerfScripts::of(&row("NeMo 25.09 container guide")),
             None
         );
+        // A model zoo's scripts run in a NeMo container are not NeMo's performance table.
+        let zoo = "yanring/Megatron-MoE-ModelZoo best_practice readme (NeMo 25.09 container)";
+        assert_eq!(NemoPerfScripts::of(&row(zoo)), None);
         assert_eq!(release("v2.25.090"), None);
         assert_eq!(release("25.13 and 25.11"), Some((25, 11)));
     }
