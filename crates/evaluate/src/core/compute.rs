@@ -593,6 +593,27 @@ mod tests {
             class(Precision::Fp8, head).fwd,
             class(Precision::Fp8Current, head).fwd
         );
+        // MLA: the up-projections behind the latent norms (q_b on the 1536-wide q latent,
+        // kv_b on the 512-wide kv latent), not the down-projections on the block input.
+        let mut m = resolve_model("deepseek-v3").expect("bundled");
+        m.training.global_batch = 64;
+        let attn = |p: Precision| {
+            let mut m = m.clone();
+            m.training.precision = p;
+            let ev = Evaluator::new(&m, &c, EvalOptions::default());
+            let plan = Plan {
+                dp: 64,
+                ..Plan::default()
+            };
+            ev.class_compute(&ev.ctx(&plan))[crate::core::classes::ClassId::Attn as usize]
+        };
+        let (delayed, current) = (attn(Precision::Fp8), attn(Precision::Fp8Current));
+        let tokens = f64::from(m.training.seq_len);
+        let want = memory_bound_time(&c.gpu, 3.0 * tokens * 1536.0)
+            + memory_bound_time(&c.gpu, 3.0 * tokens * 512.0);
+        let gap = current.fwd - delayed.fwd;
+        assert!((gap / want - 1.0).abs() < 1e-9, "MLA: {gap} vs {want}");
+        assert!((delayed.bwd - current.bwd).abs() < 1e-12 * current.bwd);
     }
 
     #[test]
