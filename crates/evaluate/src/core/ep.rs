@@ -248,8 +248,13 @@ impl Evaluator {
             match plan.dispatcher {
                 Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),
                 Dispatcher::DeepEp if x.g_ep.nodes > 1 => {
-                    let contiguous = plan.placement == PlacementPolicy::Contiguous;
-                    self.ep_deepep_internode(x, e, w, contiguous)
+                    // Grouped routing nests in the nodes only under contiguous placement
+                    // (`balanced` reorders the experts).
+                    let groups = match plan.placement {
+                        PlacementPolicy::Contiguous => self.route_groups,
+                        PlacementPolicy::Balanced { .. } => (1, 1),
+                    };
+                    self.ep_deepep_internode(x, e, w, groups)
                 }
                 Dispatcher::DeepEp => {
                     // Inside one node DeepEP's intranode kernels move what an all-to-all does
@@ -315,13 +320,14 @@ impl Evaluator {
     /// with a capacity, every rank moves the padded `cf · top_k` rows (as the all-to-all
     /// branch). The network stage is priced as a direct all-to-all between the nodes' NIC
     /// shares; DeepEP keeps it on one rail (rank i to rank i), which the cost model charges as
-    /// cross-rail: the same unless the fabric is oversubscribed.
+    /// cross-rail: the same unless the fabric is oversubscribed. `groups`: the routing groups
+    /// the network stage's node deduplication counts with ([`node_dedup`]).
     fn ep_deepep_internode<S: Sink>(
         &self,
         x: &Ctx,
         e: &mut Emitter<'_, S>,
         w: EpHide,
-        plan_contiguous: bool,
+        groups: (u32, u32),
     ) {
         let g = x.g_ep;
         let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
@@ -334,13 +340,6 @@ impl Evaluator {
             size: g.ranks_per_node,
             ranks_per_node: g.ranks_per_node,
             nodes: 1,
-        };
-        // Grouped routing nests in the nodes only under contiguous placement (`balanced`
-        // reorders the experts).
-        let groups = if plan_contiguous {
-            self.route_groups
-        } else {
-            (1, 1)
         };
         let rho = node_dedup(self.experts, self.top_k, g.nodes as f64, groups);
         let price = |f: f64| {
