@@ -65,3 +65,52 @@ fn composers_pure_mixed_precision_reduces_in_the_training_dtype() {
     assert_eq!(case(&row("mpt_70b_64xa100")).options.grad_bytes, 2.0);
     assert_eq!(case(&row("mpt_70b_512xh100")).options.grad_bytes, 4.0);
 }
+
+/// NeMo's recipes (`NemoRecipe`): a NeMo run silent on its schedule at a recipe's model, TP and
+/// PP interleaves as the recipe does (MLPerf v3.1's GPT-3 runs, NeMo 23.09, TP 4 × PP 8: the
+/// `gpt3_175b` recipe's 6 chunks per rank); a stated depth or schedule, another layout, another
+/// framework or another model keep what they were.
+#[test]
+fn a_nemo_run_silent_on_its_schedule_interleaves_as_its_recipe() {
+    use autoplan_plan::Schedule;
+    for id in [
+        "mlperf31_nvidia_gpt3_512xH100",
+        "mlperf31_nvidia_gpt3_4096xH100",
+    ] {
+        let c = case(&row(id));
+        assert_eq!(
+            (c.plan.schedule, c.plan.vpp),
+            (Schedule::Interleaved, 6),
+            "{id}"
+        );
+        assert!(c.chosen.as_deref().unwrap().contains("gpt3_175b"), "{id}");
+    }
+    let r = row("mlperf31_nvidia_gpt3_4096xH100");
+    let one_f_one_b = |c: &Case| c.plan.vpp == 1 && c.plan.schedule != Schedule::Interleaved;
+    // The notes name the schedule.
+    let mut named = r.clone();
+    named.notes = Some("non-interleaved 1F1B".into());
+    assert!(one_f_one_b(&case(&named)));
+    // A depth the row gives stands.
+    let mut stated = r.clone();
+    stated.vpp = Some(12);
+    assert_eq!(case(&stated).plan.vpp, 12);
+    // Not the recipe's layout (TP 8 × PP 4 on the same GPUs).
+    let mut other = r.clone();
+    (other.tp, other.pp) = (Some(8), Some(4));
+    assert!(one_f_one_b(&case(&other)));
+    // Not a NeMo run.
+    let mut megatron = r.clone();
+    megatron.source = "NVIDIA/Megatron-LM README".into();
+    assert!(one_f_one_b(&case(&megatron)));
+    // Mixtral 8x7B and Mistral 7B share layers, widths and heads; only the MoE is the recipe's
+    // (`mixtral_8x7b`, TP 1 × PP 4, 8 chunks: Megatron-Core's own mapping for it, VP 8).
+    let mut mixtral = row("mcore08_mixtral8x7b_64xH100");
+    mixtral.source = "NeMo 24.07 container".into();
+    mixtral.vpp = None;
+    assert_eq!(case(&mixtral).plan.vpp, 8);
+    let mut dense = mixtral.clone();
+    (dense.moe_experts, dense.moe_topk, dense.moe_ffn_hidden) = (None, None, None);
+    (dense.model, dense.params_b) = ("Mistral 7B".into(), Some(7.2));
+    assert_eq!(case(&dense).plan.vpp, 1);
+}

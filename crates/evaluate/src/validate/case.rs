@@ -338,6 +338,30 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     Ok((figure, measured))
 }
 
+/// The plan of a row run in NeMo whose model and TP × PP are one of NeMo's recipes and whose
+/// `vpp` cell and notes are silent on the schedule: the recipe's interleaved depth
+/// ([`super::harness::NemoRecipe`]; the MLPerf v3.1 GPT-3 rows, NeMo 23.09, TP 4 × PP 8).
+/// Returns the plan and what `validate --explain` says of it; `None` for every other row.
+pub(super) fn nemo_recipe_interleaving(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    plan: Plan,
+) -> Option<(Plan, String)> {
+    let recipe = super::harness::NemoRecipe::of(r, model, plan.tp, plan.pp)?;
+    let plan = Plan {
+        schedule: Schedule::Interleaved,
+        vpp: recipe.vpp,
+        pipeline_split: pipeline_split(r, model.layers, plan.pp, recipe.vpp),
+        ..plan
+    };
+    let why = format!(
+        "vpp {}: the row gives no schedule; NeMo's `{}` recipe, whose TP {} × PP {} it runs, \
+         interleaves {} chunks per rank",
+        recipe.vpp, recipe.name, plan.tp, plan.pp, recipe.vpp
+    );
+    Some((plan, why))
+}
+
 /// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
 /// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
 /// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the

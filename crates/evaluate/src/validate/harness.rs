@@ -31,6 +31,7 @@
 //! are 25.04 to 25.09.
 
 use autoplan_cluster::Precision;
+use autoplan_graph::ModelSpec;
 
 use super::PublishedRun;
 
@@ -68,6 +69,86 @@ impl NemoPerfScripts {
     /// DeepSeek-V3 on H100 runs DeepEP without TP-communication overlap (from 25.07).
     pub(super) fn deepseek_v3_h100_deepep(self) -> bool {
         self.container >= (25, 7)
+    }
+}
+
+/// A pipeline layout NeMo configures for one of its models: the defaults of the model's
+/// recipe `trainer()` in `nemo/collections/llm/recipes/<name>.py` @ nemo-toolkit 2.3.0 (the
+/// wheel; the line of `virtual_pipeline_parallelism` given), with the model identified by the
+/// recipe's config class (`nemo/collections/llm/gpt/model/{base,llama,nemotron,mixtral}.py`).
+/// Only the recipes that interleave (a `virtual_pipeline_parallelism` other than `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NemoRecipe {
+    /// The recipe's module name.
+    pub(super) name: &'static str,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    /// The FFN width (an expert's, for a MoE model).
+    ffn: u32,
+    /// Routed experts (0: dense).
+    experts: u32,
+    tp: u32,
+    pp: u32,
+    /// Model chunks per pipeline rank.
+    pub(super) vpp: u32,
+}
+
+const fn recipe(
+    name: &'static str,
+    [layers, hidden, heads, ffn, experts]: [u32; 5],
+    [tp, pp, vpp]: [u32; 3],
+) -> NemoRecipe {
+    NemoRecipe {
+        name,
+        layers,
+        hidden,
+        heads,
+        ffn,
+        experts,
+        tp,
+        pp,
+        vpp,
+    }
+}
+
+/// nemo-toolkit 2.3.0's interleaving recipes (`gpt3_175b.py` L61-64, `llama3_70b.py` L62-65,
+/// `llama31_70b.py` L66-69, `llama31_405b.py` L66-69, `nemotron3_22b.py` L61-64,
+/// `nemotron4_340b.py` L61-64, `mixtral_8x7b.py` L60-63, `mixtral_8x22b.py` L60-63).
+const NEMO_RECIPES: [NemoRecipe; 7] = [
+    recipe("gpt3_175b", [96, 12288, 96, 49152, 0], [4, 8, 6]),
+    recipe("llama3_70b", [80, 8192, 64, 28672, 0], [4, 4, 5]),
+    recipe("llama31_405b", [126, 16384, 128, 53248, 0], [8, 8, 2]),
+    recipe("nemotron3_22b", [40, 6144, 48, 24576, 0], [2, 4, 10]),
+    recipe("nemotron4_340b", [96, 18432, 96, 73728, 0], [8, 12, 8]),
+    recipe("mixtral_8x7b", [32, 4096, 32, 14336, 8], [1, 4, 8]),
+    recipe("mixtral_8x22b", [56, 6144, 48, 16384, 8], [2, 4, 14]),
+];
+
+impl NemoRecipe {
+    /// The recipe behind row `r`'s pipeline: the row ran in NeMo (its source names NeMo, a
+    /// NeMo container included), gives no `vpp` and its notes name no schedule, and its model
+    /// and its TP and PP degrees are a recipe's. Such a run kept the recipe's layout, so it
+    /// kept its depth too: where NeMo's own tables give TP and PP equal to a recipe's they give
+    /// its depth (NeMo 24.07's GPT-3 175B, Llama 3 70B and Nemotron-22B rows: 6, 5, 10), with
+    /// one exception, Megatron-Bridge 25.11's Llama 3.1 405B (8, not 2), a port of its own.
+    pub(super) fn of(r: &PublishedRun, model: &ModelSpec, tp: u32, pp: u32) -> Option<NemoRecipe> {
+        let source = r.source.to_ascii_lowercase();
+        let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+        let names_schedule = ["interleav", "1f1b", "vpp", "virtual pipeline"]
+            .iter()
+            .any(|w| notes.contains(w));
+        if !source.contains("nemo") || r.vpp.is_some() || names_schedule || pp <= 1 {
+            return None;
+        }
+        let (ffn, experts) = model
+            .moe
+            .as_ref()
+            .map_or((model.ffn_hidden, 0), |m| (m.expert_ffn_hidden, m.experts));
+        let shape = [model.layers, model.hidden, model.heads, ffn, experts];
+        NEMO_RECIPES.into_iter().find(|c| {
+            [c.layers, c.hidden, c.heads, c.ffn, c.experts] == shape && (c.tp, c.pp) == (tp, pp)
+        })
     }
 }
 
