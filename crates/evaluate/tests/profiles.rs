@@ -365,27 +365,7 @@ fn frameworks_map_to_their_profiles() {
 fn the_published_files_mape_is_pinned() {
     let one = run("published_runs.csv");
     let two = run("published_runs_2.csv");
-    println!(
-        "file 1: {} rows, MAPE {:.2}%",
-        one.rows.len(),
-        100.0 * one.mape
-    );
-    println!(
-        "file 2: {} rows, MAPE {:.2}%",
-        two.rows.len(),
-        100.0 * two.mape
-    );
-    assert!(
-        one.rows.len() >= 54 && one.mape <= 0.050,
-        "file 1 MAPE {:.2}%",
-        100.0 * one.mape
-    );
-    assert!(
-        two.rows.len() >= 29 && two.mape <= 0.090,
-        "file 2 MAPE {:.2}%",
-        100.0 * two.mape
-    );
-    // Both files as one set (issue 17's target, 6%).
+    // Both files as one set: issue 17's target, 6%.
     let mut all = rows("published_runs.csv");
     all.extend(rows("published_runs_2.csv"));
     let both = validate(
@@ -393,16 +373,18 @@ fn the_published_files_mape_is_pinned() {
         &|n| autoplan_graph::resolve_model(n).ok(),
         &cluster_for,
     );
-    println!(
-        "both: {} rows, MAPE {:.3}%",
-        both.rows.len(),
-        100.0 * both.mape
-    );
-    assert!(
-        both.rows.len() >= 87 && both.mape <= 0.060,
-        "both files MAPE {:.3}%",
-        100.0 * both.mape
-    );
+    for (name, v, min_rows, bound) in [
+        ("file 1", &one, 54, 0.050),
+        ("file 2", &two, 29, 0.090),
+        ("both files", &both, 87, 0.060),
+    ] {
+        let (n, mape) = (v.rows.len(), 100.0 * v.mape);
+        println!("{name}: {n} rows, MAPE {mape:.3}%");
+        assert!(
+            n >= min_rows && v.mape <= bound,
+            "{name}: {n} rows, MAPE {mape:.3}%"
+        );
+    }
     // Per profile on the second file: MegaScale's Megatron-LM baseline within 10% each, the
     // profile's MAPE under 6% (it was 28% as Megatron-Core).
     let base: Vec<_> = two
