@@ -95,10 +95,14 @@ fn a_nemo_run_silent_on_its_schedule_interleaves_as_its_recipe() {
     let mut stated = r.clone();
     stated.vpp = Some(12);
     assert_eq!(case(&stated).plan.vpp, 12);
-    // Not the recipe's layout (TP 8 × PP 4 on the same GPUs).
+    // Not the recipe's layout: TP 8 × PP 4 on the same GPUs, or context parallelism beside
+    // its TP 4 × PP 8 (the recipe has none).
     let mut other = r.clone();
     (other.tp, other.pp) = (Some(8), Some(4));
     assert!(one_f_one_b(&case(&other)));
+    let mut cp = r.clone();
+    (cp.cp, cp.dp) = (Some(2), Some(64));
+    assert!(one_f_one_b(&case(&cp)));
     // Not a NeMo run.
     let mut megatron = r.clone();
     megatron.source = "NVIDIA/Megatron-LM README".into();

@@ -338,7 +338,7 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     Ok((figure, measured))
 }
 
-/// The plan of a row run in NeMo whose model and TP × PP are one of NeMo's recipes and whose
+/// The plan of a row run in NeMo whose model and TP × PP × CP are one of NeMo's recipes and whose
 /// `vpp` cell and notes are silent on the schedule: the recipe's interleaved depth
 /// ([`super::harness::NemoRecipe`]; the MLPerf v3.1 GPT-3 rows, NeMo 23.09, TP 4 × PP 8).
 /// Returns the plan and what `validate --explain` says of it; `None` for every other row.
@@ -347,7 +347,7 @@ pub(super) fn nemo_recipe_interleaving(
     model: &ModelSpec,
     plan: Plan,
 ) -> Option<(Plan, String)> {
-    let recipe = super::harness::NemoRecipe::of(r, model, plan.tp, plan.pp)?;
+    let recipe = super::harness::NemoRecipe::of(r, model, [plan.tp, plan.pp, plan.cp])?;
     let plan = Plan {
         schedule: Schedule::Interleaved,
         vpp: recipe.vpp,
@@ -355,9 +355,9 @@ pub(super) fn nemo_recipe_interleaving(
         ..plan
     };
     let why = format!(
-        "vpp {}: the row gives no schedule; NeMo's `{}` recipe, whose TP {} × PP {} it runs, \
-         interleaves {} chunks per rank",
-        recipe.vpp, recipe.name, plan.tp, plan.pp, recipe.vpp
+        "vpp {}: the row gives no schedule; NeMo's `{}` recipe, whose TP {} × PP {} × CP {} it \
+         runs, interleaves {} chunks per rank",
+        recipe.vpp, recipe.name, plan.tp, plan.pp, plan.cp, recipe.vpp
     );
     Some((plan, why))
 }

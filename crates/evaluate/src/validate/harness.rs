@@ -72,11 +72,13 @@ impl NemoPerfScripts {
     }
 }
 
-/// A pipeline layout NeMo configures for one of its models: the defaults of the model's
+/// A parallel layout NeMo configures for one of its models: the defaults of the model's
 /// recipe `trainer()` in `nemo/collections/llm/recipes/<name>.py` @ nemo-toolkit 2.3.0 (the
-/// wheel; the line of `virtual_pipeline_parallelism` given), with the model identified by the
-/// recipe's config class (`nemo/collections/llm/gpt/model/{base,llama,nemotron,mixtral}.py`).
-/// Only the recipes that interleave (a `virtual_pipeline_parallelism` other than `None`).
+/// wheel), with the model identified by the recipe's config class
+/// (`nemo/collections/llm/gpt/model/{base,llama,nemotron,mixtral}.py`). Only the recipes that
+/// interleave (a `virtual_pipeline_parallelism` other than `None`). Megatron-Bridge's recipes
+/// carry the same layouts (`megatron/bridge/recipes/gpt/gpt3_175b.py` L39-43,
+/// `recipes/llama/llama3.py` L203-207, L315-319 @ megatron-bridge 0.2.0rc6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct NemoRecipe {
     /// The recipe's module name.
@@ -90,6 +92,7 @@ pub(super) struct NemoRecipe {
     experts: u32,
     tp: u32,
     pp: u32,
+    cp: u32,
     /// Model chunks per pipeline rank.
     pub(super) vpp: u32,
 }
@@ -97,7 +100,7 @@ pub(super) struct NemoRecipe {
 const fn recipe(
     name: &'static str,
     [layers, hidden, heads, ffn, experts]: [u32; 5],
-    [tp, pp, vpp]: [u32; 3],
+    [tp, pp, cp, vpp]: [u32; 4],
 ) -> NemoRecipe {
     NemoRecipe {
         name,
@@ -108,31 +111,36 @@ const fn recipe(
         experts,
         tp,
         pp,
+        cp,
         vpp,
     }
 }
 
-/// nemo-toolkit 2.3.0's interleaving recipes (`gpt3_175b.py` L61-64, `llama3_70b.py` L62-65,
-/// `llama31_70b.py` L66-69, `llama31_405b.py` L66-69, `nemotron3_22b.py` L61-64,
-/// `nemotron4_340b.py` L61-64, `mixtral_8x7b.py` L60-63, `mixtral_8x22b.py` L60-63).
+/// nemo-toolkit 2.3.0's interleaving recipes: TP, PP, VPP and CP (`gpt3_175b.py` L61-65,
+/// `llama3_70b.py` L62-66, `llama31_70b.py` L66-70, `llama31_405b.py` L66-70,
+/// `nemotron3_22b.py` L61-65, `nemotron4_340b.py` L61-65, `mixtral_8x7b.py` L60-64,
+/// `mixtral_8x22b.py` L60-64).
 const NEMO_RECIPES: [NemoRecipe; 7] = [
-    recipe("gpt3_175b", [96, 12288, 96, 49152, 0], [4, 8, 6]),
-    recipe("llama3_70b", [80, 8192, 64, 28672, 0], [4, 4, 5]),
-    recipe("llama31_405b", [126, 16384, 128, 53248, 0], [8, 8, 2]),
-    recipe("nemotron3_22b", [40, 6144, 48, 24576, 0], [2, 4, 10]),
-    recipe("nemotron4_340b", [96, 18432, 96, 73728, 0], [8, 12, 8]),
-    recipe("mixtral_8x7b", [32, 4096, 32, 14336, 8], [1, 4, 8]),
-    recipe("mixtral_8x22b", [56, 6144, 48, 16384, 8], [2, 4, 14]),
+    recipe("gpt3_175b", [96, 12288, 96, 49152, 0], [4, 8, 1, 6]),
+    recipe("llama3_70b", [80, 8192, 64, 28672, 0], [4, 4, 2, 5]),
+    recipe("llama31_405b", [126, 16384, 128, 53248, 0], [8, 8, 4, 2]),
+    recipe("nemotron3_22b", [40, 6144, 48, 24576, 0], [2, 4, 1, 10]),
+    recipe("nemotron4_340b", [96, 18432, 96, 73728, 0], [8, 12, 2, 8]),
+    recipe("mixtral_8x7b", [32, 4096, 32, 14336, 8], [1, 4, 1, 8]),
+    recipe("mixtral_8x22b", [56, 6144, 48, 16384, 8], [2, 4, 2, 14]),
 ];
 
 impl NemoRecipe {
     /// The recipe behind row `r`'s pipeline: the row ran in NeMo (its source names NeMo, a
     /// NeMo container included), gives no `vpp` and its notes name no schedule, and its model
-    /// and its TP and PP degrees are a recipe's. Such a run kept the recipe's layout, so it
-    /// kept its depth too: where NeMo's own tables give TP and PP equal to a recipe's they give
-    /// its depth (NeMo 24.07's GPT-3 175B, Llama 3 70B and Nemotron-22B rows: 6, 5, 10), with
-    /// one exception, Megatron-Bridge 25.11's Llama 3.1 405B (8, not 2), a port of its own.
-    pub(super) fn of(r: &PublishedRun, model: &ModelSpec, tp: u32, pp: u32) -> Option<NemoRecipe> {
+    /// and its TP, PP and CP degrees are a recipe's. Such a run kept the recipe's layout, so it
+    /// kept its depth too: where NeMo's own tables give a recipe's TP, PP and CP they give its
+    /// depth (NeMo 24.07's GPT-3 175B, Llama 3 70B and Nemotron-22B rows: 6, 5, 10).
+    pub(super) fn of(
+        r: &PublishedRun,
+        model: &ModelSpec,
+        [tp, pp, cp]: [u32; 3],
+    ) -> Option<NemoRecipe> {
         let source = r.source.to_ascii_lowercase();
         let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
         let names_schedule = ["interleav", "1f1b", "vpp", "virtual pipeline"]
@@ -147,7 +155,8 @@ impl NemoRecipe {
             .map_or((model.ffn_hidden, 0), |m| (m.expert_ffn_hidden, m.experts));
         let shape = [model.layers, model.hidden, model.heads, ffn, experts];
         NEMO_RECIPES.into_iter().find(|c| {
-            [c.layers, c.hidden, c.heads, c.ffn, c.experts] == shape && (c.tp, c.pp) == (tp, pp)
+            [c.layers, c.hidden, c.heads, c.ffn, c.experts] == shape
+                && [c.tp, c.pp, c.cp] == [tp, pp, cp]
         })
     }
 }
