@@ -1053,3 +1053,71 @@ fn recompute_layers_count_the_blocks_of_a_chunk() {
     ));
     assert!(half.metrics.memory_peak_bytes > full.metrics.memory_peak_bytes);
 }
+
+/// What sequence parallelism moves per block (Korthikanti+22 §4.2.2) as Megatron-Core and
+/// Transformer Engine move it: the input side is what the column-parallel GEMMs read — the
+/// hidden state, or MLA's q and kv latents and rope key (`multi_latent_attention.py` @ core
+/// 0.19.2 L744-754; its down-projections run `duplicated` on the rank's rows) — and the output
+/// side the hidden state; under a low-precision recipe the all-gathers move the GEMMs' format
+/// (TE's `gather_along_first_dim(…, quantizer)`), the reduce-scatters and the LM head 16 bits.
+#[test]
+fn sequence_parallel_collectives_move_what_the_gemms_read() {
+    let cluster = autoplan_cluster::resolve_cluster("h800x2048").unwrap();
+    let bytes = |name: &str, precision: Precision| {
+        let mut m = autoplan_graph::resolve_model(name).unwrap();
+        m.training.global_batch = 1024;
+        m.training.precision = precision;
+        let plan = Plan {
+            tp: 2,
+            sp: true,
+            pp: 8,
+            dp: 128,
+            ep: if m.moe.is_some() { 64 } else { 1 },
+            zero: Zero::stage(1),
+            ..Plan::default()
+        };
+        let r = Evaluator::new(&m, &cluster, EvalOptions::default())
+            .report(&plan)
+            .expect("fits");
+        let tokens = f64::from(m.training.seq_len);
+        let of = |what: &str| {
+            r.comm
+                .iter()
+                .find(|row| row.what == what)
+                .unwrap_or_else(|| panic!("{name}: no {what}"))
+                .bytes
+                / tokens
+        };
+        (
+            [
+                of("attention input all-gather (SP)"),
+                of("attention out reduce-scatter (SP)"),
+                of("attention out-grad all-gather (SP)"),
+                of("attention input-grad reduce-scatter (SP)"),
+            ],
+            of("lm-head input all-gather (SP)"),
+        )
+    };
+    // Bytes per token, in 16 bits and in a low-precision recipe: (input side, output side).
+    // GQA reads the 4096-wide hidden state on both sides; DeepSeek-V3 the latents 1536 + 512
+    // and the 64-wide rope key in, the 7168-wide hidden state out (the LM head's width too).
+    for (name, low, (i, o)) in [
+        ("llama3-8b", Precision::Fp8Current, (4096.0, 4096.0)),
+        (
+            "deepseek-v3",
+            Precision::Fp8Block,
+            (1536.0 + 512.0 + 64.0, 7168.0),
+        ),
+    ] {
+        assert_eq!(
+            bytes(name, Precision::Bf16),
+            ([2.0 * i, 2.0 * o, 2.0 * o, 2.0 * i], 2.0 * o),
+            "{name}"
+        );
+        assert_eq!(
+            bytes(name, low),
+            ([i, 2.0 * o, o, 2.0 * i], 2.0 * o),
+            "{name}"
+        );
+    }
+}

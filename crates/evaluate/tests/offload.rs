@@ -174,8 +174,16 @@ fn offload_time_follows_the_host_link_and_memory() {
         s.offload_s,
         base.offload_s
     );
-    assert_eq!(s.compute_s, base.compute_s);
-    assert_eq!(s.optimizer_s, base.optimizer_s);
+    // The same work, summed over a bottleneck stage the offload may make another one of the
+    // equal stages: equal to rounding.
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
+    assert!(
+        same(s.compute_s, base.compute_s),
+        "{} vs {}",
+        s.compute_s,
+        base.compute_s
+    );
+    assert!(same(s.optimizer_s, base.optimizer_s));
 }
 
 /// The property above on a whole grid, counting the pairs it compares (so that it cannot hold

@@ -101,6 +101,9 @@ pub(super) struct Class {
     pub(super) ep_elems: f64,
     pub(super) non_expert_params: f64,
     pub(super) expert_params: f64,
+    /// Weights of the GEMMs every TP rank holds whole (MLA's down-projections, the MoE
+    /// router): under SP each rank computes their gradient on its own rows.
+    pub(super) replicated_params: f64,
 }
 
 impl Class {
@@ -123,6 +126,11 @@ impl Class {
             },
         };
         let gemms = fuse_shared_input(l.gemms.iter().map(g_of));
+        let replicated_params = gemms
+            .iter()
+            .filter(|g| !g.expert && g.split == TpSplit::Replicated)
+            .map(|g| g.in_f * g.out_f * g.count)
+            .sum();
         let shared = if l.experts > 0 {
             gemms
                 .iter()
@@ -162,6 +170,7 @@ impl Class {
             ep_elems: l.ep_dispatch_elems_per_token,
             non_expert_params: l.non_expert_params(),
             expert_params: l.experts as f64 * l.expert_params,
+            replicated_params,
         }
     }
 
@@ -184,6 +193,7 @@ impl Class {
             ep_elems: 0.0,
             non_expert_params: 0.0,
             expert_params: 0.0,
+            replicated_params: 0.0,
         }
     }
 

@@ -177,6 +177,11 @@ impl Evaluator {
         } else if kind == LayerKind::Moe && g.split == TpSplit::Replicated {
             // The router sees the sequence-parallel slice.
             (x.t_rank * g.rows_per_token, g.count, x.tp)
+        } else if kind == LayerKind::Attention && g.split == TpSplit::Replicated && x.sp {
+            // MLA's down-projections run `duplicated` on each TP rank's own rows under SP
+            // (Megatron-Core's `TELinear(parallel_mode="duplicated")`, `gpt_layer_specs.py` @
+            // core 0.19.2 L123-125); without SP every rank projects the whole sequence.
+            (x.m_tok / x.tp * g.rows_per_token, g.count, x.tp)
         } else {
             (x.m_tok * g.rows_per_token, g.count, x.tp)
         }
@@ -614,6 +619,35 @@ mod tests {
         let gap = current.fwd - delayed.fwd;
         assert!((gap / want - 1.0).abs() < 1e-9, "MLA: {gap} vs {want}");
         assert!((delayed.bwd - current.bwd).abs() < 1e-12 * current.bwd);
+    }
+
+    #[test]
+    fn mla_down_projections_run_on_the_ranks_own_rows_under_sp() {
+        // DeepSeek-V3 at tp 2: the q and kv down-projections (replicated weights) project the
+        // rank's s/2 rows with SP (Megatron-Core's `duplicated` TELinear), all s without; the
+        // up-projections are column-parallel on all s either way.
+        use autoplan_graph::{LayerKind, TpSplit};
+        let mut m = resolve_model("deepseek-v3").expect("bundled");
+        m.training.global_batch = 64;
+        let (c, mut plan) = tp2_sp_on_64();
+        let ev = Evaluator::new(&m, &c, EvalOptions::default());
+        let attn = &ev.classes[crate::core::classes::ClassId::Attn as usize];
+        let tokens = f64::from(m.training.seq_len);
+        let mut gemm = |sp: bool| {
+            plan.sp = sp;
+            let x = ev.ctx(&plan);
+            for g in &attn.gemms {
+                let (rows, _, _) = ev.gemm_rows(LayerKind::Attention, g, &x);
+                let want = match (g.split, sp) {
+                    (TpSplit::Replicated, true) => tokens / 2.0,
+                    _ => tokens,
+                };
+                assert_eq!(rows, want, "{:?} sp {sp}", g.split);
+            }
+            assert!(attn.gemms.iter().any(|g| g.split == TpSplit::Replicated));
+            ev.class_compute(&x)[crate::core::classes::ClassId::Attn as usize].gemm
+        };
+        assert!(gemm(true) < gemm(false));
     }
 
     #[test]

@@ -48,6 +48,7 @@ use autoplan_cost::CollectiveCost;
 use autoplan_graph::LayerKind;
 use autoplan_plan::Plan;
 
+use super::classes::ClassId;
 use super::ctx::Ctx;
 use super::emit::Comm;
 use super::pipeline::StageTime;
@@ -163,6 +164,7 @@ impl Evaluator {
             }
         }
         self.tied_embedding_comm(x, sink, &mut out);
+        self.sequence_parallel_grads_comm(x, s, sink, &mut out);
         out
     }
 
@@ -409,6 +411,41 @@ impl Evaluator {
                 c.time,
                 c.time,
             ));
+        }
+    }
+}
+
+impl Evaluator {
+    /// Under SP the weights every TP rank holds whole (MLA's `duplicated` down-projections, the
+    /// MoE router) get a partial gradient on each rank, from its own rows, summed over the TP
+    /// group once per step before the optimizer: Megatron-Core marks them `sequence_parallel`
+    /// (`extensions/transformer_engine.py` @ core 0.19.2 L1057-1062, `transformer/moe/router.py`
+    /// L82) and `finalize_model_grads` all-reduces those gradients, after the backward
+    /// (`distributed/finalize_model_grads.py` L416-470, L647), on the critical path. The norms'
+    /// and biases' few `h` per block, marked alike, are not counted.
+    fn sequence_parallel_grads_comm<S: Sink>(
+        &self,
+        x: &Ctx,
+        s: &StageTime,
+        sink: &mut S,
+        out: &mut DpExposed,
+    ) {
+        if !x.sp || x.tp <= 1.0 {
+            return;
+        }
+        let per_block = |id: ClassId| self.classes[id as usize].replicated_params;
+        let params = f64::from(s.blocks) * per_block(ClassId::Attn)
+            + f64::from(s.moe) * per_block(ClassId::Moe);
+        if params <= 0.0 {
+            return;
+        }
+        let bytes = params * self.opts.grad_bytes;
+        let c = self.coll(AllReduce, x.g_tp, bytes, x.algo);
+        out.step += c.time;
+        if S::ENABLED {
+            let what = "sequence-parallel replicated weights' gradient all-reduce (over TP)";
+            let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, x.g_tp, bytes);
+            sink.push(row.row(None, c.algorithm, c.protocol, c.time, c.time));
         }
     }
 }

@@ -11,52 +11,95 @@ use super::ctx::Ctx;
 use super::emit::{Comm, Emitter, Hide};
 use super::Evaluator;
 use crate::comm::{CommKind, Pass, Sink};
+use autoplan_cost::compute::bytes_per_element;
 
-/// One TP collective of a table: what it does, its pass, the collective.
-type TpCall = (&'static str, Pass, Collective);
+/// One TP collective of a table: what it does, its pass, the collective, the side of the
+/// block it moves.
+type TpCall = (&'static str, Pass, Collective, Side);
+
+/// The tensor a TP collective moves: what the column-parallel GEMMs read (the all-gather before
+/// them, the reduce-scatter or `f` all-reduce of their input gradient; `Class::tp_bwd` wide),
+/// or what the row-parallel GEMM writes (its reduce-scatter or `g` all-reduce, the all-gather
+/// of its output gradient; `Class::tp_fwd` wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    In,
+    Out,
+}
+use Side::{In, Out};
 
 /// Sequence parallelism (Korthikanti 2022 §4.2.2): all-gather before the column-parallel GEMM,
 /// reduce-scatter after the row-parallel one, forward and (swapped) backward.
 const ATTN_SP: [TpCall; 4] = [
-    ("attention input all-gather (SP)", Pass::Forward, AllGather),
+    (
+        "attention input all-gather (SP)",
+        Pass::Forward,
+        AllGather,
+        In,
+    ),
     (
         "attention out reduce-scatter (SP)",
         Pass::Forward,
         ReduceScatter,
+        Out,
     ),
     (
         "attention out-grad all-gather (SP)",
         Pass::Backward,
         AllGather,
+        Out,
     ),
     (
         "attention input-grad reduce-scatter (SP)",
         Pass::Backward,
         ReduceScatter,
+        In,
     ),
 ];
 const MLP_SP: [TpCall; 4] = [
-    ("mlp input all-gather (SP)", Pass::Forward, AllGather),
-    ("mlp out reduce-scatter (SP)", Pass::Forward, ReduceScatter),
-    ("mlp out-grad all-gather (SP)", Pass::Backward, AllGather),
+    ("mlp input all-gather (SP)", Pass::Forward, AllGather, In),
+    (
+        "mlp out reduce-scatter (SP)",
+        Pass::Forward,
+        ReduceScatter,
+        Out,
+    ),
+    (
+        "mlp out-grad all-gather (SP)",
+        Pass::Backward,
+        AllGather,
+        Out,
+    ),
     (
         "mlp input-grad reduce-scatter (SP)",
         Pass::Backward,
         ReduceScatter,
+        In,
     ),
 ];
 /// Seed 003 §4: the conjugate f/g pair without SP.
 const ATTN_FG: [TpCall; 2] = [
-    ("attention out all-reduce (g)", Pass::Forward, AllReduce),
+    (
+        "attention out all-reduce (g)",
+        Pass::Forward,
+        AllReduce,
+        Out,
+    ),
     (
         "attention input-grad all-reduce (f)",
         Pass::Backward,
         AllReduce,
+        In,
     ),
 ];
 const MLP_FG: [TpCall; 2] = [
-    ("mlp out all-reduce (g)", Pass::Forward, AllReduce),
-    ("mlp input-grad all-reduce (f)", Pass::Backward, AllReduce),
+    ("mlp out all-reduce (g)", Pass::Forward, AllReduce, Out),
+    (
+        "mlp input-grad all-reduce (f)",
+        Pass::Backward,
+        AllReduce,
+        In,
+    ),
 ];
 /// The MLP of a parallel attention + MLP block (GPT-NeoX `gpt_j_residual`, Black+22 §2.1; PaLM
 /// §2; MegaScale §3.1): its partial output is added to the attention's and the sum reduced
@@ -72,35 +115,46 @@ const SHARED_EXPERT_SP: [TpCall; 4] = [
         "shared-expert input all-gather (SP)",
         Pass::Forward,
         AllGather,
+        In,
     ),
     (
         "shared-expert out reduce-scatter (SP)",
         Pass::Forward,
         ReduceScatter,
+        Out,
     ),
     (
         "shared-expert out-grad all-gather (SP)",
         Pass::Backward,
         AllGather,
+        Out,
     ),
     (
         "shared-expert input-grad reduce-scatter (SP)",
         Pass::Backward,
         ReduceScatter,
+        In,
     ),
 ];
 const HEAD_SP: [TpCall; 2] = [
-    ("lm-head input all-gather (SP)", Pass::Forward, AllGather),
+    (
+        "lm-head input all-gather (SP)",
+        Pass::Forward,
+        AllGather,
+        In,
+    ),
     (
         "lm-head input-grad reduce-scatter (SP)",
         Pass::Backward,
         ReduceScatter,
+        In,
     ),
 ];
 const HEAD_F: [TpCall; 1] = [(
     "lm-head input-grad all-reduce (f)",
     Pass::Backward,
     AllReduce,
+    In,
 )];
 
 /// The TP collectives of one class with the forward GEMM time `gemm` to hide behind.
@@ -110,6 +164,18 @@ struct Tp<'p> {
     gemm: f64,
     /// The plan's TP overlap, where the framework's hides anything (`tp_overlap_hides`).
     overlap: bool,
+    /// Bytes per element of an all-gather in the GEMMs' number format. Under a low-precision
+    /// recipe sequence parallelism gathers the GEMM input already quantized and the output
+    /// gradient likewise, reduce-scatters staying in 16 bits: Transformer Engine's
+    /// `gather_along_first_dim(…, quantizer)` (`distributed.py` @ transformer-engine 2.9.0
+    /// L1633-1664: FP8, blockwise FP8, MXFP8 and NVFP4 gathers) from the norm-fed
+    /// `LayerNormLinear` (`layernorm_linear.py` L245-266), a column-parallel `Linear`
+    /// (`linear.py` L204) and the row-parallel output gradient (`base.py`
+    /// `grad_output_preprocess` L1161-1192); torchao's `Float8ColwiseParallel` /
+    /// `PrepareFloat8ModuleInput` cast before the gather and `Float8RowwiseParallel` casts
+    /// the output gradient before its backward all-gather (`float8/float8_tensor_parallel.py`
+    /// @ torchao 0.18.0 L138-150). Block scales are not counted ([`bytes_per_element`]).
+    gather_bytes: f64,
 }
 
 impl Tp<'_> {
@@ -138,11 +204,28 @@ impl Tp<'_> {
         Comm::new(CommKind::Tp, what, pass, op, self.x.g_tp, bytes)
     }
 
-    /// Books every call of `calls`, each of `bytes`, overlapped.
+    /// Books every call of `calls`, overlapped: a call moves `m_tok` rows of its side's width
+    /// (`widths`: input side, output side, elements per token), in 16 bits, or an all-gather
+    /// in the GEMMs' number format where `quantized` (`Tp::gather_bytes`).
     #[inline]
-    fn book<S: Sink>(&self, e: &mut Emitter<'_, S>, calls: &[TpCall], bytes: f64) {
-        for &(what, pass, op) in calls {
-            e.emit(self.overlapped(what, pass, op, bytes));
+    fn book<S: Sink>(
+        &self,
+        e: &mut Emitter<'_, S>,
+        calls: &[TpCall],
+        widths: (f64, f64),
+        quantized: bool,
+    ) {
+        for &(what, pass, op, side) in calls {
+            let width = match side {
+                In => widths.0,
+                Out => widths.1,
+            };
+            let elem = if quantized && op == AllGather {
+                self.gather_bytes
+            } else {
+                ACT
+            };
+            e.emit(self.overlapped(what, pass, op, self.x.m_tok * width * elem));
         }
     }
 }
@@ -168,19 +251,26 @@ impl Evaluator {
         if x.tp <= 1.0 {
             return;
         }
+        let low = self.precision.is_low_precision();
         let tp = Tp {
             plan,
             x,
             gemm,
             overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
+            gather_bytes: if low {
+                bytes_per_element(self.precision)
+            } else {
+                ACT
+            },
         };
         let a = x.m_tok * self.hidden * ACT;
+        let hidden = (self.hidden, self.hidden);
         match id {
-            ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, a, e),
+            ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, low, e),
             ClassId::Moe if self.classes[ClassId::Moe as usize].has_tp_shared_experts() => {
                 // Shared experts run tensor-parallel over `tp` on the sequence-parallel input
                 // (Megatron SharedExpertMLP): all-gather in, reduce-scatter out.
-                tp.book(e, &SHARED_EXPERT_SP, a);
+                tp.book(e, &SHARED_EXPERT_SP, hidden, low);
             }
             ClassId::Emb => {
                 // Vocab-parallel embedding (seed 003 §4): partial lookups all-reduced; with SP
@@ -192,7 +282,8 @@ impl Evaluator {
                 };
                 e.emit(tp.exposed(what, Pass::Forward, op, a));
             }
-            ClassId::Head => tp.book(e, if x.sp { &HEAD_SP } else { &HEAD_F }, a),
+            // The LM head stays in 16 bits under a low-precision recipe (`gemm_fwd_parts`).
+            ClassId::Head => tp.book(e, if x.sp { &HEAD_SP } else { &HEAD_F }, hidden, false),
             ClassId::Ce => {
                 // Parallel cross-entropy (seed 003 §5.2): all-reduce of the b·s row max, the
                 // target logit and the sum of exponentials (fp32), not an all-gather of logits.
@@ -213,9 +304,11 @@ impl Evaluator {
     /// b·s·h forward (g, after the row-parallel GEMM) and one backward (f, the input gradient).
     /// With SP (Korthikanti 2022 §4.2.2) each becomes an all-gather before the column-parallel
     /// GEMM + a reduce-scatter after the row-parallel one, forward and (swapped) backward, each
-    /// (t−1)/t of b·s·h. `a`: the b·s·h activation bytes.
-    fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, a: f64, e: &mut Emitter<'_, S>) {
+    /// (t−1)/t of b·s·h. The input side is the class's `tp_bwd` wide (`h`; MLA's latents), the
+    /// output side `tp_fwd`; `low`: the all-gathers move the GEMMs' number format.
+    fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, low: bool, e: &mut Emitter<'_, S>) {
         let attn = id == ClassId::Attn;
+        let widths = (c.tp_bwd, c.tp_fwd);
         if reads_transition(id) && tp.plan.tp_sp_transition == TpSpTransition::AllToAll {
             // Seed 001 scheme 2: all-to-all of the attention output (b·s·a·d_v/t per
             // rank) to the sequence layout, then a replicated out_linear.
@@ -224,14 +317,18 @@ impl Evaluator {
             let (f, b) = (Pass::Forward, Pass::Backward);
             // The all-to-alls are not tiled with a GEMM: all exposed.
             let a2a = |what, pass| tp.exposed(what, pass, AllToAll, y);
-            e.emit(tp.overlapped("attention input all-gather (SP)", f, AllGather, a));
+            let input = [
+                ("attention input all-gather (SP)", f, AllGather, In),
+                (
+                    "attention input grad reduce-scatter (SP)",
+                    b,
+                    ReduceScatter,
+                    In,
+                ),
+            ];
+            tp.book(e, &input[..1], widths, low);
             e.emit(a2a("attention out TP→SP all-to-all (seed 001)", f));
-            e.emit(tp.overlapped(
-                "attention input grad reduce-scatter (SP)",
-                b,
-                ReduceScatter,
-                a,
-            ));
+            tp.book(e, &input[1..], widths, low);
             e.emit(a2a("attention out SP→TP all-to-all (grad)", b));
         } else {
             // The graph's MLP node of a parallel block reduces nothing forward (its output
@@ -245,7 +342,7 @@ impl Evaluator {
                 (false, false, false) => &MLP_FG,
                 (false, false, true) => &MLP_PARALLEL_FG,
             };
-            tp.book(e, calls, a);
+            tp.book(e, calls, widths, low);
         }
     }
 }

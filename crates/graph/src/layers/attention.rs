@@ -127,7 +127,22 @@ impl ModelSpec {
         // Softmax output (2 bytes), and with dropout its mask (1) and output (2): 5·a·s.
         l.attn_score_bytes_per_token = a as f64 * s * if self.dropout() { 5.0 } else { 2.0 };
         l.tp_fwd_allreduce_elems_per_token = hf;
-        l.tp_bwd_allreduce_elems_per_token = hf;
+        l.tp_bwd_allreduce_elems_per_token = match self.attention {
+            // MLA's tensor-parallel GEMMs read the latents, not the hidden state: Megatron-Core
+            // runs the down-projections `duplicated` on every TP rank (`linear_q_down_proj`,
+            // `linear_kv_down_proj = backend.linear()`, `gpt_layer_specs.py` @ core 0.19.2
+            // L123-125; `multi_latent_attention.py` L523-527, L570-574), on the rank's own
+            // rows under SP, and the column-parallel up-projections gather (or, without SP,
+            // all-reduce the gradient of) `q_compressed` and `kv_compressed`, the rope key
+            // beside them (L744-754). A direct query (no `q_lora_rank`) reads `h`.
+            Attention::Mla {
+                q_lora_rank,
+                kv_lora_rank,
+                qk_rope_head_dim,
+                ..
+            } => (q_lora_rank.unwrap_or(self.hidden) + kv_lora_rank + qk_rope_head_dim) as f64,
+            _ => hf,
+        };
         l
     }
 

@@ -145,7 +145,9 @@ pub struct Layer {
     /// reduce-scatter + all-gather pair.
     pub tp_fwd_allreduce_elems_per_token: f64,
     /// Elements per token all-reduced across TP in the backward pass (Megatron's `f`: the input
-    /// gradient `h` of attention, MLP and the LM head).
+    /// gradient `h` of attention, MLP and the LM head; MLA's latents and rope key, which its
+    /// column-parallel GEMMs read). With sequence parallelism the same volume becomes the
+    /// all-gather before those GEMMs + the reduce-scatter of their input gradient.
     pub tp_bwd_allreduce_elems_per_token: f64,
     /// Key + value elements per token a context-parallel ring passes around (GQA: `2·g·d`;
     /// MLA: the up-projected `a·(d_qk + d_v)`, as Megatron's MLA context parallelism does).
@@ -599,13 +601,18 @@ mod tests {
             128.0 * (192.0 + 128.0) * m.training.seq_len as f64
         ));
         assert_eq!(a.cp_kv_elems_per_token, 128.0 * 320.0);
-        // Without q compression (V2-Lite) the query is one h × a·d_qk matrix.
+        // TP moves the latents and the rope key on the input side, h on the output side.
+        assert_eq!(a.tp_bwd_allreduce_elems_per_token, 1536.0 + 512.0 + 64.0);
+        assert_eq!(a.tp_fwd_allreduce_elems_per_token, 5120.0);
+        // Without q compression (V2-Lite) the query is one h × a·d_qk matrix, reading h.
         if let Attention::Mla { q_lora_rank, .. } = &mut m.attention {
             *q_lora_rank = None;
         }
         let direct =
             want - (5120.0 * 1536.0 + 1536.0 + 1536.0 * 128.0 * 192.0) + 5120.0 * 128.0 * 192.0;
         assert!(close(m.attention_params(), direct));
+        let a = m.attention_layer(0);
+        assert_eq!(a.tp_bwd_allreduce_elems_per_token, 5120.0 + 512.0 + 64.0);
     }
 
     #[test]
