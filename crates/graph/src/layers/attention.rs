@@ -140,7 +140,11 @@ impl ModelSpec {
                 kv_lora_rank,
                 qk_rope_head_dim,
                 ..
-            } => (q_lora_rank.unwrap_or(self.hidden) + kv_lora_rank + qk_rope_head_dim) as f64,
+            } => {
+                f64::from(q_lora_rank.unwrap_or(self.hidden))
+                    + f64::from(kv_lora_rank)
+                    + f64::from(qk_rope_head_dim)
+            }
             _ => hf,
         };
         l
