@@ -122,8 +122,12 @@ impl ModelSpec {
             + mlp.act_bytes_per_token
             + 4.0 * self.vocab as f64;
         l.attn_score_bytes_per_token = attn.attn_score_bytes_per_token;
-        l.tp_fwd_allreduce_elems_per_token = 2.0 * hf + 3.0;
-        l.tp_bwd_allreduce_elems_per_token = 3.0 * hf;
+        // The block's own (its attention's and MLP's; MLA's input side is its latents), the
+        // cross-entropy's 3 values forward, the head's input gradient backward.
+        l.tp_fwd_allreduce_elems_per_token =
+            attn.tp_fwd_allreduce_elems_per_token + mlp.tp_fwd_allreduce_elems_per_token + 3.0;
+        l.tp_bwd_allreduce_elems_per_token =
+            attn.tp_bwd_allreduce_elems_per_token + mlp.tp_bwd_allreduce_elems_per_token + hf;
         l.cp_kv_elems_per_token = attn.cp_kv_elems_per_token;
         l.ep_dispatch_elems_per_token = mlp.ep_dispatch_elems_per_token;
         l

@@ -631,6 +631,22 @@ mod tests {
             .gemms
             .iter()
             .any(|g| g.name == "lm_head" && !g.owns_weights));
+        // TP: the block's attention and MLP, the cross-entropy's 3 values forward, the head's
+        // input gradient backward; with MLA the attention's input side is its latents.
+        assert_eq!(mtp.tp_fwd_allreduce_elems_per_token, 2.0 * h + 3.0);
+        assert_eq!(mtp.tp_bwd_allreduce_elems_per_token, 3.0 * h);
+        m.attention = Attention::Mla {
+            q_lora_rank: Some(96),
+            kv_lora_rank: 32,
+            qk_nope_head_dim: 64,
+            qk_rope_head_dim: 16,
+            v_head_dim: 64,
+        };
+        let mtp = m.mtp_layer(0);
+        assert_eq!(
+            mtp.tp_bwd_allreduce_elems_per_token,
+            96.0 + 32.0 + 16.0 + 2.0 * h
+        );
     }
 
     #[test]
