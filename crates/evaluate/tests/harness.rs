@@ -103,10 +103,14 @@ fn a_nemo_run_silent_on_its_schedule_interleaves_as_its_recipe() {
     let mut cp = r.clone();
     (cp.cp, cp.dp) = (Some(2), Some(64));
     assert!(one_f_one_b(&case(&cp)));
-    // Not a NeMo run.
+    // Not a NeMo run (a Nemotron model's name is not NeMo).
     let mut megatron = r.clone();
     megatron.source = "NVIDIA/Megatron-LM README".into();
     assert!(one_f_one_b(&case(&megatron)));
+    megatron.source = "Nemotron-4 technical report, Megatron-LM".into();
+    assert!(one_f_one_b(&case(&megatron)));
+    megatron.source = "Nemotron-4 technical report, NeMo".into();
+    assert!(!one_f_one_b(&case(&megatron)));
     // Mixtral 8x7B and Mistral 7B share layers, widths and heads; only the MoE is the recipe's
     // (`mixtral_8x7b`, TP 1 × PP 4, 8 chunks: Megatron-Core's own mapping for it, VP 8).
     let mut mixtral = row("mcore08_mixtral8x7b_64xH100");

@@ -146,7 +146,11 @@ impl NemoRecipe {
         let names_schedule = ["interleav", "1f1b", "vpp", "virtual pipeline"]
             .iter()
             .any(|w| notes.contains(w));
-        if !source.contains("nemo") || r.vpp.is_some() || names_schedule || pp <= 1 {
+        // NeMo itself, not a Nemotron model's name.
+        let nemo = source
+            .match_indices("nemo")
+            .any(|(i, _)| !source[i..].starts_with("nemotron"));
+        if !nemo || r.vpp.is_some() || names_schedule || pp <= 1 {
             return None;
         }
         let (ffn, experts) = model
