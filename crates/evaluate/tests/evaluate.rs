@@ -1121,3 +1121,56 @@ fn sequence_parallel_collectives_move_what_the_gemms_read() {
         );
     }
 }
+
+/// Megatron-Core's `alltoall` dispatcher reorders the received rows by local expert after the
+/// dispatch and back before the combine (and its backward likewise: `token_dispatcher.py` @
+/// core 0.19.2 L746-781, L789-815), a memory-bound copy beside each all-to-all that DeepEP's
+/// flex path does not make; with one local expert there is nothing to sort.
+#[test]
+fn the_all_to_all_dispatcher_sorts_by_local_expert() {
+    // DeepSeek-V2-Lite on one node, EP 8, with its 64 experts (8 local) or 8 (1 local).
+    let calls = |experts: u32, dispatcher: &str| {
+        let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
+        m.training.global_batch = 64;
+        m.moe.as_mut().unwrap().experts = experts;
+        let c = autoplan_cluster::resolve_cluster("h100x256")
+            .unwrap()
+            .with_gpus(8)
+            .unwrap();
+        let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
+            .parse()
+            .unwrap();
+        let r = Evaluator::new(&m, &c, EvalOptions::default())
+            .report(&plan)
+            .expect("fits");
+        r.comm
+            .iter()
+            .filter(|row| row.kind == CommKind::Ep)
+            .map(|row| (row.bytes, row.time_per_call))
+            .collect::<Vec<_>>()
+    };
+    // Inside a node DeepEP moves what the all-to-all moves: the sort is the difference, the
+    // same copy (read and write of the rank's received rows) beside each of the four calls.
+    let extra = |experts| {
+        let (a2a, deepep) = (calls(experts, "all-to-all"), calls(experts, "deepep"));
+        assert_eq!((a2a.len(), deepep.len()), (4, 4));
+        assert!(a2a.iter().zip(&deepep).all(|(a, d)| a.0 == d.0));
+        let x: Vec<f64> = a2a.iter().zip(&deepep).map(|(a, d)| a.1 - d.1).collect();
+        (x, a2a[0].0)
+    };
+    let (sorted, bytes) = extra(64);
+    assert!(
+        sorted.iter().all(|&x| (x / sorted[0] - 1.0).abs() < 1e-9),
+        "{sorted:?}"
+    );
+    let gpu = autoplan_cluster::resolve_cluster("h100x256").unwrap().gpu;
+    let copy = |b: f64| autoplan_cost::compute::memory_bound_time(&gpu, 2.0 * b);
+    // At least the mean rows' copy, at most the busiest rank's under an imbalance below 2.
+    assert!(
+        sorted[0] >= copy(bytes) && sorted[0] < copy(2.0 * bytes),
+        "{sorted:?}"
+    );
+    // One local expert: nothing to sort.
+    let (one, _) = extra(8);
+    assert!(one.iter().all(|&x| x == 0.0), "{one:?}");
+}

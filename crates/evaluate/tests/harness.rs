@@ -122,3 +122,22 @@ fn a_nemo_run_silent_on_its_schedule_interleaves_as_its_recipe() {
     (dense.model, dense.params_b) = ("Mistral 7B".into(), Some(7.2));
     assert_eq!(case(&dense).plan.vpp, 1);
 }
+
+/// A row names Megatron-Core's `flex` dispatcher by its backend in either word order
+/// ("Dispatcher DeepEP", "DeepEP dispatcher", "HybridEP"); "A2A" and "AlltoAll (NCCL)
+/// dispatcher" are the `alltoall` dispatcher.
+#[test]
+fn the_notes_name_the_dispatcher_in_either_order() {
+    for (id, want) in [
+        ("mzoo_h100_Qwen3_235B_a22B_xnode_ep32", Dispatcher::DeepEp),
+        ("mzoo_h100_qwen3_235b_longctx_seq16384", Dispatcher::DeepEp),
+        ("mzoo_gb200_mxfp8_qwen3_235b", Dispatcher::DeepEp),
+        (
+            "mzoo_h100_Qwen3_235B_a22B_intranode_ep8_a2a_pp32",
+            Dispatcher::AllToAll,
+        ),
+        ("dsv3_gb200_guide_baseline", Dispatcher::AllToAll),
+    ] {
+        assert_eq!(case(&row(id)).plan.dispatcher, want, "{id}");
+    }
+}

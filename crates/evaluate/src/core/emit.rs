@@ -252,10 +252,18 @@ impl<'a, S: Sink> Emitter<'a, S> {
     /// group or with no bytes.
     #[inline]
     pub(super) fn emit(&mut self, c: Comm) {
+        self.emit_with(c, 0.0);
+    }
+
+    /// [`Emitter::emit`] with `local` seconds per call of work on the transferred rows priced
+    /// with the call (as [`Emitter::emit_a2a_with`]).
+    #[inline]
+    pub(super) fn emit_with(&mut self, c: Comm, local: f64) {
         if c.group.size <= 1 || c.bytes <= 0.0 {
             return;
         }
-        let cost = self.memo.get(self.ev, c.op, c.group, c.bytes, self.x.algo);
+        let mut cost = self.memo.get(self.ev, c.op, c.group, c.bytes, self.x.algo);
+        cost.time += local;
         self.emit_priced(c, cost);
     }
 
@@ -263,12 +271,21 @@ impl<'a, S: Sink> Emitter<'a, S> {
     /// priced once per distinct shape within the plan.
     #[inline]
     pub(super) fn emit_a2a(&mut self, c: Comm, max: f64) {
+        self.emit_a2a_with(c, max, 0.0);
+    }
+
+    /// [`Emitter::emit_a2a`] with `local` seconds per call of the dispatcher's own copy of the
+    /// transferred rows in the same step of the layer (the `alltoall` dispatcher's sort by
+    /// local expert), listed and hidden with the call.
+    #[inline]
+    pub(super) fn emit_a2a_with(&mut self, c: Comm, max: f64, local: f64) {
         if c.group.size <= 1 || c.bytes <= 0.0 {
             return;
         }
-        let cost = self
+        let mut cost = self
             .memo
             .alltoall_unequal(self.ev, c.group, max, c.bytes, self.x.algo);
+        cost.time += local;
         self.emit_priced(c, cost);
     }
 

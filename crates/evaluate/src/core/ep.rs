@@ -15,6 +15,7 @@ use super::ep_overlap::{EpHide, EpWindows};
 use super::Evaluator;
 use crate::balance::{balanced_packing, contiguous_imbalance, Packing};
 use crate::comm::{CommKind, Pass, Sink};
+use autoplan_cost::compute::memory_bound_time_with;
 
 /// Redundant slots per GPU covered by [`Evaluator`]'s cached balanced-placement values.
 pub(super) const BALANCED_R: usize = 8;
@@ -294,8 +295,18 @@ impl Evaluator {
     /// dispatch is seed 004's unequal all-to-all: `k_eff` rows per token on average (1 +
     /// two_expert_fraction under dynamic routing), the busiest rank `ep_imb` times the mean
     /// (its receive side: every rank sends the same), plus `cpufetch` for the split sizes.
+    ///
+    /// With more than one local expert the dispatcher reorders the received rows by local
+    /// expert after the dispatch ("Permutation 2", `sort_chunks_by_idxs`, or the padded
+    /// layout's transposed copy) and back before the combine, and its backward likewise:
+    /// one memory-bound copy (read and write) of the rank's received rows beside each of the
+    /// four all-to-alls (`token_dispatcher.py` @ core 0.19.2 L746-781, L789-815), priced in
+    /// the call's time (the layer's compute reads no dispatcher; DeepEP's flex path has no such
+    /// sort).
     fn ep_all_to_all<S: Sink>(&self, x: &Ctx, e: &mut Emitter<'_, S>, w: EpHide) {
         let h = self.hidden;
+        let local_experts = self.experts / x.ep + x.replicas;
+        let sorted = local_experts > 1.0;
         let rows = ["EP dispatch all-to-all", "EP combine all-to-all"];
         let grads = ["EP combine-grad all-to-all", "EP dispatch-grad all-to-all"];
         let calls = rows
@@ -303,12 +314,24 @@ impl Evaluator {
             .map(|w| (*w, Pass::Forward))
             .chain(grads.iter().map(|w| (*w, Pass::Backward)));
         let mean = x.t_rank * self.k_eff * h * ACT;
+        let (sent, received) = match self.capacity {
+            Some(_) => {
+                let padded = x.t_rank * x.recv * h * ACT;
+                (padded, padded)
+            }
+            None => (mean, mean * x.ep_imb),
+        };
+        let sort = if sorted {
+            memory_bound_time_with(&self.gpu, &self.eff, 2.0 * received)
+        } else {
+            0.0
+        };
         for (i, (what, pass)) in calls.enumerate() {
             let call =
                 |bytes| Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(w.at(i));
             match self.capacity {
-                Some(_) => e.emit(call(x.t_rank * x.recv * h * ACT)),
-                None => e.emit_a2a(call(mean), mean * x.ep_imb),
+                Some(_) => e.emit_with(call(sent), sort),
+                None => e.emit_a2a_with(call(mean), received, sort),
             }
         }
     }

@@ -18,8 +18,9 @@
 //!   and one un-permute per direction is what every dispatcher does (DeepEP's kernels write
 //!   the received rows by source rank, Megatron's `flex` dispatcher then permutes them by
 //!   expert); the `alltoall` dispatcher's extra chunk sort by local expert
-//!   (`sort_chunks_by_idxs`, with more than one local expert) is not priced — the layer's
-//!   compute reads no dispatcher (the search's floor relies on that, `floor.rs`).
+//!   (`sort_chunks_by_idxs`, with more than one local expert) is priced with its all-to-alls
+//!   (`ep.rs::ep_all_to_all`), not here — the layer's compute reads no dispatcher (the search's
+//!   floor relies on that, `floor.rs`).
 //! - **per-expert launches**: Transformer Engine's `GroupedLinear` (`--moe-grouped-gemm`,
 //!   Megatron-Core's `TEGroupedMLP`) issues one cuBLAS GEMM per local expert; each is priced at
 //!   its own shape with the architecture's GEMM latency (`gemm_fwd`), so `local experts × expert

@@ -191,10 +191,14 @@ pub(super) fn case_plan(
         // overlap hides is the profile's too, `tp_overlap_hides`).
         tp_overlap: profile.tp_comm_overlap,
         ep_overlap: dualpipe || a2a_overlap,
-        // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP"). DualPipe
-        // rows ran DeepSeek's own cross-node dispatch (report §3.2.2: IB to the same-index GPU
-        // of each target node, then NVLink, node-limited routing), which DeepEP open-sourced.
-        dispatcher: if notes.contains("dispatcher deepep") || dualpipe {
+        // The ModelZoo rows name their dispatcher in the notes ("Dispatcher DeepEP", "DeepEP
+        // dispatcher", "HybridEP": Megatron-Core's `flex` dispatcher with either backend, one
+        // permutation by expert and no chunk sort; HybridEP is the backend for multi-node
+        // NVLink, priced as DeepEP's NVLink path inside the domain, frameworks.md §1.6).
+        // DualPipe rows ran DeepSeek's own cross-node dispatch (report §3.2.2: IB to the
+        // same-index GPU of each target node, then NVLink, node-limited routing), which DeepEP
+        // open-sourced.
+        dispatcher: if notes.contains("deepep") || notes.contains("hybridep") || dualpipe {
             Dispatcher::DeepEp
         } else {
             Dispatcher::AllToAll
