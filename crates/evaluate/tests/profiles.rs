@@ -365,7 +365,7 @@ fn frameworks_map_to_their_profiles() {
 fn the_published_files_mape_is_pinned() {
     let one = run("published_runs.csv");
     let two = run("published_runs_2.csv");
-    // Both files as one set: issue 17's target, 6%.
+    // Both files as one set (issue 17: at most 6%).
     let mut all = rows("published_runs.csv");
     all.extend(rows("published_runs_2.csv"));
     let both = validate(
@@ -375,8 +375,8 @@ fn the_published_files_mape_is_pinned() {
     );
     for (name, v, min_rows, bound) in [
         ("file 1", &one, 54, 0.050),
-        ("file 2", &two, 29, 0.090),
-        ("both files", &both, 87, 0.060),
+        ("file 2", &two, 29, 0.085),
+        ("both files", &both, 87, 0.059),
     ] {
         let (n, mape) = (v.rows.len(), 100.0 * v.mape);
         println!("{name}: {n} rows, MAPE {mape:.3}%");
