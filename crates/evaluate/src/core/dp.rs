@@ -399,23 +399,32 @@ impl Evaluator {
             return;
         }
         let bytes = self.vocab * self.hidden / x.tp * self.opts.grad_bytes;
-        let c = self.coll(AllReduce, x.hop_pp, bytes, x.algo);
+        let what = "tied embedding gradient all-reduce (first ↔ last stage)";
+        let layer = Some(LayerKind::Embedding);
+        self.step_all_reduce(what, layer, x.hop_pp, bytes, x, sink, out);
+    }
+
+    /// A gradient all-reduce of `bytes` over `g` once per step, after the backward and before
+    /// the optimizer, nothing to hide it: booked in `out.step` and listed.
+    #[allow(clippy::too_many_arguments)]
+    fn step_all_reduce<S: Sink>(
+        &self,
+        what: &'static str,
+        layer: Option<LayerKind>,
+        g: GroupPlacement,
+        bytes: f64,
+        x: &Ctx,
+        sink: &mut S,
+        out: &mut DpExposed,
+    ) {
+        let c = self.coll(AllReduce, g, bytes, x.algo);
         out.step += c.time;
         if S::ENABLED {
-            let what = "tied embedding gradient all-reduce (first ↔ last stage)";
-            let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, x.hop_pp, bytes);
-            sink.push(row.row(
-                Some(LayerKind::Embedding),
-                c.algorithm,
-                c.protocol,
-                c.time,
-                c.time,
-            ));
+            let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, g, bytes);
+            sink.push(row.row(layer, c.algorithm, c.protocol, c.time, c.time));
         }
     }
-}
 
-impl Evaluator {
     /// Under SP the weights every TP rank holds whole (MLA's `duplicated` down-projections, the
     /// MoE router) get a partial gradient on each rank, from its own rows, summed over the TP
     /// group once per step before the optimizer: Megatron-Core marks them `sequence_parallel`
@@ -439,14 +448,9 @@ impl Evaluator {
         if params <= 0.0 {
             return;
         }
+        let what = "sequence-parallel replicated weights' gradient all-reduce (over TP)";
         let bytes = params * self.opts.grad_bytes;
-        let c = self.coll(AllReduce, x.g_tp, bytes, x.algo);
-        out.step += c.time;
-        if S::ENABLED {
-            let what = "sequence-parallel replicated weights' gradient all-reduce (over TP)";
-            let row = Comm::new(CommKind::Dp, what, Pass::Step, AllReduce, x.g_tp, bytes);
-            sink.push(row.row(None, c.algorithm, c.protocol, c.time, c.time));
-        }
+        self.step_all_reduce(what, None, x.g_tp, bytes, x, sink, out);
     }
 }
 

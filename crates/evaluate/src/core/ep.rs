@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use autoplan_cluster::{GroupPlacement, Precision};
+use autoplan_cost::compute::memory_bound_time_with;
 use autoplan_cost::Collective::{self, AllGather, AllToAll, Gather, ReduceScatter, Scatter};
 use autoplan_plan::{Dispatcher, MoeTpScheme, PlacementPolicy, Plan};
 
@@ -15,7 +16,6 @@ use super::ep_overlap::{EpHide, EpWindows};
 use super::Evaluator;
 use crate::balance::{balanced_packing, contiguous_imbalance, Packing};
 use crate::comm::{CommKind, Pass, Sink};
-use autoplan_cost::compute::memory_bound_time_with;
 
 /// Redundant slots per GPU covered by [`Evaluator`]'s cached balanced-placement values.
 pub(super) const BALANCED_R: usize = 8;
@@ -313,25 +313,24 @@ impl Evaluator {
             .iter()
             .map(|w| (*w, Pass::Forward))
             .chain(grads.iter().map(|w| (*w, Pass::Backward)));
-        let mean = x.t_rank * self.k_eff * h * ACT;
+        // Bytes a rank sends per call, and the busiest rank receives (all alike when padded).
         let (sent, received) = match self.capacity {
-            Some(_) => {
-                let padded = x.t_rank * x.recv * h * ACT;
-                (padded, padded)
+            Some(_) => (x.t_rank * x.recv * h * ACT, None),
+            None => {
+                let mean = x.t_rank * self.k_eff * h * ACT;
+                (mean, Some(mean * x.ep_imb))
             }
-            None => (mean, mean * x.ep_imb),
         };
         let sort = if sorted {
-            memory_bound_time_with(&self.gpu, &self.eff, 2.0 * received)
+            memory_bound_time_with(&self.gpu, &self.eff, 2.0 * received.unwrap_or(sent))
         } else {
             0.0
         };
         for (i, (what, pass)) in calls.enumerate() {
-            let call =
-                |bytes| Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, bytes).hide(w.at(i));
-            match self.capacity {
-                Some(_) => e.emit_with(call(sent), sort),
-                None => e.emit_a2a_with(call(mean), received, sort),
+            let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, sent).hide(w.at(i));
+            match received {
+                None => e.emit_with(c, sort),
+                Some(max) => e.emit_a2a_with(c, max, sort),
             }
         }
     }

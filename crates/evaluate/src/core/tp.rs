@@ -2,6 +2,7 @@
 //! their sequence-parallel all-gather/reduce-scatter form, the TP→SP all-to-all of seed 001,
 //! the vocab-parallel embedding, LM head and cross-entropy, the MTP module's).
 
+use autoplan_cost::compute::bytes_per_element;
 use autoplan_cost::Collective::{self, AllGather, AllReduce, AllToAll, ReduceScatter};
 use autoplan_plan::{Plan, TpSpTransition};
 
@@ -11,7 +12,6 @@ use super::ctx::Ctx;
 use super::emit::{Comm, Emitter, Hide};
 use super::Evaluator;
 use crate::comm::{CommKind, Pass, Sink};
-use autoplan_cost::compute::bytes_per_element;
 
 /// One TP collective of a table: what it does, its pass, the collective, the side of the
 /// block it moves.
@@ -205,26 +205,22 @@ impl Tp<'_> {
     }
 
     /// Books every call of `calls`, overlapped: a call moves `m_tok` rows of its side's width
-    /// (`widths`: input side, output side, elements per token), in 16 bits, or an all-gather
-    /// in the GEMMs' number format where `quantized` (`Tp::gather_bytes`).
+    /// (`widths`: input side, output side, elements per token), in 16 bits, an all-gather in
+    /// `gather` bytes per element (`Tp::gather_bytes`, or 16 bits for the LM head).
     #[inline]
     fn book<S: Sink>(
         &self,
         e: &mut Emitter<'_, S>,
         calls: &[TpCall],
         widths: (f64, f64),
-        quantized: bool,
+        gather: f64,
     ) {
         for &(what, pass, op, side) in calls {
             let width = match side {
                 In => widths.0,
                 Out => widths.1,
             };
-            let elem = if quantized && op == AllGather {
-                self.gather_bytes
-            } else {
-                ACT
-            };
+            let elem = if op == AllGather { gather } else { ACT };
             e.emit(self.overlapped(what, pass, op, self.x.m_tok * width * elem));
         }
     }
@@ -251,13 +247,12 @@ impl Evaluator {
         if x.tp <= 1.0 {
             return;
         }
-        let low = self.precision.is_low_precision();
         let tp = Tp {
             plan,
             x,
             gemm,
             overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
-            gather_bytes: if low {
+            gather_bytes: if self.precision.is_low_precision() {
                 bytes_per_element(self.precision)
             } else {
                 ACT
@@ -266,11 +261,11 @@ impl Evaluator {
         let a = x.m_tok * self.hidden * ACT;
         let hidden = (self.hidden, self.hidden);
         match id {
-            ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, low, e),
+            ClassId::Attn | ClassId::Mlp => Self::tp_block(&tp, c, id, e),
             ClassId::Moe if self.classes[ClassId::Moe as usize].has_tp_shared_experts() => {
                 // Shared experts run tensor-parallel over `tp` on the sequence-parallel input
                 // (Megatron SharedExpertMLP): all-gather in, reduce-scatter out.
-                tp.book(e, &SHARED_EXPERT_SP, hidden, low);
+                tp.book(e, &SHARED_EXPERT_SP, hidden, tp.gather_bytes);
             }
             ClassId::Emb => {
                 // Vocab-parallel embedding (seed 003 §4): partial lookups all-reduced; with SP
@@ -283,7 +278,7 @@ impl Evaluator {
                 e.emit(tp.exposed(what, Pass::Forward, op, a));
             }
             // The LM head stays in 16 bits under a low-precision recipe (`gemm_fwd_parts`).
-            ClassId::Head => tp.book(e, if x.sp { &HEAD_SP } else { &HEAD_F }, hidden, false),
+            ClassId::Head => tp.book(e, if x.sp { &HEAD_SP } else { &HEAD_F }, hidden, ACT),
             ClassId::Ce => {
                 // Parallel cross-entropy (seed 003 §5.2): all-reduce of the b·s row max, the
                 // target logit and the sum of exponentials (fp32), not an all-gather of logits.
@@ -305,10 +300,10 @@ impl Evaluator {
     /// With SP (Korthikanti 2022 §4.2.2) each becomes an all-gather before the column-parallel
     /// GEMM + a reduce-scatter after the row-parallel one, forward and (swapped) backward, each
     /// (t−1)/t of b·s·h. The input side is the class's `tp_bwd` wide (`h`; MLA's latents), the
-    /// output side `tp_fwd`; `low`: the all-gathers move the GEMMs' number format.
-    fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, low: bool, e: &mut Emitter<'_, S>) {
+    /// output side `tp_fwd`; the all-gathers move the GEMMs' number format.
+    fn tp_block<S: Sink>(tp: &Tp<'_>, c: &Class, id: ClassId, e: &mut Emitter<'_, S>) {
         let attn = id == ClassId::Attn;
-        let widths = (c.tp_bwd, c.tp_fwd);
+        let (widths, gather) = ((c.tp_bwd, c.tp_fwd), tp.gather_bytes);
         if reads_transition(id) && tp.plan.tp_sp_transition == TpSpTransition::AllToAll {
             // Seed 001 scheme 2: all-to-all of the attention output (b·s·a·d_v/t per
             // rank) to the sequence layout, then a replicated out_linear.
@@ -326,9 +321,9 @@ impl Evaluator {
                     In,
                 ),
             ];
-            tp.book(e, &input[..1], widths, low);
+            tp.book(e, &input[..1], widths, gather);
             e.emit(a2a("attention out TP→SP all-to-all (seed 001)", f));
-            tp.book(e, &input[1..], widths, low);
+            tp.book(e, &input[1..], widths, gather);
             e.emit(a2a("attention out SP→TP all-to-all (grad)", b));
         } else {
             // The graph's MLP node of a parallel block reduces nothing forward (its output
@@ -342,7 +337,7 @@ impl Evaluator {
                 (false, false, false) => &MLP_FG,
                 (false, false, true) => &MLP_PARALLEL_FG,
             };
-            tp.book(e, calls, widths, low);
+            tp.book(e, calls, widths, gather);
         }
     }
 }

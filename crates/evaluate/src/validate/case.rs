@@ -342,6 +342,16 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
     Ok((figure, measured))
 }
 
+/// `plan` interleaved at `vpp` chunks per rank, split as the row's notes say (`pipeline_split`).
+fn interleaved_at(r: &PublishedRun, model: &ModelSpec, plan: Plan, vpp: u32) -> Plan {
+    Plan {
+        schedule: Schedule::Interleaved,
+        vpp,
+        pipeline_split: pipeline_split(r, model.layers, plan.pp, vpp),
+        ..plan
+    }
+}
+
 /// The plan of a row run in NeMo whose model and TP × PP × CP are one of NeMo's recipes and whose
 /// `vpp` cell and notes are silent on the schedule: the recipe's interleaved depth
 /// ([`super::harness::NemoRecipe`]; the MLPerf v3.1 GPT-3 rows, NeMo 23.09, TP 4 × PP 8).
@@ -352,12 +362,7 @@ pub(super) fn nemo_recipe_interleaving(
     plan: Plan,
 ) -> Option<(Plan, String)> {
     let recipe = super::harness::NemoRecipe::of(r, model, [plan.tp, plan.pp, plan.cp])?;
-    let plan = Plan {
-        schedule: Schedule::Interleaved,
-        vpp: recipe.vpp,
-        pipeline_split: pipeline_split(r, model.layers, plan.pp, recipe.vpp),
-        ..plan
-    };
+    let plan = interleaved_at(r, model, plan, recipe.vpp);
     let why = format!(
         "vpp {}: the row gives no schedule; NeMo's `{}` recipe, whose TP {} × PP {} × CP {} it \
          runs, interleaves {} chunks per rank",
@@ -387,12 +392,7 @@ pub(super) fn unstated_interleaving(
     if r.vpp.is_some() || !interleaved || plan.pp <= 1 {
         return None;
     }
-    let with = |v: u32| Plan {
-        schedule: Schedule::Interleaved,
-        vpp: v,
-        pipeline_split: pipeline_split(r, model.layers, plan.pp, v),
-        ..plan
-    };
+    let with = |v: u32| interleaved_at(r, model, plan, v);
     // torchtitan builds 2 stages per rank for a multi-stage schedule when the row's config
     // does not size them (`pipeline_parallel.py @ v0.2.2:L112-115`, frameworks.md §2.1): its
     // default, not a tuned depth.

@@ -51,7 +51,7 @@ impl NemoPerfScripts {
         let s = r.source.to_ascii_lowercase();
         // The table itself, not another document run in a NeMo container.
         let summary = s.contains("performance_summary") || s.contains("performance-summary");
-        if !(s.contains("container") && s.contains("nemo") && summary) {
+        if !(s.contains("container") && names_nemo(&s) && summary) {
             return None;
         }
         let container = release(&s)?;
@@ -141,16 +141,15 @@ impl NemoRecipe {
         model: &ModelSpec,
         [tp, pp, cp]: [u32; 3],
     ) -> Option<NemoRecipe> {
-        let source = r.source.to_ascii_lowercase();
         let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
         let names_schedule = ["interleav", "1f1b", "vpp", "virtual pipeline"]
             .iter()
             .any(|w| notes.contains(w));
-        // NeMo itself, not a Nemotron model's name.
-        let nemo = source
-            .match_indices("nemo")
-            .any(|(i, _)| !source[i..].starts_with("nemotron"));
-        if !nemo || r.vpp.is_some() || names_schedule || pp <= 1 {
+        if !names_nemo(&r.source.to_ascii_lowercase())
+            || r.vpp.is_some()
+            || names_schedule
+            || pp <= 1
+        {
             return None;
         }
         let (ffn, experts) = model
@@ -163,6 +162,12 @@ impl NemoRecipe {
                 && [c.tp, c.pp, c.cp] == [tp, pp, cp]
         })
     }
+}
+
+/// Source `s` (lower case) names NeMo itself, not only a Nemotron model.
+fn names_nemo(s: &str) -> bool {
+    s.match_indices("nemo")
+        .any(|(i, _)| !s[i..].starts_with("nemotron"))
 }
 
 /// The first `YY.MM` release in `s` (lower case): two digits, a dot, two digits, not part of
