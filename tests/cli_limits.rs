@@ -5,14 +5,38 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::autoplan;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("autoplan-limits-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A file in a scratch directory of this test process; the directory is removed when the
+/// file is dropped, so no run leaves one behind in the temporary directory.
+struct Scratch {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.file
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `file` in the scratch directory `name`, created empty of anything else.
+fn scratch(name: &str, file: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("autoplan-limits-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch {
+        file: dir.join(file),
+        dir,
+    }
 }
 
 /// `args` exits with `code` and stderr contains every part; no panic.
@@ -82,8 +106,7 @@ fn the_engine_takes_a_huge_top_k_without_allocating_it() {
 
 #[test]
 fn sweep_top_k_of_i32_max_is_located() {
-    let d = scratch("topk");
-    let spec = d.join("s.toml");
+    let spec = scratch("topk", "s.toml");
     let text = std::fs::read_to_string("search_spaces/sweeps/small.toml").unwrap();
     let line = text.lines().position(|l| l.starts_with("top_k")).unwrap() + 1;
     let text: String = text
@@ -97,8 +120,8 @@ fn sweep_top_k_of_i32_max_is_located() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(&spec, text).unwrap();
-    let out = d.join("out.csv");
+    std::fs::write(&*spec, text).unwrap();
+    let out = spec.with_file_name("out.csv");
     refused(
         &[
             "sweep",
@@ -124,8 +147,7 @@ fn ten_thousand_threads_are_refused() {
         2,
         &["--threads 10000: expected [1, 1024]"],
     );
-    let d = scratch("threads");
-    let out = d.join("out.csv");
+    let out = scratch("threads", "out.csv");
     refused(
         &[
             "sweep",
@@ -204,14 +226,13 @@ fn a_million_experts_on_twenty_thousand_slots_are_refused_not_a_hang() {
 
 #[test]
 fn trace_ids_beyond_the_bounds_are_located() {
-    let d = scratch("loads");
-    let trace = d.join("t.csv");
-    std::fs::write(&trace, "expert,tokens\n0,1\n9223372036854775808,2\n").unwrap();
+    let trace = scratch("loads", "t.csv");
+    std::fs::write(&*trace, "expert,tokens\n0,1\n9223372036854775808,2\n").unwrap();
     place_refused(
         &["--loads", trace.to_str().unwrap()],
         &["t.csv:3: expert = \"9223372036854775808\": expected an id in [0, 4095]"],
     );
-    std::fs::write(&trace, "source,expert,tokens\n18446744073709551615,0,1\n").unwrap();
+    std::fs::write(&*trace, "source,expert,tokens\n18446744073709551615,0,1\n").unwrap();
     place_refused(
         &["--loads", trace.to_str().unwrap()],
         &["t.csv:2: source = "],
@@ -219,12 +240,11 @@ fn trace_ids_beyond_the_bounds_are_located() {
 }
 
 /// A copy of a bundled cluster with one line replaced.
-fn cluster_with(name: &str, from: &str, to: &str) -> PathBuf {
+fn cluster_with(name: &str, from: &str, to: &str) -> Scratch {
     let text = std::fs::read_to_string(format!("clusters/{name}.toml")).unwrap();
     assert!(text.contains(from), "{name} has no `{from}`");
-    let d = scratch(&format!("cluster-{}", to.len()));
-    let p = d.join("c.toml");
-    std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    let p = scratch(&format!("cluster-{}", to.len()), "c.toml");
+    std::fs::write(&*p, text.replacen(from, to, 1)).unwrap();
     p
 }
 

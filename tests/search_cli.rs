@@ -100,6 +100,7 @@ fn bad_space_file_is_located() {
     .replace("\"selective\", \"full\"", "\"selective\", \"most\"");
     std::fs::write(&path, text).unwrap();
     let (code, _, err) = autoplan(&with(&["--space", path.to_str().unwrap()]));
+    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(code, Some(2));
     assert!(
         err.contains("bad.toml:") && err.contains("memory.recompute"),
