@@ -111,6 +111,10 @@ pub struct EvalOptions {
     /// The plan's `tp_overlap` hides the TP collectives behind the GEMMs (Transformer Engine's
     /// tiled overlap); `false`: not credited (the profile's `CostProfile::tp_overlap_hides`).
     pub tp_overlap_hides: bool,
+    /// Without the tiled TP overlap, each column-parallel GEMM's input-gradient collective
+    /// runs beside its weight-gradient GEMM (the profile's `CostProfile::tp_bwd_async`:
+    /// Megatron's asynchronous linear); `false`: exposed.
+    pub tp_bwd_async: bool,
 }
 
 impl Default for EvalOptions {
@@ -130,6 +134,7 @@ impl Default for EvalOptions {
             flops: AttentionFlops::Causal,
             unpriced_compute: 0.0,
             tp_overlap_hides: true,
+            tp_bwd_async: true,
         }
     }
 }

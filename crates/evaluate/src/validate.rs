@@ -290,7 +290,7 @@ enum Era {
 /// The blank-cell defaults of a row's profile ([`row_profile`]).
 fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
     use autoplan_plan::framework::CostProfile as P;
-    if *p == P::MEGATRON_LM_2020 || *p == P::MEGATRON_LM_2021 {
+    if *p == P::MEGATRON_LM_2020 || *p == P::MEGATRON_LM_2021 || *p == P::MEGATRON_LM_2022 {
         Era::Megatron2021
     } else if *p == P::MEGATRON_DEEPSPEED_2022 || *p == P::DEEPSPEED || *p == P::DEEPSPEED_MOE_2023
     {

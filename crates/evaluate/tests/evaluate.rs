@@ -1122,6 +1122,79 @@ fn sequence_parallel_collectives_move_what_the_gemms_read() {
     }
 }
 
+/// Megatron's column-parallel backward launches its input gradient's TP collective
+/// asynchronously and runs the weight-gradient GEMM meanwhile (megatron-core 0.1.0
+/// `tensor_parallel/layers.py` L286-327): without the tiled TP overlap, the `f` all-reduce and
+/// SP's input-grad reduce-scatter hide behind that GEMM, where the 2021 profile (synchronous)
+/// exposes them; the row-parallel output gradient's all-gather and the forward collectives
+/// stay exposed either way, and with the tiled overlap the two profiles agree.
+#[test]
+fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
+    use autoplan_plan::framework::CostProfile;
+    let cluster = autoplan_cluster::resolve_cluster("a100x64").unwrap();
+    let mut m = autoplan_graph::resolve_model("gpt3-20b").unwrap();
+    m.training.global_batch = 64;
+    let rows = |profile: &CostProfile, plan: &str| {
+        let plan: Plan = plan.parse().unwrap();
+        let r = Evaluator::new(&m, &cluster, EvalOptions::default().with_profile(profile))
+            .report(&plan)
+            .expect("fits");
+        let comm: Vec<_> = r.comm.iter().map(|c| (c.what, c.time, c.exposed)).collect();
+        (r.metrics.step_time_s, comm)
+    };
+    let of = |comm: &[(&str, f64, f64)], what: &str| {
+        let &(_, time, exposed) = comm.iter().find(|c| c.0 == what).expect(what);
+        (time, exposed)
+    };
+    let (sync, asy) = (
+        &CostProfile::MEGATRON_LM_2021,
+        &CostProfile::MEGATRON_LM_2022,
+    );
+    for (plan, input_grads, exposed_either_way) in [
+        (
+            "tp=8,pp=1,dp=8,mbs=1,zero=1,recompute=full",
+            [
+                "attention input-grad all-reduce (f)",
+                "mlp input-grad all-reduce (f)",
+            ],
+            ["attention out all-reduce (g)", "mlp out all-reduce (g)"],
+        ),
+        (
+            "tp=8,sp=on,pp=1,dp=8,mbs=1,zero=1,recompute=full",
+            [
+                "attention input-grad reduce-scatter (SP)",
+                "mlp input-grad reduce-scatter (SP)",
+            ],
+            [
+                "attention out-grad all-gather (SP)",
+                "mlp out-grad all-gather (SP)",
+            ],
+        ),
+    ] {
+        let ((t_sync, c_sync), (t_async, c_async)) = (rows(sync, plan), rows(asy, plan));
+        for what in input_grads {
+            let ((time, exposed_sync), (time_a, exposed_async)) =
+                (of(&c_sync, what), of(&c_async, what));
+            assert_eq!(time, time_a, "{plan}: {what}");
+            assert_eq!(exposed_sync, time, "{plan}: {what} synchronous");
+            assert!(
+                exposed_async < 0.5 * time,
+                "{plan}: {what} exposes {exposed_async} of {time} beside the wgrad GEMM"
+            );
+        }
+        for what in exposed_either_way {
+            let (time, exposed) = of(&c_async, what);
+            assert_eq!(exposed, time, "{plan}: {what}");
+            assert_eq!(of(&c_sync, what), (time, exposed), "{plan}: {what}");
+        }
+        assert!(t_async < t_sync, "{plan}: {t_async} ≥ {t_sync}");
+    }
+    // With the tiled overlap (Transformer Engine's userbuffers) the asynchronous path is not
+    // what hides them: both profiles price the plan alike.
+    let tiled = "tp=8,sp=on,pp=1,dp=8,mbs=1,zero=1,recompute=full,tp_overlap=on";
+    assert_eq!(rows(sync, tiled).0, rows(asy, tiled).0);
+}
+
 /// Megatron-Core's `alltoall` dispatcher reorders the received rows by local expert after the
 /// dispatch and back before the combine (and its backward likewise: `token_dispatcher.py` @
 /// core 0.19.2 L746-781, L789-815), a memory-bound copy beside each all-to-all that DeepEP's

@@ -77,6 +77,11 @@ pub(super) struct ComputeCost {
     pub(super) core_bwd: f64,
     /// The forward GEMMs alone (the window TP overlap hides behind; the MTP module's reuse).
     pub(super) gemm: f64,
+    /// The forward time of the column-parallel GEMMs that read the class's TP input side (the
+    /// QKV or MLA up-projections, `fc1`): the time of their weight-gradient GEMMs, which an
+    /// asynchronous input-gradient collective runs beside (`CostProfile::tp_bwd_async`,
+    /// `tp.rs`). Zero for the MTP module, whose GEMM times are reused.
+    pub(super) gemm_in: f64,
 }
 
 impl Evaluator {
@@ -98,8 +103,11 @@ impl Evaluator {
     /// L116-120), as MXFP8 and block scaling do after an unfused norm (`UNFUSED`), and NVFP4
     /// after its fused amax: the cast below, on the rank's own rows under sequence parallelism
     /// (before the all-gather).
-    pub(super) fn gemm_fwd_parts(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> (f64, f64) {
-        let (mut t, mut extra) = (0.0, 0.0);
+    ///
+    /// The third figure is the part of the first spent in the dense column-parallel GEMMs
+    /// ([`ComputeCost::gemm_in`]).
+    pub(super) fn gemm_fwd_parts(&self, kind: LayerKind, gemms: &[G], x: &Ctx) -> (f64, f64, f64) {
+        let (mut t, mut extra, mut t_in) = (0.0, 0.0, 0.0);
         // Consecutive GEMMs of one shape (e.g. a MoE layer's identical shared experts) cost the
         // same.
         let mut last = (f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0, 0.0);
@@ -110,9 +118,13 @@ impl Evaluator {
                 TpSplit::Row => (g.out_f, g.in_f / tp),
                 TpSplit::Replicated => (g.out_f, g.in_f),
             };
+            let input_side = g.split == TpSplit::Column && !g.expert;
             if (rows, n, k, count) == (last.0, last.1, last.2, last.3) {
                 t += last.4;
                 extra += last.5;
+                if input_side {
+                    t_in += last.4;
+                }
                 continue;
             }
             // The local experts' GEMMs: Transformer Engine's `GroupedLinear` (Megatron-Core's
@@ -156,8 +168,11 @@ impl Evaluator {
             last = (rows, n, k, count, tg, more);
             t += tg;
             extra += more;
+            if input_side {
+                t_in += tg;
+            }
         }
-        (t, extra)
+        (t, extra, t_in)
     }
 
     /// (Rows per matrix, local matrices, the TP-like degree splitting it) of GEMM `g`.
@@ -265,8 +280,8 @@ impl Evaluator {
     /// given, the class's forward GEMM time already known.
     fn compute(&self, c: &Class, x: &Ctx, gemm: Option<f64>) -> ComputeCost {
         // The MTP module's reused GEMM times keep their casts (`extra` 0).
-        let (gemm, extra) = match gemm {
-            Some(g) => (g, 0.0),
+        let (gemm, extra, gemm_in) = match gemm {
+            Some(g) => (g, 0.0, 0.0),
             None => self.gemm_fwd_parts(c.kind, &c.gemms, x),
         };
         let (mut core_f, mut core_b, mut score_f) = (0.0, 0.0, 0.0);
@@ -330,6 +345,7 @@ impl Evaluator {
             core: core_f + score_f,
             core_bwd: core_b + 2.0 * score_f,
             gemm,
+            gemm_in,
         }
     }
 
@@ -378,6 +394,7 @@ impl Evaluator {
                     core: c.core * f,
                     core_bwd: c.core_bwd * f,
                     gemm: c.gemm * f,
+                    gemm_in: c.gemm_in * f,
                 };
             }
         }

@@ -113,7 +113,7 @@ impl Evaluator {
         }
         let c = &self.classes[id as usize];
         match part {
-            CommPart::Tp => self.tp_comm(plan, c, id, x, cc.gemm, e),
+            CommPart::Tp => self.tp_comm(plan, c, id, x, cc, e),
             CommPart::Cp => self.cp_comm(plan, c, x, e, attn.core, attn.core_bwd),
             CommPart::Ep => {
                 // An MTP module's MoE layer is a MoE block's (`class_compute`): its window is

@@ -7,7 +7,7 @@ use autoplan_cost::Collective::{self, AllGather, AllReduce, AllToAll, ReduceScat
 use autoplan_plan::{Plan, TpSpTransition};
 
 use super::classes::{Class, ClassId};
-use super::compute::ACT;
+use super::compute::{ComputeCost, ACT};
 use super::ctx::Ctx;
 use super::emit::{Comm, Emitter, Hide};
 use super::Evaluator;
@@ -164,6 +164,10 @@ struct Tp<'p> {
     gemm: f64,
     /// The plan's TP overlap, where the framework's hides anything (`tp_overlap_hides`).
     overlap: bool,
+    /// Without `overlap`, the window an input-gradient collective hides behind: the weight
+    /// gradient of the column-parallel GEMMs it follows (`ComputeCost::gemm_in`), where the
+    /// framework launches it asynchronously (`EvalOptions::tp_bwd_async`); 0 otherwise.
+    wgrad: f64,
     /// Bytes per element of an all-gather in the GEMMs' number format. Under a low-precision
     /// recipe sequence parallelism gathers the GEMM input already quantized and the output
     /// gradient likewise, reduce-scatters staying in 16 bits: Transformer Engine's
@@ -198,6 +202,22 @@ impl Tp<'_> {
         Comm::new(CommKind::Tp, what, pass, op, self.x.g_tp, bytes).hide(hide)
     }
 
+    /// The input gradient's collective of a column-parallel GEMM (backward, input side): tiled
+    /// with the plan's TP overlap, else beside the weight-gradient GEMM where the framework
+    /// launches it asynchronously (`wgrad`; Megatron's
+    /// `LinearWithGradAccumulationAndAsyncCommunication.backward`, megatron-core 0.1.0
+    /// `tensor_parallel/layers.py` L286-327: `all_reduce` or `_reduce_scatter_base` with
+    /// `async_op=True`, the wgrad GEMM, then `handle.wait()`).
+    #[inline]
+    fn input_grad(&self, what: &'static str, op: Collective, bytes: f64) -> Comm {
+        let c = self.overlapped(what, Pass::Backward, op, bytes);
+        if self.overlap || self.wgrad <= 0.0 {
+            c
+        } else {
+            c.hide(Hide::Behind(self.wgrad))
+        }
+    }
+
     /// A TP collective that nothing hides.
     #[inline]
     fn exposed(&self, what: &'static str, pass: Pass, op: Collective, bytes: f64) -> Comm {
@@ -221,7 +241,12 @@ impl Tp<'_> {
                 Out => widths.1,
             };
             let elem = if op == AllGather { gather } else { ACT };
-            e.emit(self.overlapped(what, pass, op, self.x.m_tok * width * elem));
+            let bytes = self.x.m_tok * width * elem;
+            e.emit(if side == In && pass == Pass::Backward && op != AllGather {
+                self.input_grad(what, op, bytes)
+            } else {
+                self.overlapped(what, pass, op, bytes)
+            });
         }
     }
 }
@@ -234,14 +259,14 @@ pub(super) fn reads_transition(id: ClassId) -> bool {
 }
 
 impl Evaluator {
-    /// The TP collectives of class `id` (`gemm`: its forward GEMM time).
+    /// The TP collectives of class `id` (`cc`: its compute, whose GEMM times hide them).
     pub(super) fn tp_comm<S: Sink>(
         &self,
         plan: &Plan,
         c: &Class,
         id: ClassId,
         x: &Ctx,
-        gemm: f64,
+        cc: &ComputeCost,
         e: &mut Emitter<'_, S>,
     ) {
         if x.tp <= 1.0 {
@@ -250,8 +275,13 @@ impl Evaluator {
         let tp = Tp {
             plan,
             x,
-            gemm,
+            gemm: cc.gemm,
             overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
+            wgrad: if self.opts.tp_bwd_async {
+                cc.gemm_in
+            } else {
+                0.0
+            },
             gather_bytes: if self.precision.is_low_precision() {
                 bytes_per_element(self.precision)
             } else {

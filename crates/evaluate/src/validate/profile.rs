@@ -10,9 +10,9 @@ use super::PublishedRun;
 /// The profile of row `r`:
 ///
 /// - `meg20_`, or a source citing Shoeybi+19 (the Megatron-LM paper, whose code the v1 README
-///   ran): Megatron-LM v1 (2020); `nar21_`, `kor22_`, or a source citing Narayanan+21 or
-///   Korthikanti+22 (their runs at other scales): Megatron-LM 2021–22
-///   (published_runs_SOURCES.md §2).
+///   ran): Megatron-LM v1 (2020); `nar21_`, or a source citing Narayanan+21 (its runs at other
+///   scales): Megatron-LM 2021; `kor22_`, or a source citing Korthikanti+22: Megatron-LM 2022,
+///   its asynchronous backward TP collectives (published_runs_SOURCES.md §2, §3).
 /// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan with
 ///   `compile` where the row's notes name it or async TP (which needs it, frameworks.md
 ///   §2.1), or its precision Float8 linears (every Float8 row of torchtitan's tables that
@@ -40,15 +40,9 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
     let names = |papers: &[&str]| papers.iter().any(|p| source.contains(p));
     if id.starts_with("meg20") || names(&["shoeybi+19", "shoeybi et al"]) {
         CostProfile::MEGATRON_LM_2020
-    } else if id.starts_with("nar21")
-        || id.starts_with("kor22")
-        || names(&[
-            "narayanan+21",
-            "narayanan et al",
-            "korthikanti+22",
-            "korthikanti et al",
-        ])
-    {
+    } else if id.starts_with("kor22") || names(&["korthikanti+22", "korthikanti et al"]) {
+        CostProfile::MEGATRON_LM_2022
+    } else if id.starts_with("nar21") || names(&["narayanan+21", "narayanan et al"]) {
         CostProfile::MEGATRON_LM_2021
     } else if id.starts_with("tt_") || source.contains("torchtitan") {
         let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();

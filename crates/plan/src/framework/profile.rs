@@ -99,6 +99,18 @@ pub struct CostProfile {
     /// it, gained 5.7% where the tiled pricing gives 32%; docs/validation.md), so a search
     /// never ranks a plan on a hiding the framework has not shown.
     pub tp_overlap_hides: bool,
+    /// Without the tiled TP overlap, a column-parallel linear's backward launches its input
+    /// gradient's TP collective (the `f` all-reduce, or sequence parallelism's reduce-scatter)
+    /// asynchronously and computes its weight gradient meanwhile, waiting only after it:
+    /// Megatron's `LinearWithGradAccumulationAndAsyncCommunication` (megatron-core 0.1.0,
+    /// 2023-05, `tensor_parallel/layers.py` L286-327, `async_tensor_model_parallel_allreduce`
+    /// on by default L442-454; megatron-core 0.19.2 L609-660) and Transformer Engine's
+    /// `LayerNormLinear`/`Linear` backward alike. The collective hides behind that GEMM (the
+    /// class's `gemm_in`); the row-parallel output gradient's all-gather stays exposed.
+    /// `false`: the input gradient is reduced synchronously (Megatron-LM's
+    /// `copy_to_tensor_model_parallel_region` of 2020-21), or the framework's TP has no such
+    /// path (torchtitan's DTensor collectives).
+    pub tp_bwd_async: bool,
     /// ZeRO-1/2 gradients are reduced by an all-reduce of each bucket, each rank keeping its
     /// slice, not a reduce-scatter: DeepSpeed's `average_tensor` with its default
     /// `use_multi_rank_bucket_allreduce` (stage_1_and_2.py @ v0.19.5:L1288-1443; frameworks.md
@@ -151,6 +163,7 @@ impl CostProfile {
         dp_overlap_with_pp: true,
         tp_comm_overlap: true,
         tp_overlap_hides: true,
+        tp_bwd_async: true,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -170,6 +183,7 @@ impl CostProfile {
         dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
@@ -181,23 +195,46 @@ impl CostProfile {
         unpriced_compute: 0.0,
     };
 
-    /// Megatron-LM 2021–22 (`nar21_`, `kor22_`): torch DDP buckets overlap the gradient
-    /// all-reduce with the backward; unfused attention (FlashAttention came in 2023); no TP
-    /// overlap (Korthikanti+22 §4: TP collectives on the critical path).
+    /// Megatron-LM of 2021 (`nar21_`: Narayanan+21's runs): torch DDP buckets overlap the
+    /// gradient all-reduce with the backward; unfused attention (FlashAttention came in 2023);
+    /// no TP overlap, and the backward's `f` all-reduce priced synchronous (`tp_bwd_async`
+    /// off): no source here dates the asynchronous linear before Korthikanti+22's sequence
+    /// parallelism ([`Self::MEGATRON_LM_2022`]), and the A100 constants were fitted on these
+    /// rows so (docs/calibration.md). A dated Megatron-LM of spring 2021 would settle it.
     pub const MEGATRON_LM_2021: CostProfile = CostProfile {
         name: "megatron-lm-2021",
         dp_overlap: true,
         dp_overlap_with_pp: true,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: false,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
-        source: "Narayanan+21 §4 (torch DDP), Korthikanti+22 §4; published_runs_SOURCES.md §2",
+        source: "Narayanan+21 §4 (torch DDP); published_runs_SOURCES.md §2",
         not_modelled: "",
         unpriced_compute: 0.0,
+    };
+
+    /// Megatron-LM of 2022 (`kor22_`: Korthikanti+22's runs, sequence parallelism and selective
+    /// recompute): as [`Self::MEGATRON_LM_2021`], with the column-parallel backward's input
+    /// gradient collective asynchronous beside the weight-gradient GEMM (`tp_bwd_async`).
+    /// Sequence parallelism exists only inside the asynchronous linear
+    /// (`LinearWithGradAccumulationAndAsyncCommunication`: the backward's all-gather and
+    /// reduce-scatter are its `sequence_parallel` branch, megatron-core 0.1.0
+    /// `tensor_parallel/layers.py` L253-303), so Korthikanti+22's SP runs had it; its baseline
+    /// rows (full recompute, no SP) ran the same code, whose other branch all-reduces the
+    /// input gradient asynchronously (`async_tensor_model_parallel_allreduce`, on by default,
+    /// L442-454, L509-511).
+    pub const MEGATRON_LM_2022: CostProfile = CostProfile {
+        name: "megatron-lm-2022",
+        tp_bwd_async: true,
+        source: "Korthikanti+22 §4 (TP collectives without overlap); megatron-core 0.1.0 \
+                 tensor_parallel/layers.py L253-327, L442-454 (the asynchronous linear, the \
+                 code SP shipped in); published_runs_SOURCES.md §3",
+        ..CostProfile::MEGATRON_LM_2021
     };
 
     /// Plain Megatron-LM of 2023 run with its defaults (MegaScale's baseline, commit
@@ -212,6 +249,7 @@ impl CostProfile {
         dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: true,
         zero_grad_all_reduce: false,
         fused_attention: false,
         moe_dense_dispatch: false,
@@ -237,6 +275,7 @@ impl CostProfile {
         dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: false,
         zero_grad_all_reduce: true,
         fused_attention: false,
         moe_dense_dispatch: true,
@@ -274,6 +313,7 @@ impl CostProfile {
         dp_overlap_with_pp: false,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: false,
         zero_grad_all_reduce: true,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -326,6 +366,7 @@ impl CostProfile {
         tp_comm_overlap: false,
         // AsyncTP's hiding is not measured (the field's docs).
         tp_overlap_hides: false,
+        tp_bwd_async: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -371,6 +412,7 @@ impl CostProfile {
         dp_overlap_with_pp: true,
         tp_comm_overlap: false,
         tp_overlap_hides: true,
+        tp_bwd_async: false,
         zero_grad_all_reduce: false,
         fused_attention: true,
         moe_dense_dispatch: false,
@@ -402,10 +444,11 @@ impl CostProfile {
     };
 
     /// Every profile, for listings and tests.
-    pub const ALL: [CostProfile; 10] = [
+    pub const ALL: [CostProfile; 11] = [
         CostProfile::MEGATRON_CORE,
         CostProfile::MEGATRON_LM_2020,
         CostProfile::MEGATRON_LM_2021,
+        CostProfile::MEGATRON_LM_2022,
         CostProfile::MEGATRON_LM_2023,
         CostProfile::MEGATRON_DEEPSPEED_2022,
         CostProfile::DEEPSPEED,
