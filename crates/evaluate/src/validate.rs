@@ -519,6 +519,50 @@ pub fn case_of(
     })
 }
 
+/// The layer kind autoplan cannot price that row `r`'s model has, by its name or notes:
+/// state-space (Mamba) or linear-attention (Gated DeltaNet, lightning attention, RWKV) layers,
+/// which hybrid models interleave with attention (Nemotron-H, Jamba, Zamba, Falcon-H1,
+/// Qwen3-Next, MiniMax-01). The row's columns describe only its transformer part.
+pub fn unmodelled_layers(r: &PublishedRun) -> Option<&'static str> {
+    let squash = |t: &str| -> String {
+        t.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect::<String>()
+            .to_ascii_lowercase()
+    };
+    let name = squash(&r.model);
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    const HYBRIDS: [&str; 7] = [
+        "nemotronh",
+        "jamba",
+        "zamba",
+        "falconh1",
+        "qwen3next",
+        "minimaxtext01",
+        "minimaxm1",
+    ];
+    const STATE_SPACE: [&str; 3] = ["mamba", "rwkv", "hyena"];
+    const LINEAR_ATTENTION: [&str; 5] = [
+        "linear attention",
+        "linear-attention",
+        "deltanet",
+        "lightning attention",
+        "lightning-attention",
+    ];
+    if STATE_SPACE
+        .iter()
+        .any(|w| name.contains(w) || notes.contains(w))
+    {
+        Some("a state-space (Mamba-style) model")
+    } else if LINEAR_ATTENTION.iter().any(|w| notes.contains(w)) || name.contains("deltanet") {
+        Some("a linear-attention hybrid")
+    } else if HYBRIDS.iter().any(|w| name.contains(w)) {
+        Some("a hybrid of attention and recurrent or linear-attention layers")
+    } else {
+        None
+    }
+}
+
 /// The model of row `r`: a bundled one whose shape agrees with the row, else the row's
 /// columns; with the row's sequence length, global batch, vocabulary and precision.
 fn case_model(
@@ -544,6 +588,17 @@ fn case_model(
             None => skip(id, why),
         })?,
     };
+    // After the data checks (a row lacking a fact is data missing first, docs/validation.md).
+    if let Some(kind) = unmodelled_layers(r) {
+        return Err(skip(
+            id,
+            format!(
+                "{kind}: autoplan's layers are attention (full, sliding-window, MLA), dense \
+                 MLPs and MoE; a hybrid's recurrent or linear-attention layers are not priced, \
+                 and pricing them as attention would misstate the run"
+            ),
+        ));
+    }
     // The Megatron-Bridge DeepSeek-V3 rows say whether the run had its MTP module ("w/o MTP",
     // "w/ MTP"); the bundled model has DeepSeek-V3's one.
     if r.notes

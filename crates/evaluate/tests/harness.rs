@@ -141,3 +141,49 @@ fn the_notes_name_the_dispatcher_in_either_order() {
         assert_eq!(case(&row(id)).plan.dispatcher, want, "{id}");
     }
 }
+
+/// A hybrid model's recurrent or linear-attention layers are not in autoplan's catalogue, so a
+/// row of one is refused as a tool limit (named), not priced as if every layer were attention:
+/// ModelZoo's Qwen3-Next row, given its vocabulary, would otherwise score +48% on a plain
+/// Qwen-MoE shape. Nemotron-H and Mamba by name, linear attention by the notes; a dense or MoE
+/// transformer (the notes' "HybridEP" dispatcher included) is still read.
+#[test]
+fn a_hybrid_models_row_is_refused_not_priced_as_attention() {
+    use autoplan_evaluate::validate::{unmodelled_layers, SkipKind};
+    let mut next = row("mzoo_h100_Qwen3-Next-80B-A3B_next80b_ep32");
+    next.vocab = Some(151_936);
+    let skipped = case_of(
+        &next,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &cluster_for,
+    )
+    .expect_err("a linear-attention hybrid");
+    assert_eq!(skipped.kind, SkipKind::ToolLimit);
+    assert!(
+        skipped.reason.contains("linear-attention"),
+        "{}",
+        skipped.reason
+    );
+    let named = |model: &str, notes: &str| {
+        let mut r = row("bridge2511_h100_LLAMA3_8B_8gpu_fp8");
+        r.model = model.into();
+        r.notes = Some(notes.into());
+        unmodelled_layers(&r)
+    };
+    assert!(named("NemotronH_56B", "").is_some());
+    assert!(named("Nemotron-H 8B", "").is_some());
+    assert!(named("Mamba2-Hybrid 8B", "").is_some());
+    assert!(named("Jamba-1.5-Large", "").is_some());
+    assert!(named("Qwen3 Next 80B", "").is_some());
+    assert!(named("Custom 7B", "Gated DeltaNet layers, 3:1 with attention").is_some());
+    assert_eq!(named("LLAMA3_8B", ""), None);
+    assert_eq!(named("Nemotron-4-340B", ""), None);
+    assert_eq!(named("Qwen3_235B_a22B", "Dispatcher HybridEP"), None);
+    for r in [
+        "mzoo_gb200_mxfp8_qwen3_235b",
+        "nemo2407_h100_Nemotron-340B_128gpu",
+        "deepseek_v3_pretrain_2048xH800",
+    ] {
+        assert_eq!(unmodelled_layers(&row(r)), None, "{r}");
+    }
+}
