@@ -105,7 +105,9 @@ pub struct CostProfile {
     /// Megatron's `LinearWithGradAccumulationAndAsyncCommunication` (megatron-core 0.1.0,
     /// 2023-05, `tensor_parallel/layers.py` L286-327, `async_tensor_model_parallel_allreduce`
     /// on by default L442-454; megatron-core 0.19.2 L609-660) and Transformer Engine's
-    /// `LayerNormLinear`/`Linear` backward alike. The collective hides behind that GEMM (the
+    /// column-parallel backward alike (`module/layernorm_linear.py` @ transformer-engine 2.9.0
+    /// L742-753: `reduce_scatter_along_first_dim` or `allreduce` with `async_op=True`, waited
+    /// on after the wgrad GEMM, L941-943). The collective hides behind that GEMM (the
     /// class's `gemm_in`); the row-parallel output gradient's all-gather stays exposed.
     /// `false`: the input gradient is reduced synchronously (Megatron-LM's
     /// `copy_to_tensor_model_parallel_region` of 2020-21), or the framework's TP has no such
