@@ -76,6 +76,16 @@ fn key(name: &str) -> String {
 /// assert_eq!(bundled_model_for("GPT 21B"), None); // not gpt2-1b
 /// ```
 pub fn bundled_model_for(name: &str) -> Option<&'static str> {
+    lookup(name).or_else(|| {
+        let bare = without_release_tags(name);
+        (bare.len() < name.trim().len())
+            .then(|| lookup(bare))
+            .flatten()
+    })
+}
+
+/// [`bundled_model_for`] on the name as written.
+fn lookup(name: &str) -> Option<&'static str> {
     let k = key(name);
     if k.is_empty() {
         return None;
@@ -87,6 +97,29 @@ pub fn bundled_model_for(name: &str) -> Option<&'static str> {
         .iter()
         .map(|(n, _)| *n)
         .find(|n| key(n) == k)
+}
+
+/// `name` without the trailing tags a checkpoint's release adds to its architecture's name, as
+/// Hugging Face repositories write them: `-hf` (Meta's converted Llama 2 weights), `-Base`,
+/// `-Instruct`, `-Chat`, `-it`, and a Mistral-style version `-v0.1`, in any order
+/// (`Mixtral-8x7B-Instruct-v0.1`). A release of a model is the model's architecture; a bare
+/// version such as DeepSeek's `-V2` is part of the name and stays.
+fn without_release_tags(name: &str) -> &str {
+    const TAGS: [&str; 5] = ["hf", "base", "instruct", "chat", "it"];
+    let mut rest = name.trim();
+    loop {
+        let Some(i) = rest.rfind(['-', '_', ' ']) else {
+            return rest;
+        };
+        let tag = rest[i + 1..].to_ascii_lowercase();
+        let version = tag
+            .strip_prefix("v0.")
+            .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+        if !(version || TAGS.contains(&tag.as_str())) || i == 0 {
+            return rest;
+        }
+        rest = rest[..i].trim_end();
+    }
 }
 
 #[cfg(test)]
@@ -143,6 +176,19 @@ mod tests {
             ("GPT-NeoX-20B", Some("gpt-neox-20b")),
             ("MPT-7B", Some("mpt-7b")),
             ("MPT-70B", Some("mpt-70b")),
+            // A release's tags are not part of the architecture's name.
+            ("Llama-2-70b-hf", Some("llama2-70b")),
+            ("Meta-Llama-3-70B-Instruct", Some("llama3-70b")),
+            ("Mixtral-8x7B-v0.1", Some("mixtral-8x7b")),
+            ("Mixtral-8x22B-Instruct-v0.1", Some("mixtral-8x22b")),
+            ("DeepSeek-V3-Base", Some("deepseek-v3")),
+            ("DeepSeek-V2-Lite-Chat", Some("deepseek-v2-lite")),
+            ("Qwen3-30B-A3B-Base", Some("qwen3-30b-a3b")),
+            ("Nemotron-4-340B-Base", Some("nemotron-340b")),
+            // A version that names the architecture stays: DeepSeek-V2 is not "DeepSeek".
+            ("DeepSeek-V2", Some("deepseek-v2")),
+            ("Base", None),
+            ("GPT-3 175B-v1.0", None),
             ("GPT-3 177B (vocab 131072)", None),
             ("Qwen3-Next-80B-A3B", None),
             ("", None),
