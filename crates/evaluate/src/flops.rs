@@ -41,6 +41,10 @@ pub enum AttentionFlops {
     Causal,
     /// The whole `s×s` matrix (Megatron's `s/(6h)` term, PaLM's `12·L·H·Q·T`).
     Full,
+    /// Not counted: `6·N` FLOPs per token and parameter (Kaplan et al. 2020 §2.1, whose
+    /// `C ≈ 6N` leaves out the context-dependent attention term; the `6ND` of Hoffmann et al.
+    /// 2022's budgets), a row that declares it is scored in it ([`AttentionFlops::of_row`]).
+    Excluded,
 }
 
 impl AttentionFlops {
@@ -49,19 +53,67 @@ impl AttentionFlops {
         match self {
             AttentionFlops::Causal => 1.0,
             AttentionFlops::Full => 2.0,
+            AttentionFlops::Excluded => 0.0,
         }
     }
 
     /// The convention a published row declares: its `tflops_convention` cell when it names
-    /// one (`full` / `causal`, e.g. `model (full attention)`), else its notes when they give
-    /// the formula the source used (Megatron's `72·B·s·l·h²` / `96·B·s·l·h²` formulas or
-    /// their `s/6h` term count the full matrix; `s/12h` or "causal" the half), else `None`.
+    /// one (`full` / `causal`, e.g. `model (full attention)`; `6N`, or attention excluded),
+    /// else its notes when they give the formula the source used (Megatron's `72·B·s·l·h²` /
+    /// `96·B·s·l·h²` formulas or their `s/6h` term count the full matrix; `s/12h` or "causal"
+    /// the half; `6ND` / `6N` per token, or the attention term excluded, none), else `None`.
+    /// A note that counts the attention term in ("incl. attention term") declares nothing.
     pub fn of_row(convention: &str, notes: &str) -> Option<AttentionFlops> {
         let squash = |t: &str| {
             t.to_ascii_lowercase()
                 .chars()
                 .filter(|c| !matches!(c, ' ' | '*' | '·' | '^' | '×' | '(' | ')'))
                 .collect::<String>()
+        };
+        // "6N" / "6ND" alone (also written `6·N·D`, `6*N*D`; not `6N + 12·L·H·Q·T`, PaLM's
+        // count with the attention term) and the attention term said to be left out.
+        let excludes = |text: &str| {
+            let t: Vec<char> = text
+                .to_ascii_lowercase()
+                .chars()
+                .filter(|c| !matches!(c, '·' | '*' | '×'))
+                .collect();
+            let skip = |mut j: usize| {
+                while t.get(j) == Some(&' ') {
+                    j += 1;
+                }
+                j
+            };
+            let six_n = (0..t.len()).any(|i| {
+                if t[i] != '6' || i > 0 && t[i - 1].is_ascii_alphanumeric() {
+                    return false;
+                }
+                let j = skip(i + 1);
+                if t.get(j) != Some(&'n') {
+                    return false;
+                }
+                let mut k = j + 1;
+                if t.get(skip(k)) == Some(&'d') {
+                    k = skip(k) + 1;
+                }
+                // Alone: not `6n + 12·l·h·q·t`, not `6 nodes`.
+                let next = t.get(k);
+                let after = t.get(skip(k));
+                !next.is_some_and(char::is_ascii_alphanumeric) && after != Some(&'+')
+            });
+            let words = squash(text).replace(['.', '-', '_'], "");
+            six_n
+                || [
+                    "exclattention",
+                    "excludingattention",
+                    "excludesattention",
+                    "withoutattention",
+                    "noattentionterm",
+                    "attentionnotcounted",
+                    "attentionexcluded",
+                ]
+                .iter()
+                .any(|w| words.contains(w))
         };
         let cell = convention.to_ascii_lowercase();
         if cell.contains("full") {
@@ -70,11 +122,19 @@ impl AttentionFlops {
         if cell.contains("causal") {
             return Some(AttentionFlops::Causal);
         }
+        if excludes(&cell) {
+            return Some(AttentionFlops::Excluded);
+        }
         let n = squash(notes);
-        if ["72bslh2", "96bslh2", "s/6h"].iter().any(|f| n.contains(f)) {
+        if ["72bslh2", "96bslh2", "s/6h", "12lhqt"]
+            .iter()
+            .any(|f| n.contains(f))
+        {
             Some(AttentionFlops::Full)
         } else if n.contains("s/12h") || n.contains("causalattentionflops") {
             Some(AttentionFlops::Causal)
+        } else if excludes(notes) {
+            Some(AttentionFlops::Excluded)
         } else {
             None
         }
@@ -173,5 +233,51 @@ impl ModelFlops {
             ) + on(RecomputeModules::MLA_UP_PROJ, self.mla_up_fwd)
                 + on(RecomputeModules::MLP, self.dense_mlp_fwd)
                 + moe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AttentionFlops::{self, Causal, Excluded, Full};
+
+    #[test]
+    fn a_row_declares_its_attention_convention() {
+        let of = AttentionFlops::of_row;
+        // The cell.
+        assert_eq!(of("model (full attention)", ""), Some(Full));
+        assert_eq!(of("model, causal", ""), Some(Causal));
+        assert_eq!(of("6N", ""), Some(Excluded));
+        assert_eq!(of("model (6ND)", ""), Some(Excluded));
+        assert_eq!(of("model, attention excluded", ""), Some(Excluded));
+        // The notes.
+        assert_eq!(
+            of("model", "MFU = 72·B·s·l·h²(1 + s/6h + V/12lh)"),
+            Some(Full)
+        );
+        assert_eq!(of("model", "PaLM's 6N + 12·L·H·Q·T per token"), Some(Full));
+        assert_eq!(
+            of("model", "MFU computed as 6·N·D / (time · peak)"),
+            Some(Excluded)
+        );
+        assert_eq!(
+            of("model", "TFLOP/s per 6N FLOPs per token"),
+            Some(Excluded)
+        );
+        assert_eq!(
+            of("model", "model FLOPs excluding attention"),
+            Some(Excluded)
+        );
+        // Nothing declared: an attention term counted in, a node count, a larger number.
+        assert_eq!(
+            of(
+                "model",
+                "'Model TFLOP' column = model FLOPs incl. attention term."
+            ),
+            None
+        );
+        assert_eq!(of("model", "trained on 6 nodes of 8 GPUs"), None);
+        assert_eq!(of("model", "16N tokens; 96 nodes"), None);
+        assert_eq!(of("model", ""), None);
+        assert_eq!(Excluded.factor(), 0.0);
     }
 }

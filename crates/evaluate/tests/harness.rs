@@ -187,3 +187,38 @@ fn a_hybrid_models_row_is_refused_not_priced_as_attention() {
         assert_eq!(unmodelled_layers(&row(r)), None, "{r}");
     }
 }
+
+/// The FLOP convention a row's `tflops_convention` cell declares: the hardware count by its
+/// first word (`hardware`, `hw`, `HFU`), and the attention term — full, causal, or left out
+/// (`6N`, `6ND`: Kaplan+20's count) — scored as declared.
+#[test]
+fn the_convention_cell_is_read_as_written() {
+    use autoplan_evaluate::validate::Figure;
+    use autoplan_evaluate::AttentionFlops;
+    let with = |cell: &str| {
+        let mut r = row("mcore08_h100_weak_16B");
+        r.tflops_convention = Some(cell.into());
+        case(&r)
+    };
+    for (cell, figure, flops) in [
+        ("model", Figure::ModelTflops, AttentionFlops::Full),
+        ("hardware", Figure::HardwareTflops, AttentionFlops::Full),
+        ("hw", Figure::HardwareTflops, AttentionFlops::Full),
+        (
+            "HFU (with recompute)",
+            Figure::HardwareTflops,
+            AttentionFlops::Full,
+        ),
+        (
+            "model (causal)",
+            Figure::ModelTflops,
+            AttentionFlops::Causal,
+        ),
+        ("model (6N)", Figure::ModelTflops, AttentionFlops::Excluded),
+        ("6ND", Figure::ModelTflops, AttentionFlops::Excluded),
+        ("hwm", Figure::ModelTflops, AttentionFlops::Full),
+    ] {
+        let c = with(cell);
+        assert_eq!((c.figure, c.options.flops), (figure, flops), "{cell}");
+    }
+}

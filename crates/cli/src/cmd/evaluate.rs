@@ -449,6 +449,8 @@ fn summary(
         match r.attention_flops {
             autoplan_evaluate::AttentionFlops::Causal => "3·(GEMM + causal attention)",
             autoplan_evaluate::AttentionFlops::Full => "3·(GEMM + full s×s attention)",
+            autoplan_evaluate::AttentionFlops::Excluded =>
+                "3·GEMM (6N: attention core not counted)",
         }
     )?;
     writeln!(

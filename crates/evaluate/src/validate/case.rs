@@ -320,7 +320,12 @@ pub(super) fn case_figure(r: &PublishedRun) -> Result<(Figure, f64), Skipped> {
         .as_deref()
         .unwrap_or("model")
         .to_ascii_lowercase();
-    let hardware = conv.starts_with("hardware") || conv.starts_with("hfu");
+    // Its first word: `hardware`, `hw` or `HFU` (`hardware (with recompute)`, `hw TFLOP/s`).
+    let first = conv
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| !w.is_empty())
+        .unwrap_or("");
+    let hardware = matches!(first, "hardware" | "hw" | "hfu");
     let (figure, measured) = if let Some(t) = r.measured_tokens_per_s_per_gpu {
         (Figure::TokensPerSPerGpu, t)
     } else if let Some(t) = r.measured_tflops_per_gpu {
