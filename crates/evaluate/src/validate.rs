@@ -712,6 +712,15 @@ fn plan_summary(p: &Plan) -> String {
     if let Some(n) = p.recompute_layers {
         s += &format!(",recompute_layers={n}");
     }
+    if p.offload_optimizer > 0 {
+        s += &format!(
+            ",offload_optimizer={}",
+            f64::from(p.offload_optimizer) / 100.0
+        );
+    }
+    if p.offload_params {
+        s += ",offload_params=on";
+    }
     s
 }
 

@@ -222,3 +222,31 @@ fn the_convention_cell_is_read_as_written() {
         assert_eq!((c.figure, c.options.flops), (figure, flops), "{cell}");
     }
 }
+
+/// A sharding cell that names an offload is read, never dropped: ZeRO-Offload's optimizer
+/// state on the host (the CPU runs the step), ZeRO-3's parameter shard too where it names the
+/// parameters or ZeRO-Infinity's CPU tier; an NVMe tier is refused by name.
+#[test]
+fn an_offload_in_the_sharding_cell_is_priced() {
+    let with = |cell: &str| {
+        let mut r = row("nemo2407_h100_LLAMA2-70B_64gpu");
+        r.zero_stage = Some(cell.into());
+        case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+    };
+    for (cell, stage, optimizer, params) in [
+        ("ZeRO-3", 3, 0, false),
+        ("ZeRO-3 offload", 3, 100, false),
+        ("ZeRO-Offload (stage 2)", 2, 100, false),
+        ("ZeRO-1 + CPU offload", 1, 100, false),
+        ("ZeRO-3 offload_param", 3, 100, true),
+    ] {
+        let p = with(cell).expect(cell).plan;
+        assert_eq!(
+            (p.zero.stage, p.offload_optimizer, p.offload_params),
+            (stage, optimizer, params),
+            "{cell}"
+        );
+    }
+    let nvme = with("ZeRO-3 NVMe offload").expect_err("NVMe");
+    assert!(nvme.reason.contains("NVMe"), "{}", nvme.reason);
+}

@@ -127,6 +127,23 @@ pub(super) fn case_plan(
             ))
         }
     };
+    // What the sharding cell says went to host memory: ZeRO-Offload's optimizer state and
+    // gradients (the CPU running the step: `offload_optimizer` 100%), with ZeRO-3's parameter
+    // shard too where it names the parameters or ZeRO-Infinity (`offload_params`); an NVMe
+    // tier is not priced. Read, never dropped: a ZeRO-3 offload run priced as ZeRO-3 alone
+    // would be far too fast.
+    let (offload_optimizer, offload_params) = {
+        let c = cell.to_ascii_lowercase();
+        if c.contains("nvme") {
+            return Err(skip(
+                &r.id,
+                format!("zero_stage `{cell}`: an NVMe offload tier is not priced"),
+            ));
+        }
+        let offload = c.contains("offload") || c.contains("infinity");
+        let params = c.contains("param") || c.contains("infinity");
+        (if offload { 100 } else { 0 }, offload && params)
+    };
     // A torchtitan row with PP ran FSDP under PyTorch's pipelining, which gathers a stage's
     // parameters once and reduces its gradients once per step
     // (`ShardModes::pp_once_per_step`, torchtitan's capability table): zero=1, in the row's
@@ -204,6 +221,8 @@ pub(super) fn case_plan(
             Dispatcher::AllToAll
         },
         pipeline_split: pipeline_split(r, model.layers, pp, vpp),
+        offload_optimizer,
+        offload_params,
         ..Plan::default()
     })
 }
