@@ -239,6 +239,14 @@ fn an_offload_in_the_sharding_cell_is_priced() {
         ("ZeRO-Offload (stage 2)", 2, 100, false),
         ("ZeRO-1 + CPU offload", 1, 100, false),
         ("ZeRO-3 offload_param", 3, 100, true),
+        ("ZeRO-3 parameter offload", 3, 100, true),
+        // The parameters named as sharded, the optimizer as offloaded.
+        (
+            "FSDP (shard params+grads+optimizer), CPU offload of optimizer",
+            3,
+            100,
+            false,
+        ),
     ] {
         let p = with(cell).expect(cell).plan;
         assert_eq!(

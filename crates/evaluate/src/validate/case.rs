@@ -141,7 +141,18 @@ pub(super) fn case_plan(
             ));
         }
         let offload = c.contains("offload") || c.contains("infinity");
-        let params = c.contains("param") || c.contains("infinity");
+        // The parameters named as what is offloaded, not as what is sharded ("shard params").
+        let w = c.replace(['_', '-'], " ");
+        let params = w.contains("infinity")
+            || [
+                "offload param",
+                "param offload",
+                "params offload",
+                "parameter offload",
+                "parameters offload",
+            ]
+            .iter()
+            .any(|p| w.contains(p));
         (if offload { 100 } else { 0 }, offload && params)
     };
     // A torchtitan row with PP ran FSDP under PyTorch's pipelining, which gathers a stage's
