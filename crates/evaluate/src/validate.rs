@@ -36,7 +36,7 @@ mod model;
 
 use case::*;
 use hardware::case_cluster;
-pub use hardware::{bundled_cluster, cluster_name_for, cluster_name_of};
+pub use hardware::{bundled_cluster, cluster_name_for, cluster_name_of, nic_share};
 use model::case_model;
 pub use model::unmodelled_layers;
 

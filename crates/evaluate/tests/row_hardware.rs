@@ -5,7 +5,7 @@ mod common;
 
 use autoplan_cluster::{resolve_cluster, GpuArch, Precision};
 use autoplan_evaluate::validate::{
-    bundled_cluster, case_of, cluster_name_for, cluster_name_of, PublishedRun,
+    bundled_cluster, case_of, cluster_name_for, cluster_name_of, nic_share, PublishedRun,
 };
 use common::rows;
 
@@ -309,4 +309,96 @@ fn a_utilisation_under_a_hardware_convention_is_an_hfu() {
     // Full recompute: 3 passes of model FLOPs against 4 of hardware FLOPs (attention aside).
     let ratio = mfu.predicted / hfu.predicted;
     assert!((0.70..0.80).contains(&ratio), "MFU/HFU {ratio}");
+}
+
+/// A network cell's stated line rate, as a GPU's share: every public cell that states one
+/// states its bundled node's (so no public row's network changes), and the forms people write
+/// read alike.
+#[test]
+fn a_network_cell_states_each_gpus_share_of_the_line_rate() {
+    let gb = 1e9;
+    for (cell, gpn, share) in [
+        // The public cells.
+        ("InfiniBand 8x50 GB/s per node", 8, Some(400.0 * gb)),
+        ("InfiniBand 8x400 Gbit/s", 8, Some(400.0 * gb)),
+        ("RDMA 400 Gb/s per GPU", 8, Some(400.0 * gb)),
+        (
+            "RoCE 400Gbps/GPU, 3-layer Clos (full bisection within 3072-GPU pod, 1:7)",
+            8,
+            Some(400.0 * gb),
+        ),
+        (
+            "8x200G NICs/server multi-rail, Broadcom Tomahawk4 3-tier CLOS (1:1)",
+            8,
+            Some(200.0 * gb),
+        ),
+        ("RoCE 1600 Gbps node-node", 8, Some(200.0 * gb)),
+        // One port of an unstated count, or no rate: nothing stated.
+        ("InfiniBand NDR 400G (per third-party note)", 8, None),
+        ("InfiniBand (50 GB/s)", 8, None),
+        (
+            "Omni-Path (4 OPA links/node), dedicated NCCL subnet",
+            8,
+            None,
+        ),
+        ("HDR InfiniBand full fat-tree (Selene)", 8, None),
+        ("NVLink5 72-GPU domain (NVL72)", 4, None),
+        // Other forms.
+        ("4 x 200 Gb/s HDR per node", 8, Some(100.0 * gb)),
+        ("EFA 3.2 Tbps per node", 8, Some(400.0 * gb)),
+        ("4×100 Gb/s", 8, Some(50.0 * gb)),
+        ("2 x 100GbE per host", 8, Some(25.0 * gb)),
+        ("1x400 Gb/s per GPU", 4, Some(400.0 * gb)),
+    ] {
+        assert_eq!(nic_share(cell, gpn), share, "{cell}");
+    }
+}
+
+/// A row whose cell states a narrower network than its bundled node's is priced on the row's:
+/// its GPUs' share off the node falls, the cluster's name says so, and a run whose data
+/// parallelism crosses nodes slows; a wider one is priced at the bundled (PCIe-capped) figure;
+/// a zero rate is unreadable, naming the column.
+#[test]
+fn a_narrower_network_in_the_row_is_priced() {
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let case = |r: &PublishedRun| case_of(r, &resolve, &bundled_cluster);
+    // The exposed data-parallel communication and the step.
+    let priced = |c: &autoplan_evaluate::validate::Case| {
+        let r = autoplan_evaluate::Evaluator::new(&c.model, &c.cluster, c.options)
+            .report(&c.plan)
+            .unwrap();
+        (r.breakdown.dp_exposed_s, r.metrics.step_time_s)
+    };
+    // MPT-70B on 64 A100s, ZeRO-3 across 8 nodes: "RoCE 1600 Gbps node-node".
+    let mut r = all_rows()
+        .into_iter()
+        .find(|r| r.id == "mpt_70b_64xa100")
+        .unwrap();
+    let bundled = case(&r).unwrap();
+    assert_eq!(bundled.cluster.network.inter_bw, 24e9);
+    assert_eq!(bundled.cluster.name, "selene-a100");
+    r.inter_node_link = Some("RoCE 4 x 100 Gb/s per node".into());
+    let narrow = case(&r).unwrap();
+    assert_eq!(narrow.cluster.network.inter_bw, 6.25e9);
+    assert!(
+        narrow.cluster.name.contains("the row's network"),
+        "{}",
+        narrow.cluster.name
+    );
+    // Its ZeRO-3 gathers and reduce-scatters cross the nodes at a quarter of the rate: what
+    // the backward does not hide grows about as much, and the step with it.
+    let ((dp_bundled, step_bundled), (dp_narrow, step_narrow)) =
+        (priced(&bundled), priced(&narrow));
+    assert!(dp_narrow > 3.0 * dp_bundled, "{dp_narrow} vs {dp_bundled}");
+    assert!(
+        step_narrow > step_bundled,
+        "{step_narrow} vs {step_bundled}"
+    );
+    r.inter_node_link = Some("8 x 400 Gb/s per node".into());
+    let wide = case(&r).unwrap();
+    assert_eq!(wide.cluster, bundled.cluster);
+    r.inter_node_link = Some("0 Gb/s per GPU".into());
+    let s = case(&r).expect_err("a network of no bandwidth");
+    assert_eq!(s.column.as_deref(), Some("inter_node_link"));
+    assert!(s.reason.contains("0 Gb/s per GPU"), "{}", s.reason);
 }

@@ -41,7 +41,151 @@ pub(super) fn case_cluster(
             ));
         }
     }
+    with_row_network(r, cluster)
+}
+
+/// The bundled cluster with the row's own inter-node links where its `inter_node_link` cell
+/// states a narrower one than the cluster's: a GPU's share of the network is then the row's
+/// line rate ([`nic_share`]), not the bundled node's (a cell stating `4 x 200 Gb/s per node`
+/// for 8 A100s gives each GPU half a DGX A100's 8 × 200 Gb/s; every public row states its
+/// bundled node's rate or none). Only ever narrower: the bundled `inter_bw` is already
+/// NCCL's effective figure, the line rate capped by the NIC's PCIe path (`selene-a100.toml`:
+/// min(HDR 25 GB/s, PCIe Gen4 24 GB/s)), and a wider NIC than the bundled node's would still
+/// pass through that path, so it is priced at the bundled figure. The cluster is renamed to
+/// say so (`validate --explain` prints it). A stated rate of zero is a row that contradicts
+/// itself: unreadable, naming the column.
+fn with_row_network(r: &PublishedRun, mut cluster: Cluster) -> Result<Cluster, Skipped> {
+    let Some(cell) = r.inter_node_link.as_deref() else {
+        return Ok(cluster);
+    };
+    let Some(bits) = nic_share(cell, cluster.node.gpus_per_node) else {
+        return Ok(cluster);
+    };
+    if !(bits.is_finite() && bits > 0.0) {
+        return Err(super::unreadable(
+            &r.id,
+            "inter_node_link",
+            format!("`{cell}` states {bits:e} bit/s per GPU: not a positive, finite rate"),
+        ));
+    }
+    let bytes = bits / 8.0;
+    if bytes < cluster.network.inter_bw {
+        cluster.network.inter_bw = bytes;
+        cluster.name = format!(
+            "{} on the row's network ({} GB/s per GPU off the node)",
+            cluster.name,
+            bytes / 1e9
+        );
+    }
     Ok(cluster)
+}
+
+/// A GPU's share of the inter-node line rate, bits/s, that a network cell states, or `None`
+/// where it states none it scopes. Read: a rate (`400 Gb/s`, `400Gbps`, `400 Gbit/s`, `200G`,
+/// `3.2 Tbps`; `50 GB/s` in bytes), optionally `N x` links of it, scoped by the words after it
+/// up to the next comma, semicolon or bracket: `per GPU` / `/GPU` is one GPU's; `per node`,
+/// `/server`, `per host`, `per tray`, `node-node` is the node's, shared by its
+/// `gpus_per_node` GPUs; `N x R` unscoped is N NICs of a node (`InfiniBand 8x400 Gbit/s`). A
+/// bare rate (`InfiniBand NDR 400G`, `InfiniBand (50 GB/s)`: one port of an unstated count)
+/// states nothing. The first scoped rate counts.
+pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
+    let b = cell.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        // A number starts here: not inside a word or another number (`NVL72`, `4th`, `3.2`),
+        // but after the `x` of `8x50`.
+        let after_x = i >= 2 && matches!(b[i - 1], b'x' | b'X') && b[i - 2].is_ascii_digit();
+        let starts = b[i].is_ascii_digit()
+            && (i == 0 || after_x || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && (b[j].is_ascii_digit() || b[j] == b'.') {
+            j += 1;
+        }
+        let num: f64 = match cell[i..j].parse() {
+            Ok(v) => v,
+            Err(_) => {
+                i = j;
+                continue;
+            }
+        };
+        let mut k = j;
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        let Some((unit_len, per_unit)) = rate_unit(&cell[k..]) else {
+            i = j;
+            continue;
+        };
+        let unit_end = k + unit_len;
+        let links = links_before(&cell[..i]);
+        let clause_end = cell[unit_end..]
+            .find([',', ';', '(', ')'])
+            .map_or(cell.len(), |e| unit_end + e);
+        let scope = cell[unit_end..clause_end].to_ascii_lowercase();
+        let per_gpu = scope.contains("per gpu") || scope.contains("/gpu");
+        let per_node = ["node", "server", "host", "tray"]
+            .iter()
+            .any(|w| scope.contains(w));
+        let rate = num * per_unit * f64::from(links.unwrap_or(1));
+        if per_gpu {
+            return Some(rate);
+        }
+        if per_node || links.is_some() {
+            return Some(rate / f64::from(gpus_per_node.max(1)));
+        }
+        i = unit_end;
+    }
+    None
+}
+
+/// The unit a rate is written in at the start of `text` (`Gb/s`, `Gbps`, `Gbit/s`, `G`,
+/// `GbE`; `Tb/s`, `Tbps`; `GB/s`, `GBps` in bytes; case as written: `GB/s` is bytes, `Gb/s`
+/// bits): its length and bits per second, where the unit ends the word or a `/` follows
+/// (`400Gbps/GPU`).
+fn rate_unit(text: &str) -> Option<(usize, f64)> {
+    const UNITS: &[(&str, f64)] = &[
+        ("Gbits/s", 1e9),
+        ("Gbit/s", 1e9),
+        ("Tbit/s", 1e12),
+        ("Gbps", 1e9),
+        ("Gbit", 1e9),
+        ("Gb/s", 1e9),
+        ("GbE", 1e9),
+        ("Tbps", 1e12),
+        ("Tb/s", 1e12),
+        ("GB/s", 8e9),
+        ("GBps", 8e9),
+        ("TB/s", 8e12),
+        ("TBps", 8e12),
+        ("Gb", 1e9),
+        ("G", 1e9),
+        ("T", 1e12),
+    ];
+    UNITS.iter().find_map(|&(u, bits)| {
+        let rest = text.strip_prefix(u)?;
+        let ends = rest
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_ascii_alphanumeric());
+        ends.then_some((u.len(), bits))
+    })
+}
+
+/// The `N` of an `N x` (or `N×`) written just before a rate.
+fn links_before(text: &str) -> Option<u32> {
+    let t = text.trim_end();
+    let t = t
+        .strip_suffix('x')
+        .or_else(|| t.strip_suffix('X'))
+        .or_else(|| t.strip_suffix('×'))?
+        .trim_end();
+    let digits = t.len() - t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let n: u32 = t[t.len() - digits..].parse().ok()?;
+    (n > 0).then_some(n)
 }
 
 /// The bundled cluster of a row (resized to its GPU count by the caller with
