@@ -140,6 +140,7 @@ fn run_of(r: &Row) -> Result<PublishedRun, CellError> {
         num_gpus: w("num_gpus")?
             .ok_or_else(|| CellError::blank("num_gpus", "GPU count not given"))?,
         gpus_per_node: w("gpus_per_node")?,
+        intra_node_link: r.text("intra_node_link")?.map(str::to_string),
         inter_node_link: r.text("inter_node_link")?.map(str::to_string),
         tp: w("tp")?,
         pp: w("pp")?,

@@ -62,6 +62,8 @@ pub struct PublishedRun {
     pub gpu: String,
     pub num_gpus: u32,
     pub gpus_per_node: Option<u32>,
+    /// The fabric inside a node, as the row words it (`NVLink+NVSwitch (DGX A100)`).
+    pub intra_node_link: Option<String>,
     /// The network between nodes, as the row words it (`Omni-Path (4 OPA links/node)`).
     pub inter_node_link: Option<String>,
     pub tp: Option<u32>,

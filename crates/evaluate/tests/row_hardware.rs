@@ -402,3 +402,28 @@ fn a_narrower_network_in_the_row_is_priced() {
     assert_eq!(s.column.as_deref(), Some("inter_node_link"));
     assert!(s.reason.contains("0 Gb/s per GPU"), "{}", s.reason);
 }
+
+/// A node whose GPUs are joined by PCIe (the row's `intra_node_link`) is none of the bundled
+/// NVSwitch nodes: skipped as a tool limit naming the cell, whatever the `gpu` cell says; the
+/// public cells (NVSwitch, NVLink, an NVL72 domain) all build.
+#[test]
+fn a_pcie_node_is_not_priced_on_nvswitch() {
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = all_rows()
+        .into_iter()
+        .find(|r| r.id == "mpt_70b_64xa100")
+        .unwrap();
+    for cell in ["PCIe Gen4 x16", "PCIe + NVLink bridge (pairs)"] {
+        r.intra_node_link = Some(cell.into());
+        let s = case_of(&r, &resolve, &bundled_cluster).expect_err(cell);
+        assert_eq!(s.kind, autoplan_evaluate::validate::SkipKind::ToolLimit);
+        assert!(s.reason.contains(cell), "{}", s.reason);
+    }
+    for cell in [
+        "NVLink+NVSwitch (DGX A100), PCIe Gen4 to the NICs",
+        "NVLink 4th gen",
+    ] {
+        r.intra_node_link = Some(cell.into());
+        case_of(&r, &resolve, &bundled_cluster).unwrap_or_else(|s| panic!("{cell}: {}", s.reason));
+    }
+}

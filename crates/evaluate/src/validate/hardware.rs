@@ -17,6 +17,16 @@ pub(super) fn case_cluster(
 ) -> Result<Cluster, Skipped> {
     let id = r.id.as_str();
     let gpn = r.gpus_per_node.unwrap_or(8);
+    if let Some(cell) = r.intra_node_link.as_deref().filter(|c| pcie_node(c)) {
+        return Err(skip(
+            id,
+            format!(
+                "the row's GPUs are joined by PCIe inside the node (`{cell}`); every bundled \
+                 cluster of GPU `{}` joins them by NVSwitch",
+                r.gpu
+            ),
+        ));
+    }
     let cluster = match cluster_name_of(r).and_then(|name| cluster_for(name, r.num_gpus, gpn)) {
         Some(c) => c,
         None if cluster_name_for(&r.gpu).is_some() => {
@@ -42,6 +52,15 @@ pub(super) fn case_cluster(
         }
     }
     with_row_network(r, cluster)
+}
+
+/// Whether a node-fabric cell names PCIe as what joins the GPUs and no NVSwitch (`PCIe Gen4`,
+/// `PCIe + NVLink bridge`: pairs of cards bridged, the rest over PCIe): every bundled cluster
+/// is of SXM parts on NVSwitch (or an NVL72 rack's NVLink switches), whose all-to-all NVLink a
+/// PCIe node does not have, as [`cluster_name_for`] refuses a PCIe card by its `gpu` cell.
+fn pcie_node(cell: &str) -> bool {
+    let c = cell.to_ascii_lowercase();
+    c.contains("pcie") && !c.contains("nvswitch") && !c.contains("nvl72")
 }
 
 /// The bundled cluster with the row's own inter-node links where its `inter_node_link` cell
