@@ -349,6 +349,16 @@ fn a_network_cell_states_each_gpus_share_of_the_line_rate() {
         ("4×100 Gb/s", 8, Some(50.0 * gb)),
         ("2 x 100GbE per host", 8, Some(25.0 * gb)),
         ("1x400 Gb/s per GPU", 4, Some(400.0 * gb)),
+        ("4x HDR 200Gb/s per node", 8, Some(100.0 * gb)),
+        (
+            "HDR InfiniBand (8 x 200 Gb/s per node)",
+            8,
+            Some(200.0 * gb),
+        ),
+        // A count in words before the rate: not read, rather than read as one link.
+        ("8 NICs x 400 Gb/s per node", 8, None),
+        ("2 ports of 200 Gb/s per GPU", 8, None),
+        ("RoCE, 8 NICs; 400 Gb/s per GPU", 8, Some(400.0 * gb)),
     ] {
         assert_eq!(nic_share(cell, gpn), share, "{cell}");
     }

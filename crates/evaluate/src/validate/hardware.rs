@@ -104,9 +104,11 @@ fn with_row_network(r: &PublishedRun, mut cluster: Cluster) -> Result<Cluster, S
 /// `3.2 Tbps`; `50 GB/s` in bytes), optionally `N x` links of it, scoped by the words after it
 /// up to the next comma, semicolon or bracket: `per GPU` / `/GPU` is one GPU's; `per node`,
 /// `/server`, `per host`, `per tray`, `node-node` is the node's, shared by its
-/// `gpus_per_node` GPUs; `N x R` unscoped is N NICs of a node (`InfiniBand 8x400 Gbit/s`). A
-/// bare rate (`InfiniBand NDR 400G`, `InfiniBand (50 GB/s)`: one port of an unstated count)
-/// states nothing. The first scoped rate counts.
+/// `gpus_per_node` GPUs; `N x R` unscoped is N NICs of a node (`InfiniBand 8x400 Gbit/s`),
+/// the `N x` anywhere before the rate in its clause (`4x HDR 200 Gb/s per node`). A bare rate
+/// (`InfiniBand NDR 400G`, `InfiniBand (50 GB/s)`: one port of an unstated count), or one
+/// after another number of its clause (`8 NICs x 400 Gb/s`, a count in words), states
+/// nothing. The first scoped rate counts.
 pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
     let b = cell.as_bytes();
     let mut i = 0;
@@ -140,7 +142,13 @@ pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
             continue;
         };
         let unit_end = k + unit_len;
-        let links = links_before(&cell[..i]);
+        let clause_start = cell[..i].rfind([',', ';', '(', ')']).map_or(0, |d| d + 1);
+        let Ok(links) = links_before(&cell[clause_start..i]) else {
+            // Another number before the rate in its clause (`8 NICs x 400 Gb/s`,
+            // `2 ports of 200 Gb/s`): a count this reading cannot place; nothing stated.
+            i = unit_end;
+            continue;
+        };
         let clause_end = cell[unit_end..]
             .find([',', ';', '(', ')'])
             .map_or(cell.len(), |e| unit_end + e);
@@ -194,17 +202,38 @@ fn rate_unit(text: &str) -> Option<(usize, f64)> {
     })
 }
 
-/// The `N` of an `N x` (or `N×`) written just before a rate.
-fn links_before(text: &str) -> Option<u32> {
-    let t = text.trim_end();
-    let t = t
-        .strip_suffix('x')
-        .or_else(|| t.strip_suffix('X'))
-        .or_else(|| t.strip_suffix('×'))?
-        .trim_end();
-    let digits = t.len() - t.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    let n: u32 = t[t.len() - digits..].parse().ok()?;
-    (n > 0).then_some(n)
+/// The link count `N` of the clause before a rate: `Ok(Some(N))` where the clause's only
+/// number before the rate is an `N x` or `N×` (`8x50 GB/s`, `4x HDR 200 Gb/s`), `Ok(None)`
+/// where it has no number, `Err(())` where it has another (a count in words this reading
+/// does not place).
+fn links_before(clause: &str) -> Result<Option<u32>, ()> {
+    let b = clause.as_bytes();
+    let mut count = None;
+    let mut i = 0;
+    while i < b.len() {
+        let starts = b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric());
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        let rest = clause[j..].trim_start();
+        let times = rest.starts_with(['x', 'X', '×'])
+            && rest[rest.chars().next().map_or(0, char::len_utf8)..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_ascii_alphabetic() || c.is_ascii_uppercase());
+        let n: Option<u32> = clause[i..j].parse().ok().filter(|&n| n > 0);
+        match (times, n, count) {
+            (true, Some(n), None) => count = Some(n),
+            _ => return Err(()),
+        }
+        i = j;
+    }
+    Ok(count)
 }
 
 /// The bundled cluster of a row (resized to its GPU count by the caller with
