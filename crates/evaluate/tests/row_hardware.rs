@@ -359,6 +359,10 @@ fn a_network_cell_states_each_gpus_share_of_the_line_rate() {
         ("8 NICs x 400 Gb/s per node", 8, None),
         ("2 ports of 200 Gb/s per GPU", 8, None),
         ("RoCE, 8 NICs; 400 Gb/s per GPU", 8, Some(400.0 * gb)),
+        ("GPUDirect-TCPX 1600 Gbps per VM", 8, Some(200.0 * gb)),
+        ("EFA 3200 Gbps/instance", 8, Some(400.0 * gb)),
+        // `nvme` holds no `vm`: words, not letters.
+        ("400 Gb/s to nvme storage", 8, None),
     ] {
         assert_eq!(nic_share(cell, gpn), share, "{cell}");
     }

@@ -103,7 +103,8 @@ fn with_row_network(r: &PublishedRun, mut cluster: Cluster) -> Result<Cluster, S
 /// where it states none it scopes. Read: a rate (`400 Gb/s`, `400Gbps`, `400 Gbit/s`, `200G`,
 /// `3.2 Tbps`; `50 GB/s` in bytes), optionally `N x` links of it, scoped by the words after it
 /// up to the next comma, semicolon or bracket: `per GPU` / `/GPU` is one GPU's; `per node`,
-/// `/server`, `per host`, `per tray`, `node-node` is the node's, shared by its
+/// `/server`, `per host`, `per tray`, `per VM`, `per instance`, `node-node` is the node's
+/// (a cloud VM of 8 GPUs is the node), shared by its
 /// `gpus_per_node` GPUs; `N x R` unscoped is N NICs of a node (`InfiniBand 8x400 Gbit/s`),
 /// the `N x` anywhere before the rate in its clause (`4x HDR 200 Gb/s per node`). A bare rate
 /// (`InfiniBand NDR 400G`, `InfiniBand (50 GB/s)`: one port of an unstated count), or one
@@ -153,10 +154,15 @@ pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
             .find([',', ';', '(', ')'])
             .map_or(cell.len(), |e| unit_end + e);
         let scope = cell[unit_end..clause_end].to_ascii_lowercase();
-        let per_gpu = scope.contains("per gpu") || scope.contains("/gpu");
-        let per_node = ["node", "server", "host", "tray"]
+        let per_gpu = ["per gpu", "per-gpu", "/gpu", "each gpu"]
             .iter()
             .any(|w| scope.contains(w));
+        let per_node = scope.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+            matches!(
+                w,
+                "node" | "nodes" | "server" | "host" | "tray" | "vm" | "instance" | "machine"
+            )
+        });
         let rate = num * per_unit * f64::from(links.unwrap_or(1));
         if per_gpu {
             return Some(rate);
