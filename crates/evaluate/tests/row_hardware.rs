@@ -202,11 +202,43 @@ fn unknown_precision_wording_is_named() {
         ("torch.bfloat16", Precision::Bf16),
         ("float16 (AMP)", Precision::Fp16),
         ("half", Precision::Fp16),
+        ("16-mixed", Precision::Fp16),
+        ("bf16-mixed", Precision::Bf16),
     ] {
         r.precision = Some(cell.into());
         let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
         assert_eq!(c.model.training.precision, want, "{cell}");
     }
+    // AMP naming no format is a 16-bit run the era decides, as "mixed precision" is.
+    r.precision = Some("mixed precision".into());
+    let era = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    for cell in ["AMP", "apex O2", "mixed"] {
+        r.precision = Some(cell.into());
+        let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+        assert_eq!(
+            c.model.training.precision, era.model.training.precision,
+            "{cell}"
+        );
+    }
+    // Microscaling FP8 however it is spelled (a Blackwell row).
+    let mut b = all_rows()
+        .into_iter()
+        .find(|r| r.id == "bridge2511_b200_DeepSeekV3_256gpu_mxfp8")
+        .unwrap();
+    for cell in [
+        "MX-FP8",
+        "fp8 (MX block scaling)",
+        "MXFP8",
+        "FP8 microscaling",
+    ] {
+        b.precision = Some(cell.into());
+        let c = case_of(&b, &resolve, &bundled_cluster).unwrap();
+        assert_eq!(c.model.training.precision, Precision::Mxfp8, "{cell}");
+    }
+    // "amax" holds no "mx": still delayed-scaling FP8.
+    b.precision = Some("fp8 (amax history 1024)".into());
+    let c = case_of(&b, &resolve, &bundled_cluster).unwrap();
+    assert_eq!(c.model.training.precision, Precision::Fp8);
 }
 
 /// A run over nodes of another size than its bundled cluster's is skipped with both sizes

@@ -14,7 +14,9 @@ use super::*;
 ///   frameworks.md §2.5), delayed (`delayed`, or no recipe named: Megatron's default; `FP8_HYBRID`
 ///   names the E4M3/E5M2 format, not a recipe). A cell that only implies FP8 ("not stated (fp8
 ///   implied)") takes the recipe its `notes` name, if any.
-/// - `fp16` (`mixed fp16`, `--fp16`): FP16; `bf16` (`amp_bf16`, `bf16 (PURE)`): BF16.
+/// - `mxfp8`, `MX-FP8`, `fp8 (MX)`, microscaling: MXFP8.
+/// - `fp16` (`mixed fp16`, `--fp16`, Lightning's `16-mixed`): FP16; `bf16` (`amp_bf16`,
+///   `bf16 (PURE)`): BF16; `mixed`, `AMP`, `apex` naming no format: the era's 16-bit format.
 pub(crate) fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>, ()> {
     let c = cell.to_ascii_lowercase();
     let fp8_recipe = |t: &str| {
@@ -35,9 +37,15 @@ pub(crate) fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>
         }
     };
     let implied = c.contains("implied") || c.contains("not stated");
+    let words: Vec<&str> = c.split(|ch: char| !ch.is_ascii_alphanumeric()).collect();
+    // AMP or apex with no format named: a 16-bit run whose format the era decides.
+    let amp_only = ["amp", "apex", "mixed"].iter().any(|w| words.contains(w));
     Ok(Some(if c.contains("fp4") {
         Precision::Nvfp4
-    } else if c.contains("mxfp8") || c.contains("fp8-mx") {
+    } else if c.contains("mxfp8")
+        || c.contains("microscal")
+        || (c.contains("fp8") && words.contains(&"mx"))
+    {
         Precision::Mxfp8
     } else if c.contains("fp8") || c.contains("float8") {
         fp8_recipe(&c)
@@ -49,9 +57,13 @@ pub(crate) fn row_precision(cell: &str, notes: &str) -> Result<Option<Precision>
             .unwrap_or(Precision::Fp8)
     } else if c.contains("bf16") || c.contains("bfloat16") {
         Precision::Bf16
-    } else if c.contains("fp16") || c.contains("float16") || c.contains("half") {
+    } else if c.contains("fp16")
+        || c.contains("float16")
+        || c.contains("half")
+        || c.contains("16-mixed")
+    {
         Precision::Fp16
-    } else if c.trim().is_empty() || c.contains("mixed precision") || implied {
+    } else if c.trim().is_empty() || amp_only || implied {
         return Ok(None);
     } else {
         return Err(());
