@@ -185,8 +185,8 @@ fn modules_named(list: &str) -> Option<RecomputeModules> {
 ///
 /// - `none`, `no`, `off`, `false`, `0`, `without …` (Llama 3's "none (8K seq trained without
 ///   activation checkpointing)"): no recompute;
-/// - `full …`, `yes`, `true`, `on`, `1`, or activation/gradient checkpointing named
-///   (`--checkpoint-activations`): every block in full, unless the cell names the block method
+/// - `full …`, `uniform …`, `yes`, `true`, `on`, `1`, or activation/gradient checkpointing
+///   named (`--checkpoint-activations`, `checkpoint every layer`): every block in full, unless the cell names the block method
 ///   with a count (`full (block, 2 layers)`, `block 4`: Megatron's `--recompute-method block
 ///   --recompute-num-layers N`, the first N of each model chunk, frameworks.md §1.7);
 ///   `--recompute-method uniform`'s count (`full (uniform, 1 layer)`, 2021's
@@ -222,11 +222,19 @@ pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32
     let full = first == "full"
         || block
         || matches!(first, "yes" | "true" | "on" | "1" | "enabled")
+        // Megatron's `--recompute-method uniform` recomputes every block in full (`block` takes
+        // its count, below).
+        || first == "uniform"
         || [
-            "activation checkpointing",
-            "gradient checkpointing",
+            "activation checkpoint",
+            "gradient checkpoint",
             "checkpoint activations",
-            "activation recomputation",
+            "activation recompute",
+            "checkpoint every",
+            "checkpoint each",
+            "checkpoint all",
+            "recompute all",
+            "recompute every",
         ]
         .iter()
         .any(|p| words.join(" ").contains(p));
