@@ -36,6 +36,14 @@ const ALIASES: &[(&str, &str)] = &[
     ("meta-llama-3.1-8b", "llama3-8b"),
     ("meta-llama-3.1-70b", "llama3-70b"),
     ("meta-llama-3.1-405b", "llama3.1-405b"),
+    // Llama 3.3 is a 70B release of Llama 3.1 70B's architecture (Meta's Llama 3.3 model card
+    // and config.json: the same 80 layers, 8192 hidden, 64/8 heads, 28672 FFN, 128256 vocab;
+    // not in the reference notes). The parameter check still applies.
+    ("llama-3.3-70b", "llama3-70b"),
+    ("meta-llama-3.3-70b", "llama3-70b"),
+    // DeepSeek names its models with their total size too (DeepSeek-V2 §1, V3 §1).
+    ("deepseek-v3-671b", "deepseek-v3"),
+    ("deepseek-v2-236b", "deepseek-v2"),
 ];
 
 /// The comparison key of a model name (module docs).
@@ -101,11 +109,15 @@ fn lookup(name: &str) -> Option<&'static str> {
 
 /// `name` without the trailing tags a checkpoint's release adds to its architecture's name, as
 /// Hugging Face repositories write them: `-hf` (Meta's converted Llama 2 weights), `-Base`,
-/// `-Instruct`, `-Chat`, `-it`, and a Mistral-style version `-v0.1`, in any order
-/// (`Mixtral-8x7B-Instruct-v0.1`). A release of a model is the model's architecture; a bare
+/// `-Instruct`, `-Chat`, `-it`, `-Thinking`, the weights' format (`-FP8`, `-BF16`: the row's
+/// `precision` cell says what it trained in), a Mistral-style version `-v0.1` and a release
+/// date (Qwen's year-month `-2507`, DeepSeek's month-day `-0324`), in any order (`Mixtral-8x7B-Instruct-v0.1`,
+/// `Qwen3-235B-A22B-Instruct-2507`). A release of a model is the model's architecture; a bare
 /// version such as DeepSeek's `-V2` is part of the name and stays.
 fn without_release_tags(name: &str) -> &str {
-    const TAGS: [&str; 5] = ["hf", "base", "instruct", "chat", "it"];
+    const TAGS: [&str; 8] = [
+        "hf", "base", "instruct", "chat", "it", "thinking", "fp8", "bf16",
+    ];
     let mut rest = name.trim();
     loop {
         let Some(i) = rest.rfind(['-', '_', ' ']) else {
@@ -115,7 +127,16 @@ fn without_release_tags(name: &str) -> &str {
         let version = tag
             .strip_prefix("v0.")
             .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
-        if !(version || TAGS.contains(&tag.as_str())) || i == 0 {
+        // A release date: YYMM from 2020 to 2039 (Qwen's `2507`) or MMDD (DeepSeek's `0324`).
+        let date = tag.len() == 4 && tag.chars().all(|c| c.is_ascii_digit()) && {
+            let (a, b) = (
+                tag[..2].parse::<u32>().unwrap_or(0),
+                tag[2..].parse::<u32>().unwrap_or(0),
+            );
+            ((20..40).contains(&a) && (1..=12).contains(&b))
+                || ((1..=12).contains(&a) && (1..=31).contains(&b))
+        };
+        if !(version || date || TAGS.contains(&tag.as_str())) || i == 0 {
             return rest;
         }
         rest = rest[..i].trim_end();
@@ -185,6 +206,16 @@ mod tests {
             ("DeepSeek-V2-Lite-Chat", Some("deepseek-v2-lite")),
             ("Qwen3-30B-A3B-Base", Some("qwen3-30b-a3b")),
             ("Nemotron-4-340B-Base", Some("nemotron-340b")),
+            ("Qwen3-235B-A22B-Instruct-2507", Some("qwen3-235b-a22b")),
+            ("Qwen3-30B-A3B-Thinking-2507", Some("qwen3-30b-a3b")),
+            ("DeepSeek-V3-671B", Some("deepseek-v3")),
+            ("DeepSeek-V3-0324", Some("deepseek-v3")),
+            ("Qwen3-30B-A3B-FP8", Some("qwen3-30b-a3b")),
+            ("Llama 3.3 70B", Some("llama3-70b")),
+            ("Llama-3.3-70B-Instruct", Some("llama3-70b")),
+            // A size or a count is not a date.
+            ("GPT-3 1750", None),
+            ("Llama-3.2-3B", None),
             // A version that names the architecture stays: DeepSeek-V2 is not "DeepSeek".
             ("DeepSeek-V2", Some("deepseek-v2")),
             ("Base", None),
