@@ -38,6 +38,14 @@ fn every_gpu_cell_names_a_bundled_cluster() {
             "selene-a100",
         ),
         ("A100-SXM4-40GB", "dgx-a100-40gb"),
+        ("A100 40 GB", "dgx-a100-40gb"),
+        ("A100-SXM4-40G", "dgx-a100-40gb"),
+        ("A100-SXM4-80G", "selene-a100"),
+        ("A100 SXM4 (80 GB)", "selene-a100"),
+        ("H100 96 GB, 500 W", "grand-teton-h100"),
+        // A GPU count is not a memory size.
+        ("H100 SXM (Eos, 4096 GPUs)", "dgx-h100"),
+        ("A100 (1040 GPUs)", "selene-a100"),
         (
             "A100 (DGX A100, Selene; 80GB per MS/NVIDIA blog, llm-analysis says 40GB)",
             "selene-a100",

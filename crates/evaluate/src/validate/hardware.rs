@@ -316,16 +316,52 @@ pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
     } else if g.contains("h200") {
         Some("h200x128")
     } else if g.contains("h100")
-        && (g.contains("96gb") || g.contains("hbm2e") || g.contains("500w"))
+        && (memory_sizes(&g).contains(&96)
+            || g.contains("hbm2e")
+            || g.replace(' ', "").contains("500w"))
     {
         Some("grand-teton-h100")
     } else if g.contains("h100") {
         Some("dgx-h100")
-    } else if g.contains("a100") && g.contains("40gb") && !g.contains("80gb") {
+    } else if g.contains("a100") && {
+        // `40GB`, `40 GB`, `SXM4-40G`: the size however it is written.
+        let sizes = memory_sizes(&g);
+        sizes.contains(&40) && !sizes.contains(&80)
+    } {
         Some("dgx-a100-40gb")
     } else if g.contains("a100") || g.contains("ampere") {
         Some("selene-a100")
     } else {
         None
     }
+}
+
+/// The memory sizes a GPU cell names, GB: the numbers written before `GB` or `G` (`40GB`,
+/// `40 GB`, `SXM4-40G`), not a count (`4096 GPUs`) or a part of one.
+fn memory_sizes(gpu: &str) -> Vec<u32> {
+    let b = gpu.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() || (i > 0 && b[i - 1].is_ascii_digit()) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        let rest = gpu[j..].trim_start().to_ascii_lowercase();
+        let unit = rest
+            .strip_prefix("gb")
+            .or_else(|| rest.strip_prefix('g'))
+            .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_alphabetic()));
+        if unit {
+            if let Ok(n) = gpu[i..j].parse() {
+                out.push(n);
+            }
+        }
+        i = j;
+    }
+    out
 }
