@@ -91,7 +91,7 @@ fn with_row_network(r: &PublishedRun, mut cluster: Cluster) -> Result<Cluster, S
     if bytes < cluster.network.inter_bw {
         cluster.network.inter_bw = bytes;
         cluster.name = format!(
-            "{} on the row's network ({} GB/s per GPU off the node)",
+            "{} on the row's network ({:.2} GB/s per GPU off the node)",
             cluster.name,
             bytes / 1e9
         );
