@@ -381,6 +381,41 @@ fn an_uncalibrated_gpu_is_said_to_be_one() {
     }
 }
 
+#[test]
+fn a_moe_narrower_than_any_validated_one_is_said_to_be_one() {
+    // Qwen3-30B-A3B's experts (768) are narrower than any MoE a published run validates within
+    // 25% (Qwen3-235B-A22B's 1536): evaluate and search say so on stderr; Qwen3-235B-A22B,
+    // DeepSeek-V3 and a dense model do not.
+    let run = |model: &str, cmd: &str| {
+        let mut args = vec![cmd, "--model", model, "--cluster", "dgx-h100"];
+        if cmd == "evaluate" {
+            args.extend([
+                "--gpus",
+                "256",
+                "--plan",
+                "tp=1,pp=8,ep=8,mbs=1,recompute=full",
+            ]);
+        } else {
+            args.extend(["--gpus", "64", "--top", "1", "--space", "moe"]);
+        }
+        // Evaluated, fitting or not (exit 3: out of memory, the note printed before).
+        let (code, _, err) = autoplan(&args);
+        assert!(matches!(code, Some(0 | 3)), "{model} {cmd}: {err}");
+        err
+    };
+    for cmd in ["evaluate", "search"] {
+        let err = run("qwen3-30b-a3b", cmd);
+        assert!(
+            err.contains("note: qwen3-30b-a3b's routed experts (768 wide) are narrower"),
+            "{cmd}: {err}"
+        );
+        for model in ["qwen3-235b-a22b", "deepseek-v3"] {
+            let err = run(model, cmd);
+            assert!(!err.contains("routed experts"), "{model} {cmd}: {err}");
+        }
+    }
+}
+
 /// `--emit nccl` (issue 18 item 3): a tuner config NCCL's example plugin reads, whose lines
 /// name the algorithm and protocol the report booked for each tuned collective; a plan priced
 /// with an algorithm NCCL lacks is refused with the reason.

@@ -132,8 +132,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
-    if let (Some(n), false) = (&note, args.format == Format::Json) {
-        eprintln!("{n}");
+    if args.format != Format::Json {
+        for n in note.iter().chain(super::domain_note(&model).iter()) {
+            eprintln!("{n}");
+        }
     }
     // A valid plan the framework cannot run: refused with the rule and its source (exit 3,
     // infeasible). Invalid plans keep their own error below.

@@ -118,6 +118,29 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
     })
 }
 
+/// The narrowest routed experts of a published run the model predicts within 25%: Qwen3-235B-
+/// A22B's 1536 (ModelZoo's H100 rows, docs/validation.md). Narrower ones are out of that domain.
+const NARROWEST_VALIDATED_EXPERT: u32 = 1536;
+
+/// The caveat for a model outside what the published runs validate, printed by `evaluate` and
+/// `search` on stderr beside [`calibration_note`]: routed experts narrower than any run the
+/// model predicts within 25% ([`NARROWEST_VALIDATED_EXPERT`]). The one narrower public row,
+/// Megatron-Bridge 25.11's Qwen3-30B-A3B (experts of 768, FP8, 16 local experts), ran 1.7×
+/// the modelled step; what the model leaves out there — the host's launches of many small
+/// expert kernels and their FP8 casts — grows as experts narrow (`validate::OUT_OF_DOMAIN`).
+pub(crate) fn domain_note(m: &autoplan_graph::ModelSpec) -> Option<String> {
+    let moe = m.moe.as_ref()?;
+    (moe.expert_ffn_hidden < NARROWEST_VALIDATED_EXPERT).then(|| {
+        format!(
+            "note: {}'s routed experts ({} wide) are narrower than any MoE autoplan predicts \
+             within 25% of a published run ({NARROWEST_VALIDATED_EXPERT}); Qwen3-30B-A3B's \
+             (768, FP8) ran 1.7x the modelled step, the host's launches of many small expert \
+             kernels unpriced (docs/validation.md): read its times as optimistic",
+            m.name, moe.expert_ffn_hidden
+        )
+    })
+}
+
 /// The model and cluster of `evaluate` and `search`: bundled names or paths, with the
 /// workload overrides checked as a model file's `[training]` section is (a sequence longer
 /// than a learned position table is an error, not a wider table) and `--gpus` resizing the

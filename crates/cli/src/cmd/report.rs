@@ -54,7 +54,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     };
-    if let Some(n) = super::calibration_note(&cluster) {
+    for n in super::calibration_note(&cluster)
+        .into_iter()
+        .chain(super::domain_note(&model))
+    {
         eprintln!("{n}");
     }
     let target = args.target.target()?;

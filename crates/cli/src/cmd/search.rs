@@ -130,7 +130,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile());
-    if let Some(n) = super::calibration_note(&cluster) {
+    for n in super::calibration_note(&cluster)
+        .into_iter()
+        .chain(super::domain_note(&model))
+    {
         eprintln!("{n}");
     }
     check_recompute_entries(&space, &model)?;

@@ -128,7 +128,10 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&g.cluster)?,
         ..EvalOptions::default()
     };
-    if let Some(n) = super::super::calibration_note(&g.cluster) {
+    for n in super::super::calibration_note(&g.cluster)
+        .into_iter()
+        .chain(super::super::domain_note(&g.model))
+    {
         eprintln!("{n}");
     }
     let target = args.target.target()?;
