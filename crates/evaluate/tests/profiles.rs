@@ -812,6 +812,12 @@ fn recompute_sharding_and_sp_cells_are_read_or_refused() {
         ("none", Zero::NONE),
         ("distributed optimizer", Zero::stage(1)),
         ("", Zero::stage(1)),
+        // A hybrid shard without a size shards within a node: tp 4 leaves 2 of the
+        // dp·cp = 4 data-parallel ranks in each 8-GPU node.
+        ("HSDP", Zero::stage(3).hsdp(2)),
+        ("FSDP hybrid shard", Zero::stage(3).hsdp(2)),
+        // A shard group holding every data-parallel rank is plain sharding.
+        ("HSDP 4", Zero::stage(3)),
     ] {
         let c = with("zero_stage", cell).unwrap_or_else(|s| panic!("{cell}: {}", s.reason));
         assert_eq!(c.plan.zero, want, "{cell}");

@@ -104,10 +104,20 @@ pub(super) fn case_plan(
         (recompute, recompute_layers)
     };
     // The row's sharding wording (`Zero::from_wording`; a hybrid shard without a size shards
-    // within a node, as FSDP's HYBRID_SHARD does); blank: NeMo / Megatron-Core recipes use the
+    // within a node, as FSDP's HYBRID_SHARD does: over the node's data-parallel ranks, its GPUs
+    // over the TP degree, TP being the innermost dimension; a shard group holding every
+    // data-parallel rank is plain sharding); blank: NeMo / Megatron-Core recipes use the
     // distributed optimizer.
     let cell = r.zero_stage.as_deref().unwrap_or("").trim();
-    let zero = match Zero::from_wording(cell, r.gpus_per_node.unwrap_or(8)) {
+    let in_node = (r.gpus_per_node.unwrap_or(8) / tp.max(1)).max(1);
+    let whole = |z: Zero| {
+        if z.group > 0 && z.group >= dp * cp {
+            Zero { group: 0, ..z }
+        } else {
+            z
+        }
+    };
+    let zero = match Zero::from_wording(cell, in_node).map(whole) {
         Some(z) => z,
         None if cell.is_empty() => {
             if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
