@@ -481,3 +481,24 @@ fn a_pcie_node_is_not_priced_on_nvswitch() {
         case_of(&r, &resolve, &bundled_cluster).unwrap_or_else(|s| panic!("{cell}: {}", s.reason));
     }
 }
+
+/// A GPU count that is not whole nodes of the bundled cluster (beyond one node) is skipped
+/// saying so, not as a network autoplan does not bundle.
+#[test]
+fn a_gpu_count_of_no_whole_nodes_is_named() {
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = all_rows()
+        .into_iter()
+        .find(|r| r.id == "nemo2407_h100_LLAMA2-7B_8gpu")
+        .unwrap();
+    r.num_gpus = 12;
+    r.dp = Some(12);
+    let s = case_of(&r, &resolve, &bundled_cluster).expect_err("12 GPUs on 8-GPU nodes");
+    assert!(
+        s.reason
+            .contains("12 GPUs is neither a multiple of its 8 GPUs per node"),
+        "{}",
+        s.reason
+    );
+    assert!(!s.reason.contains("network"), "{}", s.reason);
+}
