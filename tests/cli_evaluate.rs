@@ -416,6 +416,49 @@ fn a_moe_narrower_than_any_validated_one_is_said_to_be_one() {
     }
 }
 
+#[test]
+fn a_framework_profile_says_what_it_leaves_out() {
+    // torchtitan's and DeepSpeed's cost profiles name what they do not price
+    // (`CostProfile::not_modelled`): evaluate and search print it on stderr; Megatron-Core's
+    // names nothing and prints nothing.
+    for (framework, said) in [
+        (
+            "torchtitan",
+            Some("note: the torchtitan cost profile: Float8's scaling kernels"),
+        ),
+        (
+            "deepspeed",
+            Some("note: the deepspeed cost profile: DeepSpeed's pipeline engine"),
+        ),
+        ("megatron-core", None),
+    ] {
+        for cmd in ["evaluate", "search"] {
+            let mut args = vec![
+                cmd,
+                "--model",
+                "llama3-8b",
+                "--cluster",
+                "dgx-h100",
+                "--gpus",
+                "8",
+                "--framework",
+                framework,
+            ];
+            if cmd == "evaluate" {
+                args.extend(["--plan", "tp=1,pp=1,mbs=1,zero=3,recompute=full"]);
+            } else {
+                args.extend(["--top", "1"]);
+            }
+            let (code, _, err) = autoplan(&args);
+            assert_eq!(code, Some(0), "{framework} {cmd}: {err}");
+            match said {
+                Some(s) => assert!(err.contains(s), "{framework} {cmd}: {err}"),
+                None => assert!(!err.contains("cost profile"), "{framework} {cmd}: {err}"),
+            }
+        }
+    }
+}
+
 /// `--emit nccl` (issue 18 item 3): a tuner config NCCL's example plugin reads, whose lines
 /// name the algorithm and protocol the report booked for each tuned collective; a plan priced
 /// with an algorithm NCCL lacks is refused with the reason.

@@ -133,7 +133,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
     if args.format != Format::Json {
-        for n in note.iter().chain(super::domain_note(&model).iter()) {
+        let more = [
+            super::domain_note(&model),
+            super::framework_note(target.framework),
+        ];
+        for n in note.iter().chain(more.iter().flatten()) {
             eprintln!("{n}");
         }
     }

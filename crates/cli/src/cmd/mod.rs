@@ -141,6 +141,16 @@ pub(crate) fn domain_note(m: &autoplan_graph::ModelSpec) -> Option<String> {
     })
 }
 
+/// The caveat for a framework whose cost profile names what it leaves out
+/// (`CostProfile::not_modelled`: torchtitan's Float8 scaling kernels and context-parallel SDPA,
+/// DeepSpeed's pipeline engine), printed by `evaluate` and `search` on stderr: the profile's
+/// own words, so the caveat has one home.
+pub(crate) fn framework_note(f: autoplan_plan::Framework) -> Option<String> {
+    let p = f.profile();
+    (!p.not_modelled.is_empty())
+        .then(|| format!("note: the {} cost profile: {}", p.name, p.not_modelled))
+}
+
 /// The model and cluster of `evaluate` and `search`: bundled names or paths, with the
 /// workload overrides checked as a model file's `[training]` section is (a sequence longer
 /// than a learned position table is an error, not a wider table) and `--gpus` resizing the

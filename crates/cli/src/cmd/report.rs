@@ -54,13 +54,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     };
+    let target = args.target.target()?;
     for n in super::calibration_note(&cluster)
         .into_iter()
         .chain(super::domain_note(&model))
+        .chain(super::framework_note(target.framework))
     {
         eprintln!("{n}");
     }
-    let target = args.target.target()?;
     let doc = match &args.plan {
         Some(p) => {
             let plan = Plan::parse_for_gpus(p, cluster.gpus() as u64)

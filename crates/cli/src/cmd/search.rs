@@ -133,6 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for n in super::calibration_note(&cluster)
         .into_iter()
         .chain(super::domain_note(&model))
+        .chain(super::framework_note(target.framework))
     {
         eprintln!("{n}");
     }

@@ -128,13 +128,14 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&g.cluster)?,
         ..EvalOptions::default()
     };
+    let target = args.target.target()?;
     for n in super::super::calibration_note(&g.cluster)
         .into_iter()
         .chain(super::super::domain_note(&g.model))
+        .chain(super::super::framework_note(target.framework))
     {
         eprintln!("{n}");
     }
-    let target = args.target.target()?;
     // As `search --top N` ranks each point, so a point's best plan is that search's row 1.
     let opts = SearchOptions {
         top_k: if args.fold > 0.0 {
