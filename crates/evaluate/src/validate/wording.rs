@@ -186,9 +186,10 @@ fn modules_named(list: &str) -> Option<RecomputeModules> {
 /// - `none`, `no`, `off`, `false`, `0`, `without …` (Llama 3's "none (8K seq trained without
 ///   activation checkpointing)"): no recompute;
 /// - `full …`, `uniform …`, `yes`, `true`, `on`, `1`, or activation/gradient checkpointing
-///   named (`--checkpoint-activations`, `checkpoint every layer`): every block in full, unless the cell names the block method
-///   with a count (`full (block, 2 layers)`, `block 4`: Megatron's `--recompute-method block
-///   --recompute-num-layers N`, the first N of each model chunk, frameworks.md §1.7);
+///   named (`--checkpoint-activations`, `checkpoint every layer`): every block in full, unless
+///   the cell names the block method with a count (`full (block, 2 layers)`, `block 4`:
+///   Megatron's `--recompute-method block --recompute-num-layers N`, the first N of each model
+///   chunk, frameworks.md §1.7);
 ///   `--recompute-method uniform`'s count (`full (uniform, 1 layer)`, 2021's
 ///   `checkpoint_activations, 1 layer`) groups the blocks it checkpoints and still recomputes
 ///   all of them;
