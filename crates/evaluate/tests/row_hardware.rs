@@ -403,6 +403,12 @@ fn a_network_cell_states_each_gpus_share_of_the_line_rate() {
         ("EFA 3200 Gbps/instance", 8, Some(400.0 * gb)),
         // `nvme` holds no `vm`: words, not letters.
         ("400 Gb/s to nvme storage", 8, None),
+        // A storage network written first is not the GPUs' NICs.
+        (
+            "200 Gb/s per node to storage; 8x400 Gb/s InfiniBand",
+            8,
+            Some(400.0 * gb),
+        ),
     ] {
         assert_eq!(nic_share(cell, gpn), share, "{cell}");
     }

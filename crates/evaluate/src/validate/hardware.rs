@@ -117,8 +117,9 @@ fn with_row_network(r: &PublishedRun, mut cluster: Cluster) -> Result<Cluster, S
 /// `gpus_per_node` GPUs; `N x R` unscoped is N NICs of a node (`InfiniBand 8x400 Gbit/s`),
 /// the `N x` anywhere before the rate in its clause (`4x HDR 200 Gb/s per node`). A bare rate
 /// (`InfiniBand NDR 400G`, `InfiniBand (50 GB/s)`: one port of an unstated count), or one
-/// after another number of its clause (`8 NICs x 400 Gb/s`, a count in words), states
-/// nothing. The first scoped rate counts.
+/// after another number of its clause (`8 NICs x 400 Gb/s`, a count in words), or in a clause
+/// naming a storage, front-end or management network, states nothing. The first scoped rate
+/// counts.
 pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
     let b = cell.as_bytes();
     let mut i = 0;
@@ -163,6 +164,15 @@ pub fn nic_share(cell: &str, gpus_per_node: u32) -> Option<f64> {
             .find([',', ';', '(', ')'])
             .map_or(cell.len(), |e| unit_end + e);
         let scope = cell[unit_end..clause_end].to_ascii_lowercase();
+        // A storage or front-end network's rate is not the GPUs' NICs'.
+        let clause = cell[clause_start..clause_end].to_ascii_lowercase();
+        if ["storage", "front-end", "frontend", "management"]
+            .iter()
+            .any(|w| clause.contains(w))
+        {
+            i = unit_end;
+            continue;
+        }
         let per_gpu = ["per gpu", "per-gpu", "/gpu", "each gpu"]
             .iter()
             .any(|w| scope.contains(w));
