@@ -27,25 +27,27 @@ pub(super) fn case_cluster(
             ),
         ));
     }
-    // The bundled cluster is there but cannot take the row's GPU count (not whole nodes beyond
-    // one): say that, not that its network is unknown.
-    let resize = cluster_name_of(r)
-        .and_then(|name| autoplan_cluster::resolve_cluster(name).ok())
-        .map(|c| c.with_gpus(r.num_gpus));
-    let cluster = match cluster_name_of(r).and_then(|name| cluster_for(name, r.num_gpus, gpn)) {
+    let name = cluster_name_of(r);
+    let cluster = match name.and_then(|n| cluster_for(n, r.num_gpus, gpn)) {
         Some(c) => c,
-        None if matches!(resize, Some(Err(_))) => {
-            let why = resize.and_then(Result::err).map(|e| e.to_string());
-            return Err(skip(id, why.unwrap_or_default()));
+        None => {
+            // The bundled cluster is there but cannot take the row's GPU count (not whole
+            // nodes beyond one): say that, not that its network is unknown.
+            let resize = name
+                .and_then(|n| autoplan_cluster::resolve_cluster(n).ok())
+                .and_then(|c| c.with_gpus(r.num_gpus).err());
+            return Err(match resize {
+                Some(why) => skip(id, why.to_string()),
+                None if cluster_name_for(&r.gpu).is_some() => {
+                    let net = r.inter_node_link.as_deref().unwrap_or("");
+                    skip(
+                        id,
+                        format!("no bundled cluster of GPU `{}` on network `{net}`", r.gpu),
+                    )
+                }
+                None => skip(id, format!("no bundled cluster for GPU `{}`", r.gpu)),
+            });
         }
-        None if cluster_name_for(&r.gpu).is_some() => {
-            let net = r.inter_node_link.as_deref().unwrap_or("");
-            return Err(skip(
-                id,
-                format!("no bundled cluster of GPU `{}` on network `{net}`", r.gpu),
-            ));
-        }
-        None => return Err(skip(id, format!("no bundled cluster for GPU `{}`", r.gpu))),
     };
     if let Some(stated) = r.gpus_per_node {
         let (node, domain) = (cluster.node.gpus_per_node, cluster.node.nvlink_domain);
