@@ -190,7 +190,7 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
         ("nar21_t1_3.6B", &[("notes", "first\nsecond")]),
         ("nar21_t1_7.5B", &[("num_gpus", "")]),
         ("nar21_t1_18B", &[("tp", "eight")]),
-        ("nar21_t1_39B", &[("measured_tflops_per_gpu", "n/a")]),
+        ("nar21_t1_39B", &[("measured_tflops_per_gpu", "fast")]),
         ("nar21_t1_76B", &[("global_batch", "-512")]),
         ("nar21_t1_145B", &[("seq_len", "")]),
         // A precision its GPU cannot train in: MXFP8 is Blackwell's.
@@ -243,7 +243,7 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
         .collect();
     assert_eq!(reasons[0], "num_gpus blank: GPU count not given");
     assert_eq!(reasons[1], "tp `eight`: not a whole number");
-    assert_eq!(reasons[2], "measured_tflops_per_gpu `n/a`: not a number");
+    assert_eq!(reasons[2], "measured_tflops_per_gpu `fast`: not a number");
     assert_eq!(reasons[3], "global_batch `-512`: negative");
     assert_eq!(reasons[4], "seq_len blank: sequence length not given");
     assert!(
@@ -337,7 +337,8 @@ fn collective_validate_skips_bad_sizes_per_row() {
             "bytes",
             "bytes `8GiB`: not a number of bytes (write 8589934592)",
         ),
-        ("c03", 4, "bytes", "bytes `n/a`: not a number"),
+        // A cell stating no value is blank (`autoplan_input::table::NOT_GIVEN`).
+        ("c03", 4, "bytes", "bytes blank: message size not given"),
         ("c04", 5, "bytes", "bytes `-5`: negative"),
         ("c05", 6, "bytes", "bytes blank: message size not given"),
     ];
@@ -349,11 +350,11 @@ fn collective_validate_skips_bad_sizes_per_row() {
     let (code, out, _) = autoplan(&["collective", "--validate", path.to_str().unwrap()]);
     assert_eq!(code, Some(0));
     assert!(
-        out.contains("c03   skipped (unreadable cell, line 4): bytes `n/a`: not a number"),
+        out.contains("c02   skipped (unreadable cell, line 3): bytes `8GiB`"),
         "{out}"
     );
     assert!(
-        out.contains("4 skipped (data missing 1, unreadable 3, tool limit 0)"),
+        out.contains("4 skipped (data missing 2, unreadable 2, tool limit 0)"),
         "{out}"
     );
     // A header without the columns: one error naming the file and the column.

@@ -233,8 +233,9 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// The cell of `column` as written, trimmed; `None` when blank or the column is absent.
-    /// Not UTF-8: an unreadable cell.
+    /// The cell of `column` as written, trimmed; `None` when blank, when it is one of the
+    /// spellings tables use for "no value" ([`NOT_GIVEN`]: `n/a`, `-`, `unknown`, …), or when
+    /// the column is absent. Not UTF-8: an unreadable cell.
     pub fn text(&self, column: &str) -> Result<Option<&'a str>, CellError> {
         let Some(i) = self.table.columns.iter().position(|c| c == column) else {
             return Ok(None);
@@ -248,7 +249,16 @@ impl<'a> Row<'a> {
             )
         })?;
         let s = s.trim();
-        Ok((!s.is_empty()).then_some(s))
+        Ok((!s.is_empty() && !not_given(s)).then_some(s))
+    }
+
+    /// A numeric cell's text: as [`Row::text`], and Python's `None` (what `str(None)` writes
+    /// for a missing number) is blank too; in a text column `none` is a value (no recompute,
+    /// no ZeRO), so only the numeric readers take it as blank.
+    fn numeric_text(&self, column: &str) -> Result<Option<&'a str>, CellError> {
+        Ok(self
+            .text(column)?
+            .filter(|s| !s.eq_ignore_ascii_case("none")))
     }
 
     /// The cell as text, blank as "".
@@ -257,15 +267,23 @@ impl<'a> Row<'a> {
     }
 
     /// A whole number of at least `min`, or `None` when blank.
+    /// Written plainly (`8192`), with thousands grouped by commas (`1,024`) or with a zero
+    /// fraction (`8192.0`, as a spreadsheet or pandas writes an integer column holding blanks);
+    /// `8192.5` is not whole.
     pub fn whole(&self, column: &str, min: u32) -> Result<Option<u32>, CellError> {
-        let Some(s) = self.text(column)? else {
+        let Some(s) = self.numeric_text(column)? else {
             return Ok(None);
         };
         let bad = |why: String| Err(CellError::unreadable(column, s, why));
         if s.starts_with('-') && s[1..].trim().parse::<f64>().is_ok() {
             return bad("negative".into());
         }
-        match s.parse::<u64>() {
+        let digits = ungrouped(s);
+        let digits = match digits.split_once('.') {
+            Some((int, frac)) if !int.is_empty() && frac.bytes().all(|b| b == b'0') => int,
+            _ => &digits,
+        };
+        match digits.parse::<u64>() {
             Ok(v) if v < u64::from(min) => bad(format!("must be at least {min}")),
             Ok(v) => match u32::try_from(v) {
                 Ok(v) => Ok(Some(v)),
@@ -277,7 +295,7 @@ impl<'a> Row<'a> {
 
     /// A finite number above zero (`positive`) or at least zero, or `None` when blank.
     pub fn number(&self, column: &str, positive: bool) -> Result<Option<f64>, CellError> {
-        let Some(s) = self.text(column)? else {
+        let Some(s) = self.numeric_text(column)? else {
             return Ok(None);
         };
         number_in(column, s, s, positive).map(Some)
@@ -286,14 +304,63 @@ impl<'a> Row<'a> {
 
 /// `text`, part of the cell `cell` of `column` (the cell less a unit or sign it carries), as a
 /// finite number above zero (`positive`) or at least zero; an error names the whole cell.
+/// Thousands may be grouped by commas (`1,315.6`), and a measured figure marked approximate
+/// (`~150`, `≈150`) is that figure: the tables it comes from round it anyway.
 pub fn number_in(column: &str, cell: &str, text: &str, positive: bool) -> Result<f64, CellError> {
     let bad = |why: &str| Err(CellError::unreadable(column, cell, why));
-    match text.parse::<f64>() {
+    let text = text
+        .strip_prefix('~')
+        .or_else(|| text.strip_prefix('≈'))
+        .map_or(text, str::trim_start);
+    match ungrouped(text).parse::<f64>() {
         Ok(v) if !v.is_finite() => bad("not a finite number"),
         Ok(v) if v < 0.0 => bad("negative"),
         Ok(v) if positive && v == 0.0 => bad("must be above zero"),
         Ok(v) => Ok(v),
         Err(_) => bad("not a number"),
+    }
+}
+
+/// Cell spellings that state no value, read as a blank cell (case ignored): what tables write
+/// for a figure not reported or not applicable. A required cell so written is missing data, as
+/// a blank one; an optional one takes its default, as a blank one does.
+pub const NOT_GIVEN: &[&str] = &[
+    "n/a",
+    "na",
+    "nan",
+    "null",
+    "-",
+    "–",
+    "—",
+    "?",
+    "unknown",
+    "not stated",
+    "not given",
+    "not reported",
+    "not available",
+];
+
+fn not_given(s: &str) -> bool {
+    NOT_GIVEN.iter().any(|m| s.eq_ignore_ascii_case(m))
+}
+
+/// `s` without the commas of thousands grouping (`1,024` → `1024`, `1,315.6` → `1315.6`):
+/// only a leading group of one to three digits followed by groups of exactly three is
+/// grouping; anything else (`1,24`, `8,4`: a list, or a decimal comma) is returned as written
+/// and fails to parse.
+fn ungrouped(s: &str) -> std::borrow::Cow<'_, str> {
+    let int = s.split_once('.').map_or(s, |(i, _)| i);
+    let mut groups = int.split(',');
+    let first = groups.next().unwrap_or("");
+    let digits = |g: &str| g.bytes().all(|b| b.is_ascii_digit());
+    let grouped = int.contains(',')
+        && (1..=3).contains(&first.len())
+        && digits(first)
+        && groups.all(|g| g.len() == 3 && digits(g));
+    if grouped {
+        std::borrow::Cow::Owned(s.replace(',', ""))
+    } else {
+        std::borrow::Cow::Borrowed(s)
     }
 }
 
@@ -340,7 +407,7 @@ mod tests {
     fn cells_parse_or_say_why() {
         let t = Table::parse(
             "f.csv",
-            b"\xEF\xBB\xBFid,n,x\na,-3,1.5\nb,0,-2\nc,1e3,nan\nd,99999999999,0\ne,2\n",
+            b"\xEF\xBB\xBFid,n,x\na,-3,1.5\nb,0,-2\nc,1e3,inf\nd,99999999999,0\ne,2\n",
             &["id"],
         )
         .unwrap();
@@ -370,5 +437,43 @@ mod tests {
         let bad = Table::parse("f.csv", b"id,n\n\xff\xfe,1\n", &["id"]).unwrap();
         let e = bad.rows().next().unwrap().text("id").unwrap_err();
         assert_eq!(e.kind, CellErrorKind::Unreadable);
+    }
+
+    #[test]
+    fn numbers_as_tables_write_them_and_cells_that_state_none() {
+        let t = Table::parse(
+            "f.csv",
+            "id,n,x,t\n\
+             a,\"1,024\",\"1,315.6\",none\n\
+             b,8192.0,~150,N/A\n\
+             c,8192.5,≈ 0.43,-\n\
+             d,\"1,24\",\"8,4\",unknown\n\
+             e,None,NaN,—\n\
+             f,\"12,345,678\",.5,x\n"
+                .as_bytes(),
+            &["id"],
+        )
+        .unwrap();
+        let r: Vec<Row> = t.rows().collect();
+        // Thousands grouping, a zero fraction, an approximate figure.
+        assert_eq!(r[0].whole("n", 1).unwrap(), Some(1024));
+        assert_eq!(r[0].number("x", true).unwrap(), Some(1315.6));
+        assert_eq!(r[1].whole("n", 1).unwrap(), Some(8192));
+        assert_eq!(r[1].number("x", true).unwrap(), Some(150.0));
+        assert_eq!(r[2].number("x", true).unwrap(), Some(0.43));
+        assert_eq!(r[5].whole("n", 1).unwrap(), Some(12_345_678));
+        assert_eq!(r[5].number("x", true).unwrap(), Some(0.5));
+        // Not whole; not grouping (a list, a decimal comma): unreadable, not guessed.
+        assert_eq!(r[2].whole("n", 1).unwrap_err().reason, "not a whole number");
+        assert_eq!(r[3].whole("n", 1).unwrap_err().reason, "not a whole number");
+        assert_eq!(r[3].number("x", true).unwrap_err().reason, "not a number");
+        // Spellings of "no value" are blank; `none` only where the column holds a number.
+        for row in &r[1..5] {
+            assert_eq!(row.text("t").unwrap(), None, "line {}", row.line());
+        }
+        assert_eq!(r[0].text("t").unwrap(), Some("none"));
+        assert_eq!(r[4].whole("n", 1).unwrap(), None);
+        assert_eq!(r[4].number("x", true).unwrap(), None);
+        assert_eq!(r[5].text("t").unwrap(), Some("x"));
     }
 }
