@@ -791,6 +791,11 @@ fn recompute_sharding_and_sp_cells_are_read_or_refused() {
         ("full (block, 2 layers)", (Recompute::Full, Some(2))),
         ("block 3", (Recompute::Full, Some(3))),
         ("selective (core_attn)", (Recompute::Selective, None)),
+        // Megatron's module names alone; a label before the value.
+        ("core_attn", (Recompute::Selective, None)),
+        ("layernorm, moe_act", (Recompute::Selective, None)),
+        ("AC: full", (Recompute::Full, None)),
+        ("recompute: selective", (Recompute::Selective, None)),
         ("no", (Recompute::None, None)),
         (
             "none (trained without activation checkpointing)",
@@ -802,13 +807,20 @@ fn recompute_sharding_and_sp_cells_are_read_or_refused() {
         assert_eq!((c.plan.recompute, c.plan.recompute_layers), want, "{cell}");
         assert_eq!(c.recompute_stated, cell != "n/a", "{cell}");
     }
-    for cell in ["partial (some operators recomputed)", "block"] {
+    for cell in [
+        "partial (some operators recomputed)",
+        "block",
+        "selective + cpu offload",
+    ] {
         let s = with("recompute", cell).expect_err(cell);
         assert_eq!(s.column.as_deref(), Some("recompute"), "{cell}");
         assert!(s.reason.contains(&format!("`{cell}`")), "{}", s.reason);
     }
     for (cell, want) in [
         ("DDP", Zero::NONE),
+        ("Megatron DDP", Zero::NONE),
+        ("DP (no sharding)", Zero::NONE),
+        ("dist-opt", Zero::stage(1)),
         ("none", Zero::NONE),
         ("distributed optimizer", Zero::stage(1)),
         ("", Zero::stage(1)),

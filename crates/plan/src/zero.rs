@@ -175,8 +175,10 @@ impl Zero {
     /// `hybrid_group` (FSDP1 `HYBRID_SHARD` shards within a node); plain FSDP and
     /// Megatron-FSDP (whose CLI default strategy is `optim_grads_params`, frameworks.md §1.4)
     /// are stage 3; a Megatron-FSDP strategy name or a "distributed optimizer" is read as such;
-    /// a first word saying there is none (`no`, `none`, `off`, `false`, plain `DDP`) is no
-    /// sharding; otherwise the first digit 0–3 is the ZeRO stage.
+    /// a first word saying there is none (`no`, `none`, `off`, `false`), or plain data
+    /// parallelism named with no sharding beside it (`DDP`, `Megatron DDP`, `DP (no sharding)`;
+    /// `DDP + distributed optimizer` is ZeRO-1), is no sharding; otherwise the first digit 0–3
+    /// is the ZeRO stage.
     pub fn from_wording(text: &str, hybrid_group: u32) -> Option<Zero> {
         let t = text.trim().to_ascii_lowercase().replace('_', "-");
         if t.is_empty() {
@@ -186,7 +188,28 @@ impl Zero {
             .split(|c: char| !c.is_ascii_alphanumeric())
             .find(|w| !w.is_empty())
             .unwrap_or("");
-        if matches!(first, "no" | "none" | "off" | "false" | "disabled" | "ddp") {
+        if matches!(first, "no" | "none" | "off" | "false" | "disabled") {
+            return Some(Zero::NONE);
+        }
+        // Megatron's `--use-distributed-optimizer` however it is written (its `DDP` class runs
+        // under it too: `DDP + distributed optimizer` is ZeRO-1).
+        let dist_opt = [
+            "distributed optimizer",
+            "distributed-optimizer",
+            "dist-opt",
+            "distopt",
+        ]
+        .iter()
+        .any(|p| t.contains(p));
+        // Plain data parallelism named (`DDP`, `Megatron DDP`, `DP (no sharding)`) and no
+        // sharding beside it.
+        let ddp = t
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "ddp");
+        let unsharded = ["no sharding", "no-shard", "not sharded", "unsharded"]
+            .iter()
+            .any(|p| t.contains(p));
+        if (ddp || unsharded) && !dist_opt && !t.contains("zero") && !t.contains("fsdp") {
             return Some(Zero::NONE);
         }
         let hybrid = t.contains("hsdp") || t.contains("hybrid");
@@ -222,7 +245,7 @@ impl Zero {
             Zero::stage(2)
         } else if t.contains("fsdp") || hybrid || t.contains("full-shard") {
             Zero::stage(3)
-        } else if t.contains("distributed optimizer") || t.contains("distributed-optimizer") {
+        } else if dist_opt {
             Zero::stage(1)
         } else {
             let d = t.chars().find(|c| c.is_ascii_digit())?;
@@ -348,8 +371,28 @@ mod tests {
         assert_eq!(w("SHARD_GRAD_OP"), Some(Zero::NORESHARD));
         assert_eq!(w(""), None);
         assert_eq!(w("unknown"), None);
-        for none in ["no", "None", "off", "DDP", "DDP (torch)", "0", "ZeRO-0"] {
+        for none in [
+            "no",
+            "None",
+            "off",
+            "DDP",
+            "DDP (torch)",
+            "0",
+            "ZeRO-0",
+            "Megatron DDP",
+            "PyTorch DDP",
+            "DP (no sharding)",
+            "NO_SHARD",
+        ] {
             assert_eq!(w(none), Some(Zero::NONE), "{none}");
+        }
+        for dist_opt in [
+            "dist-opt",
+            "distributed optimizer",
+            "DDP + distributed optimizer",
+            "--use-distributed-optimizer",
+        ] {
+            assert_eq!(w(dist_opt), Some(Zero::stage(1)), "{dist_opt}");
         }
     }
 

@@ -125,7 +125,9 @@ pub(crate) fn row_attention_flops(r: &PublishedRun) -> crate::AttentionFlops {
 /// says only `selective` takes the list from the row's notes where they give one: in
 /// parentheses (`selective recompute (moe_act, layernorm)`: the ModelZoo's GB200 rows) or as
 /// the clause after "recompute" (`recompute dense-layer MLP + MLA up-proj`: the DeepSeek-V3
-/// GB200 guide's baseline). Megatron's default `core_attn` when none names a module.
+/// GB200 guide's baseline). A cell of module names alone (`layernorm, moe_act`, `selective:
+/// moe_act`, after a label: `AC: core_attn`) names them. Megatron's default `core_attn` when
+/// none names a module.
 pub(crate) fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
     let list = |t: &str| {
         t.split_once('(')
@@ -133,7 +135,11 @@ pub(crate) fn recompute_modules(rc: &str, notes: &str) -> RecomputeModules {
             .map(|(l, _)| l.to_string())
     };
     let notes = notes.to_ascii_lowercase();
-    if let Some(set) = list(rc).and_then(|l| modules_named(&l)) {
+    let rc = without_label(rc);
+    if let Some(set) = list(rc)
+        .and_then(|l| modules_named(&l))
+        .or_else(|| only_modules(rc))
+    {
         return set;
     }
     if !rc.starts_with("selective") {
@@ -178,6 +184,46 @@ fn modules_named(list: &str) -> Option<RecomputeModules> {
     (set != 0).then_some(RecomputeModules(set))
 }
 
+/// Labels a `recompute` cell may put before its value (`AC: full`).
+const RECOMPUTE_LABELS: &[&str] = &[
+    "ac",
+    "activation checkpointing",
+    "activation recompute",
+    "activation recomputation",
+    "checkpointing",
+    "gradient checkpointing",
+    "recompute",
+    "recomputation",
+];
+
+/// `c` (lower case) without a [`RECOMPUTE_LABELS`] label and its colon (`ac: full` → `full`);
+/// `c` itself where it has none or nothing follows it.
+fn without_label(c: &str) -> &str {
+    match c.split_once(':') {
+        Some((label, value))
+            if !value.trim().is_empty()
+                && RECOMPUTE_LABELS.contains(&label.trim().replace(['-', '_'], " ").as_str()) =>
+        {
+            value.trim()
+        }
+        _ => c,
+    }
+}
+
+/// The modules of a list that names nothing but Megatron's modules (`core_attn`, `layernorm,
+/// moe_act`, after `selective:` too); `None` when an item is something else.
+fn only_modules(list: &str) -> Option<RecomputeModules> {
+    let list = list.trim();
+    let list = list
+        .strip_prefix("selective")
+        .map_or(list, |rest| rest.trim_start_matches([':', ' ', '-']));
+    let every = !list.is_empty()
+        && list
+            .split([',', '+'])
+            .all(|item| !item.trim().is_empty() && modules_named(item).is_some());
+    every.then(|| modules_named(list)).flatten()
+}
+
 /// The recompute a row's `recompute` cell names, with the blocks per model chunk where it
 /// names Megatron's block method; `Ok(None)` for a blank cell or one that says it is not
 /// known (`-`, `n/a`, `unknown`, `not stated`), which the era decides; `Err` with the reason
@@ -193,7 +239,10 @@ fn modules_named(list: &str) -> Option<RecomputeModules> {
 ///   `--recompute-method uniform`'s count (`full (uniform, 1 layer)`, 2021's
 ///   `checkpoint_activations, 1 layer`) groups the blocks it checkpoints and still recomputes
 ///   all of them;
-/// - `selective …`: selective ([`recompute_modules`] reads its modules).
+/// - `selective …`, or Megatron's module names alone (`core_attn`, `layernorm, moe_act`):
+///   selective ([`recompute_modules`] reads its modules);
+/// - a label before any of these (`AC: full`, `recompute: selective`): the value after it;
+/// - activation offload named beside it (`selective + CPU offload`): refused (`Err`).
 pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32>)>, String> {
     let c = cell.trim().to_ascii_lowercase();
     let words: Vec<&str> = c
@@ -208,11 +257,31 @@ pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32
     {
         return Ok(None);
     }
+    // Activation offload beside the recompute (`selective + CPU offload`): which layers went to
+    // host memory (Megatron's `--cpu-offloading-num-layers`) is not read from this cell, and
+    // priced without it the run would read too fast: refused, not dropped.
+    if c.contains("offload") {
+        return Err(format!(
+            "recompute `{}`: names activation offload, which is not read from the recompute \
+             cell (which layers went to host memory?) and is never dropped",
+            cell.trim()
+        ));
+    }
+    // A label before the value (`AC: full`, `activation checkpointing: selective`): the value.
+    let unlabelled = without_label(&c);
+    if unlabelled.len() < c.len() {
+        return recompute_cell(unlabelled);
+    }
     if matches!(
         first,
         "none" | "no" | "off" | "false" | "0" | "disabled" | "without"
     ) {
         return Ok(Some((Recompute::None, None)));
+    }
+    // Megatron's `--recompute-modules` names alone (`core_attn`, `layernorm, moe_act`): the
+    // selective granularity they belong to, whose modules [`recompute_modules`] reads.
+    if only_modules(&c).is_some() {
+        return Ok(Some((Recompute::Selective, None)));
     }
     // torchtitan's per-op selective checkpointing, however it is written ("selective (op)",
     // "per-op SAC"): selective, which the torchtitan reading then names as not priced.
