@@ -3,7 +3,8 @@
 //! published runs write them.
 //!
 //! A name matches a bundled model when both read the same after normalisation: lower case,
-//! a trailing parenthetical dropped (`(MLPerf reference)`, `(dropless)`), `_` and spaces read as
+//! a trailing parenthetical dropped (`(MLPerf reference)`, `(dropless)`) unless it is the
+//! model's size (`GPT-3 (175B)`), `_` and spaces read as
 //! `-`, and every `-` dropped except one between two digits (`gpt2-1b` ≠ `gpt-21b`,
 //! `qwen3-235b` keeps its `3-2`). Names the normalisation cannot reach are listed in
 //! [`ALIASES`]. A match is a claim about the name only: the caller checks the shape and the
@@ -44,14 +45,25 @@ const ALIASES: &[(&str, &str)] = &[
     // DeepSeek names its models with their total size too (DeepSeek-V2 §1, V3 §1).
     ("deepseek-v3-671b", "deepseek-v3"),
     ("deepseek-v2-236b", "deepseek-v2"),
+    // Qwen3's releases of these totals are the MoE models (its dense models stop at 32B; the
+    // Qwen3 model cards, not in the reference notes): the active size is left out as often as
+    // written. The parameter check still applies.
+    ("qwen3-235b", "qwen3-235b-a22b"),
+    ("qwen3-30b", "qwen3-30b-a3b"),
 ];
 
 /// The comparison key of a model name (module docs).
 fn key(name: &str) -> String {
     let lower = name.trim().to_ascii_lowercase();
     let base = match lower.find('(') {
-        Some(i) => lower[..i].trim_end(),
-        None => lower.as_str(),
+        // A parenthetical that is the model's size is part of its name (`GPT-3 (175B)`).
+        Some(i) => match lower[i + 1..].split_once(')') {
+            Some((size, _)) if is_size(size.trim()) => {
+                format!("{} {}", lower[..i].trim_end(), size.trim())
+            }
+            _ => lower[..i].trim_end().to_string(),
+        },
+        None => lower.clone(),
     };
     let chars: Vec<char> = base
         .chars()
@@ -69,6 +81,19 @@ fn key(name: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// Whether `s` (lower case) is a parameter count: digits, an optional decimal part, and `m`,
+/// `b` or `t` (`175b`, `1.7b`, `1t`).
+fn is_size(s: &str) -> bool {
+    let Some(num) = s.strip_suffix(['m', 'b', 't']) else {
+        return false;
+    };
+    let mut parts = num.splitn(2, '.');
+    let int = parts.next().unwrap_or("");
+    let frac = parts.next().unwrap_or("0");
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    digits(int) && digits(frac)
 }
 
 /// The bundled model a published model name denotes, if any.
@@ -213,6 +238,12 @@ mod tests {
             ("Qwen3-30B-A3B-FP8", Some("qwen3-30b-a3b")),
             ("Llama 3.3 70B", Some("llama3-70b")),
             ("Llama-3.3-70B-Instruct", Some("llama3-70b")),
+            // The size in parentheses is part of the name; Qwen3's totals alone.
+            ("GPT-3 (175B)", Some("gpt3-175b")),
+            ("Llama 2 (70B)", Some("llama2-70b")),
+            ("Qwen3 235B", Some("qwen3-235b-a22b")),
+            ("Qwen3-30B", Some("qwen3-30b-a3b")),
+            ("GPT-3 (MLPerf)", None),
             // A size or a count is not a date.
             ("GPT-3 1750", None),
             ("Llama-3.2-3B", None),
