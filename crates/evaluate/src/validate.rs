@@ -371,6 +371,10 @@ pub fn case_of(
         (Some((p, why)), None) => (p, Some(why)),
         (None, chosen) => (plan, chosen),
     };
+    let chosen = match (case::unstated_cp_note(r), chosen) {
+        (Some(cp), Some(c)) => Some(format!("{cp}; {c}")),
+        (cp, c) => cp.or(c),
+    };
     let mfu_peak = mfu_peak(r, &cluster.gpu, model.training.precision);
     Ok(Case {
         id: r.id.clone(),

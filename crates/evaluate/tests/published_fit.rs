@@ -174,22 +174,35 @@ fn the_cp_exchange_is_the_one_the_row_or_its_framework_names() {
     }
 }
 
-/// One blank degree of tp, pp, dp (the other two given) is what the GPU count leaves: the
-/// case is the same as the row that gives it.
+/// One blank degree of tp, pp, dp (the other two given), or a blank cp with all three given,
+/// is what the GPU count leaves: the case is the same as the row that gives it.
 #[test]
 fn one_blank_degree_is_what_the_gpu_count_leaves() {
     let full = row("nemo2407_h100_LLAMA3-70B_64gpu");
     let want = case(&full).plan;
     assert_eq!((want.tp, want.pp, want.cp, want.dp), (4, 4, 2, 2));
-    for blank in ["tp", "pp", "dp"] {
+    for blank in ["tp", "pp", "dp", "cp"] {
         let mut r = full.clone();
         match blank {
             "tp" => r.tp = None,
             "pp" => r.pp = None,
+            "cp" => r.cp = None,
             _ => r.dp = None,
         }
         assert_eq!(case(&r).plan, want, "{blank} blank");
     }
+    // The cp read so is the model's choice, and `--explain` says so.
+    let mut r = full.clone();
+    r.cp = None;
+    let chosen = case(&r).chosen.unwrap_or_default();
+    assert!(
+        chosen.starts_with("cp 2: the row leaves cp blank"),
+        "{chosen}"
+    );
+    // Nothing left over: cp 1.
+    let mut r = full.clone();
+    (r.cp, r.dp) = (None, Some(4));
+    assert_eq!(case(&r).plan.cp, 1);
     // Two blanks are not derived: the blank degrees are 1, a plan of the wrong size.
     let mut r = full.clone();
     r.tp = None;

@@ -20,6 +20,32 @@ pub(super) fn era_recompute(era: Era) -> Option<Recompute> {
     }
 }
 
+/// A blank `cp` where the row gives tp, pp and dp and they leave GPUs over: the context
+/// parallelism the GPU count leaves (tp·pp·dp·cp = GPUs; expert parallelism takes no GPUs of its
+/// own, it folds into these), as a blank tp, pp or dp is; `None` where nothing is left over or
+/// the rest does not divide. `--explain` names the choice ([`unstated_cp_note`]).
+pub(super) fn unstated_cp(r: &PublishedRun) -> Option<u32> {
+    if r.cp.is_some() {
+        return None;
+    }
+    let used = u64::from(r.tp?) * u64::from(r.pp?) * u64::from(r.dp?);
+    let n = u64::from(r.num_gpus);
+    (used > 0 && n > used && n.is_multiple_of(used))
+        .then(|| u32::try_from(n / used).ok())
+        .flatten()
+}
+
+/// What `--explain` says of an [`unstated_cp`] reading.
+pub(super) fn unstated_cp_note(r: &PublishedRun) -> Option<String> {
+    unstated_cp(r).map(|cp| {
+        format!(
+            "cp {cp}: the row leaves cp blank and its tp·pp·dp uses {} of its {} GPUs",
+            r.num_gpus / cp,
+            r.num_gpus
+        )
+    })
+}
+
 /// The plan row `r` ran (era defaults where the row is blank), or why it cannot be priced.
 pub(super) fn case_plan(
     r: &PublishedRun,
@@ -28,7 +54,7 @@ pub(super) fn case_plan(
     model: &ModelSpec,
 ) -> Result<Plan, Skipped> {
     let torchtitan = era == Era::Torchtitan;
-    let cp = r.cp.unwrap_or(1);
+    let cp = r.cp.or_else(|| unstated_cp(r)).unwrap_or(1);
     // One blank degree of tp, pp, dp with the other two given is what the GPU count leaves
     // (tp·pp·dp·cp = GPUs; "TP 1, PP 16" on 2048 GPUs is DP 128). A blank read as 1 would give
     // a plan of the wrong size, which the evaluator rejects; any other blank is 1.
