@@ -199,6 +199,29 @@ fn one_blank_degree_is_what_the_gpu_count_leaves() {
         chosen.starts_with("cp 2: the row leaves cp blank"),
         "{chosen}"
     );
+    // A degree in the sp cell: tp's is Megatron's SP; another, with cp blank, is the cp
+    // group (DeepSpeed-Ulysses writes its sequence-parallel degree so); one that is neither
+    // is refused.
+    let mut r = full.clone();
+    (r.cp, r.sp) = (None, Some("4".into()));
+    assert_eq!(case(&r).plan, want, "sp 4 = tp");
+    let mut r = full.clone();
+    (r.cp, r.sp) = (None, Some("2 (Ulysses)".into()));
+    let c = case(&r);
+    assert_eq!((c.plan.cp, c.plan.sp), (2, false));
+    assert!(c
+        .chosen
+        .unwrap_or_default()
+        .contains("sp cell gives a sequence-parallel degree"));
+    let mut r = full.clone();
+    (r.cp, r.sp) = (None, Some("3".into()));
+    let e =
+        case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).expect_err("sp 3");
+    assert!(
+        e.reason.contains("neither tp's (4) nor cp's (2)"),
+        "{}",
+        e.reason
+    );
     // Nothing left over: cp 1.
     let mut r = full.clone();
     (r.cp, r.dp) = (None, Some(4));

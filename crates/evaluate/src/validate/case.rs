@@ -28,6 +28,16 @@ pub(super) fn unstated_cp(r: &PublishedRun) -> Option<u32> {
     if r.cp.is_some() {
         return None;
     }
+    // The sp cell's own degree, where the degrees given leave room for it.
+    let fits = |n: u32| match (r.tp, r.pp, r.dp) {
+        (Some(t), Some(p), Some(d)) => {
+            u64::from(t) * u64::from(p) * u64::from(d) * u64::from(n) == u64::from(r.num_gpus)
+        }
+        _ => true,
+    };
+    if let Some(n) = sequence_degree(r).filter(|&n| Some(n) != r.tp && fits(n)) {
+        return Some(n);
+    }
     let used = u64::from(r.tp?) * u64::from(r.pp?) * u64::from(r.dp?);
     let n = u64::from(r.num_gpus);
     (used > 0 && n > used && n.is_multiple_of(used))
@@ -35,14 +45,32 @@ pub(super) fn unstated_cp(r: &PublishedRun) -> Option<u32> {
         .flatten()
 }
 
+/// A degree in the `sp` cell, its first word (`8`, `8 (Ulysses)`; 1 is "on", a flag): Megatron's sequence parallelism has
+/// none of its own (it splits the TP group's activations), so a degree equal to tp is that; any
+/// other is a sequence-split group of its own — DeepSpeed-Ulysses' sequence parallelism
+/// (Jacobs+23), Megatron's context parallelism — which [`unstated_cp`] reads as cp where the
+/// cp cell is blank.
+fn sequence_degree(r: &PublishedRun) -> Option<u32> {
+    r.sp.as_deref()?
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| !w.is_empty())?
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n > 1)
+}
+
 /// What `--explain` says of an [`unstated_cp`] reading.
 pub(super) fn unstated_cp_note(r: &PublishedRun) -> Option<String> {
     unstated_cp(r).map(|cp| {
-        format!(
-            "cp {cp}: the row leaves cp blank and its tp·pp·dp uses {} of its {} GPUs",
-            r.num_gpus / cp,
-            r.num_gpus
-        )
+        if sequence_degree(r) == Some(cp) {
+            format!("cp {cp}: the row's sp cell gives a sequence-parallel degree of {cp}, not tp's")
+        } else {
+            format!(
+                "cp {cp}: the row leaves cp blank and its tp·pp·dp uses {} of its {} GPUs",
+                r.num_gpus / cp,
+                r.num_gpus
+            )
+        }
     })
 }
 
@@ -81,6 +109,19 @@ pub(super) fn case_plan(
             .unwrap_or(""),
     };
     let sp = match first {
+        // A degree (`sequence_degree`): tp's is Megatron's SP; the cp group's is that group
+        // (its exchange is `cp_comm`'s), not Megatron's SP.
+        n if n.parse::<u32>().is_ok_and(|n| n > 1) => match n.parse::<u32>() {
+            Ok(n) if n == tp => true,
+            Ok(n) if n == cp => false,
+            _ => {
+                return Err(unreadable(
+                    &r.id,
+                    "sp",
+                    format!("sp `{n}`: a degree neither tp's ({tp}) nor cp's ({cp})"),
+                ))
+            }
+        },
         "yes" | "y" | "true" | "on" | "enabled" | "1" | "sp" | "sequence" => true,
         "no" | "n" | "false" | "off" | "disabled" | "0" | "without" => false,
         // "only with TP", "with TP": Megatron's SP splits the TP group's activations, so on
