@@ -366,3 +366,25 @@ fn collective_validate_skips_bad_sizes_per_row() {
         "{err}"
     );
 }
+
+/// A column of no rule (a misspelt measured figure reads as blank in every row) is named on
+/// stderr with the schema's column it is nearest to; the rows are still scored.
+#[test]
+fn a_misspelt_column_is_named() {
+    let text = runs_file(&[("nar21_t1_1.7B", &[])]).replacen(
+        "measured_step_time_s",
+        "measured_step_time_sec",
+        1,
+    );
+    let path = temp("validate_misspelt_column.csv", &text);
+    let (code, out, err) = autoplan(&["validate", "--runs", path.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("nar21_t1_1.7B"), "{out}");
+    assert!(
+        err.contains(
+            "column `measured_step_time_sec` is not one autoplan reads (ignored); did you mean \
+             `measured_step_time_s`?"
+        ),
+        "{err}"
+    );
+}

@@ -53,6 +53,85 @@ pub struct RunsFile {
     pub runs: Vec<PublishedRun>,
     /// Rows with a blank required cell or an unreadable cell, in file order.
     pub skipped: Vec<Skipped>,
+    /// Columns the header names that are not of the schema ([`COLUMNS`]): read by nothing, so
+    /// a misspelt column (`measured_tokens_per_sec`) reads as blank everywhere. Each with the
+    /// schema's column it is nearest to, where one is near ([`nearest_column`]).
+    pub unknown_columns: Vec<(String, Option<&'static str>)>,
+}
+
+/// Every column of the schema (`data/published_runs.csv`'s header): what a row is read from.
+pub const COLUMNS: &[&str] = &[
+    "id",
+    "source",
+    "model",
+    "params_b",
+    "layers",
+    "hidden",
+    "ffn_hidden",
+    "heads",
+    "kv_heads",
+    "vocab",
+    "seq_len",
+    "moe_experts",
+    "moe_topk",
+    "moe_shared_experts",
+    "moe_ffn_hidden",
+    "gpu",
+    "num_gpus",
+    "gpus_per_node",
+    "intra_node_link",
+    "inter_node_link",
+    "tp",
+    "pp",
+    "dp",
+    "cp",
+    "ep",
+    "etp",
+    "vpp",
+    "sp",
+    "micro_batch",
+    "global_batch",
+    "recompute",
+    "zero_stage",
+    "precision",
+    "measured_tflops_per_gpu",
+    "measured_mfu",
+    "measured_tokens_per_s_per_gpu",
+    "measured_step_time_s",
+    "tflops_convention",
+    "notes",
+];
+
+/// The schema's column nearest to `name`: of those within an edit distance of a third of the
+/// longer name's length (a typo or a shortening: `measured_tokens_per_sec`,
+/// `global_batch_size`), the one sharing the longest start, then the nearest; `None` for a
+/// column of something else (`url`).
+pub fn nearest_column(name: &str) -> Option<&'static str> {
+    let d = |a: &str, b: &str| -> usize {
+        // Levenshtein distance over bytes (the schema is ASCII).
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, &x) in a.iter().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, &y) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(x != y))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    };
+    let name = name.trim().to_ascii_lowercase();
+    let prefix = |c: &str| name.bytes().zip(c.bytes()).take_while(|(a, b)| a == b).count();
+    // Of the near ones, the one sharing the longest start (`measured_tokens_per_sec` is the
+    // tokens column, not the equally near TFLOP/s one), then the nearest.
+    COLUMNS
+        .iter()
+        .map(|c| (std::cmp::Reverse(prefix(c)), d(&name, c), *c))
+        .filter(|(_, dist, c)| *dist > 0 && 3 * dist <= name.len().max(c.len()))
+        .min()
+        .map(|(_, _, c)| c)
 }
 
 /// The columns a file must name (the others may be absent: their cells read as blank).
@@ -70,7 +149,15 @@ pub const MEASURED_COLUMNS: &[&str] = &[
 /// header or does not name a [`REQUIRED_COLUMNS`] column is an error.
 pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
     let table = Table::parse(file, bytes, REQUIRED_COLUMNS)?;
-    let mut out = RunsFile::default();
+    let mut out = RunsFile {
+        unknown_columns: table
+            .columns()
+            .iter()
+            .filter(|c| !COLUMNS.contains(&c.as_str()))
+            .map(|c| (c.clone(), nearest_column(c)))
+            .collect(),
+        ..RunsFile::default()
+    };
     for row in table.rows() {
         let line = row.line();
         // A row without a readable id is named by its line.
@@ -288,6 +375,29 @@ mod tests {
 
     fn read(rows: &str) -> RunsFile {
         read_runs("t.csv", format!("{HEADER}{rows}").as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn columns_of_no_rule_are_listed_with_the_nearest_one() {
+        let f = read_runs(
+            "t.csv",
+            b"id,model,gpu,num_gpus,measured_tokens_per_sec,global_batch_size,url,notes\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.unknown_columns,
+            [
+                (
+                    "measured_tokens_per_sec".to_string(),
+                    Some("measured_tokens_per_s_per_gpu")
+                ),
+                ("global_batch_size".to_string(), Some("global_batch")),
+                ("url".to_string(), None),
+            ]
+        );
+        // The schema's own header: nothing unknown.
+        let f = read_runs("t.csv", (COLUMNS.join(",") + "\n").as_bytes()).unwrap();
+        assert!(f.unknown_columns.is_empty());
     }
 
     #[test]

@@ -192,6 +192,11 @@ impl Table {
         &self.file
     }
 
+    /// The columns the header names, in order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
     /// Whether the header names `column`.
     pub fn has(&self, column: &str) -> bool {
         self.columns.iter().any(|c| c == column)

@@ -68,6 +68,18 @@ pub fn load_runs(path: &Path) -> anyhow::Result<RunsFile> {
     Ok(read_runs(&path.display().to_string(), &bytes)?)
 }
 
+/// Say on stderr which columns of `file`'s header no rule reads (a misspelt column reads as
+/// blank in every row), with the schema's column each is nearest to.
+fn note_unknown_columns(path: &Path, file: &RunsFile) {
+    for (column, near) in &file.unknown_columns {
+        let hint = near.map_or(String::new(), |c| format!("; did you mean `{c}`?"));
+        eprintln!(
+            "note: {}: column `{column}` is not one autoplan reads (ignored){hint}",
+            path.display()
+        );
+    }
+}
+
 /// The bundled model of a name, if any.
 pub fn bundled_model(name: &str) -> Option<ModelSpec> {
     resolve_model(name).ok()
@@ -107,6 +119,7 @@ pub fn validate_files(paths: &[PathBuf], space: &Space) -> anyhow::Result<Valida
     let mut v = Validation::default();
     for p in paths {
         let file = load_runs(p)?;
+        note_unknown_columns(p, &file);
         let search = |c: &Case| best_plan(c, space);
         let mut one =
             validate_searching(&file.runs, &bundled_model, &bundled_cluster, Some(&search));
