@@ -388,3 +388,14 @@ fn a_misspelt_column_is_named() {
         "{err}"
     );
 }
+
+/// The schema's columns (`runs::COLUMNS`, what a column is checked against) are both files'
+/// headers, in order.
+#[test]
+fn the_schema_is_the_published_files_header() {
+    for f in ["published_runs.csv", "published_runs_2.csv"] {
+        let text = std::fs::read_to_string(data(f)).unwrap();
+        let header = text.lines().next().unwrap().trim_start_matches('\u{feff}');
+        assert_eq!(header, autoplan_evaluate::runs::COLUMNS.join(","), "{f}");
+    }
+}

@@ -123,7 +123,12 @@ pub fn nearest_column(name: &str) -> Option<&'static str> {
         prev[b.len()]
     };
     let name = name.trim().to_ascii_lowercase();
-    let prefix = |c: &str| name.bytes().zip(c.bytes()).take_while(|(a, b)| a == b).count();
+    let prefix = |c: &str| {
+        name.bytes()
+            .zip(c.bytes())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     // Of the near ones, the one sharing the longest start (`measured_tokens_per_sec` is the
     // tokens column, not the equally near TFLOP/s one), then the nearest.
     COLUMNS
