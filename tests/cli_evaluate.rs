@@ -525,3 +525,41 @@ fn evaluate_emits_an_nccl_tuner_config_matching_the_report() {
     assert_ne!(code, Some(0));
     assert!(err.contains("NCCL does not have"), "{err}");
 }
+
+/// A cluster whose GPUs run capped below their rated power (Grand Teton's 500 W H100s) is said
+/// to be one on stderr by `evaluate` and `search`, and by `show --cluster`; an uncapped one is not.
+#[test]
+fn a_power_capped_cluster_is_said_to_be_one() {
+    for cluster in ["grand-teton-h100", "dgx-h100"] {
+        for cmd in ["evaluate", "search"] {
+            let mut args = vec![
+                cmd,
+                "--model",
+                "llama3-8b",
+                "--cluster",
+                cluster,
+                "--gpus",
+                "8",
+            ];
+            if cmd == "evaluate" {
+                args.extend(["--plan", "tp=1,dp=8,mbs=1,recompute=full"]);
+            } else {
+                args.extend(["--top", "1"]);
+            }
+            let (code, _, err) = autoplan(&args);
+            assert!(matches!(code, Some(0 | 3)), "{cluster} {cmd}: {err}");
+            let said = err.contains("GPUs run under a 500 W power limit, below their 700 W rating");
+            assert_eq!(
+                said,
+                cluster == "grand-teton-h100",
+                "{cluster} {cmd}: {err}"
+            );
+        }
+    }
+    let (code, out, err) = autoplan(&["show", "--cluster", "grand-teton-h100"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("power   700 W rated, run at a 500 W limit"),
+        "{out}"
+    );
+}

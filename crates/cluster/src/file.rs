@@ -14,6 +14,9 @@
 //!                             # keys: fp32, tf32, fp16, bf16, fp8, fp4
 //! hbm_gib = 80                # GiB
 //! hbm_gbps = 2039             # GB/s
+//! rated_power_w = 400         # optional: the part's rated maximum power (TDP), W
+//! power_limit_w = 300         # optional: a lower limit the cluster runs it at, W (not
+//!                             # priced: `evaluate`/`search` say its times read as optimistic)
 //!
 //! [node]
 //! gpus_per_node = 8
@@ -97,6 +100,13 @@ pub struct RawGpu {
     pub tflops: RawTflops,
     pub hbm_gib: f64,
     pub hbm_gbps: f64,
+    /// The part's rated maximum power, W (its datasheet's TDP); optional.
+    #[serde(default)]
+    pub rated_power_w: Option<f64>,
+    /// The power limit the cluster runs the GPU at, W, where it is set below the rating
+    /// (Meta's Grand Teton H100s: 500 W); needs `rated_power_w`, at most it.
+    #[serde(default)]
+    pub power_limit_w: Option<f64>,
 }
 
 /// `[gpu] tflops = { ... }`: dense peak TFLOP/s per precision; at least one.
@@ -188,6 +198,8 @@ const NIC_GBIT_RANGE: (f64, f64) = (0.1, 1e6);
 const LATENCY_US_MAX: f64 = 1e6;
 /// Network oversubscription: [1, 1024] (1 = full bisection; real fabrics are ≤ 8:1).
 const OVERSUBSCRIPTION_MAX: f64 = 1024.0;
+/// A GPU's power, W: [1, 10000] (a B200 is rated up to 1000 W, a GB300 1400 W; hardware.md §1).
+const POWER_W_RANGE: (f64, f64) = (1.0, 1e4);
 /// NICs per node: at most 1024 (8–16 today).
 const NICS_MAX: u32 = 1024;
 
@@ -309,12 +321,39 @@ impl RawGpu {
             range(gpu.hbm_gbps, lo, false, hi),
         )?;
 
+        let (lo, hi) = POWER_W_RANGE;
+        let watts = |key: &str, v: Option<f64>| match v {
+            Some(v) => check(src, &["gpu", key], v, range(v, lo, false, hi)).map(Some),
+            None => Ok(None),
+        };
+        let rated_power_w = watts("rated_power_w", gpu.rated_power_w)?;
+        let power_limit_w = watts("power_limit_w", gpu.power_limit_w)?;
+        match (power_limit_w, rated_power_w) {
+            (Some(l), None) => {
+                return Err(src.invalid_number(
+                    &["gpu", "power_limit_w"],
+                    l,
+                    "a power limit needs the part's rating beside it (`rated_power_w`)",
+                ))
+            }
+            (Some(l), Some(r)) if l > r => {
+                return Err(src.invalid_number(
+                    &["gpu", "power_limit_w"],
+                    l,
+                    format!("above the part's rating, rated_power_w = {r}: a limit caps it"),
+                ))
+            }
+            _ => {}
+        }
+
         Ok(Gpu {
             name: gpu.name,
             arch: gpu.arch,
             peak_flops,
             hbm_bytes: hbm_gib * GIB,
             hbm_bw: hbm_gbps * GBPS,
+            rated_power_w,
+            power_limit_w,
         })
     }
 }

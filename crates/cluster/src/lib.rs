@@ -177,9 +177,24 @@ pub struct Gpu {
     pub hbm_bytes: f64,
     /// HBM bandwidth, bytes/s.
     pub hbm_bw: f64,
+    /// The part's rated maximum power, W (its TDP), where the cluster file gives it.
+    pub rated_power_w: Option<f64>,
+    /// The power limit the cluster runs the GPU at, W, where it is set (at most the rating).
+    pub power_limit_w: Option<f64>,
 }
 
 impl Gpu {
+    /// The power limit and the rating, W, where the GPU runs capped below its rating. Its
+    /// clocks under the cap are not modelled: the compute constants are one set per
+    /// architecture, fitted on runs at the rated power, so a capped GPU's times read as
+    /// optimistic (the CLI says so).
+    pub fn power_capped(&self) -> Option<(f64, f64)> {
+        match (self.power_limit_w, self.rated_power_w) {
+            (Some(l), Some(r)) if l < r => Some((l, r)),
+            _ => None,
+        }
+    }
+
     /// Dense peak FLOP/s at `p`, if the GPU supports it.
     pub fn peak(&self, p: Precision) -> Option<f64> {
         self.peak_flops

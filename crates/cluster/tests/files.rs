@@ -512,3 +512,49 @@ fn resize_is_bounded() {
     let err = c.with_gpus(u32::MAX).unwrap_err().to_string();
     assert!(err.contains("at most 1048576"), "{err}");
 }
+
+/// A GPU's power: its rating and a limit below it are read in watts; a limit without the rating,
+/// above it, or outside [1, 10000] W is an error naming the field and its line.
+#[test]
+fn power_limit_and_rating() {
+    let capped = mutated(
+        "hbm_gbps = 2039\n",
+        "hbm_gbps = 2039\nrated_power_w = 400\npower_limit_w = 300\n",
+    )
+    .unwrap();
+    assert_eq!(capped.gpu.power_capped(), Some((300.0, 400.0)));
+    let at_rating = mutated(
+        "hbm_gbps = 2039\n",
+        "hbm_gbps = 2039\nrated_power_w = 400\n",
+    )
+    .unwrap();
+    assert_eq!(at_rating.gpu.power_capped(), None);
+    assert_eq!(a100x64_gpu_power(), (None, None));
+    assert_invalid(
+        "hbm_gbps = 2039\n",
+        "hbm_gbps = 2039\npower_limit_w = 300\n",
+        "gpu.power_limit_w",
+        "needs the part's rating",
+    );
+    assert_invalid(
+        "hbm_gbps = 2039\n",
+        "hbm_gbps = 2039\nrated_power_w = 400\npower_limit_w = 500\n",
+        "gpu.power_limit_w",
+        "above the part's rating",
+    );
+    for bad in ["0", "-400", "1e308", "nan"] {
+        assert_invalid(
+            "hbm_gbps = 2039\n",
+            &format!("hbm_gbps = 2039\nrated_power_w = {bad}\n"),
+            "gpu.rated_power_w",
+            "",
+        );
+    }
+}
+
+fn a100x64_gpu_power() -> (Option<f64>, Option<f64>) {
+    let g = Cluster::from_toml(&Source::new("a.toml", a100x64()))
+        .unwrap()
+        .gpu;
+    (g.rated_power_w, g.power_limit_w)
+}

@@ -117,6 +117,8 @@ pub fn gpu_a100() -> Gpu {
         ],
         hbm_bytes: 80.0 * GIB,
         hbm_bw: 2039e9,
+        rated_power_w: None,
+        power_limit_w: None,
     }
 }
 
@@ -135,6 +137,8 @@ pub fn gpu_h100(name: &str, arch: GpuArch) -> Gpu {
         ],
         hbm_bytes: 80.0 * GIB,
         hbm_bw: 3350e9,
+        rated_power_w: None,
+        power_limit_w: None,
     }
 }
 

@@ -23,6 +23,8 @@ fn seed_cluster(nodes: u32) -> Cluster {
             peak_flops: vec![],
             hbm_bytes: 80e9,
             hbm_bw: 2e12,
+            rated_power_w: None,
+            power_limit_w: None,
         },
         node: Node {
             gpus_per_node: 8,

@@ -30,6 +30,8 @@ fn cluster(
             peak_flops: vec![],
             hbm_bytes: 80e9,
             hbm_bw: 2e12,
+            rated_power_w: None,
+            power_limit_w: None,
         },
         node: Node {
             gpus_per_node: gpn,

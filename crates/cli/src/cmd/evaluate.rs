@@ -133,11 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
     if args.format != Format::Json {
-        let more = [
-            super::domain_note(&model),
-            super::framework_note(target.framework),
-        ];
-        for n in note.iter().chain(more.iter().flatten()) {
+        for n in super::caveats(&cluster, &model, target.framework) {
             eprintln!("{n}");
         }
     }

@@ -118,6 +118,39 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
     })
 }
 
+/// The caveat for a GPU the cluster runs capped below its rated power (`Gpu::power_capped`):
+/// the compute constants are fitted on runs at the rated power and the clocks under a cap are
+/// not modelled, so its times read as optimistic. Printed beside [`calibration_note`].
+pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
+    c.gpu.power_capped().map(|(limit, rated)| {
+        format!(
+            "note: {}'s GPUs run under a {limit} W power limit, below their {rated} W rating; \
+             their clocks under the cap are not modelled (the compute constants are fitted at \
+             the rated power): read its times as optimistic",
+            c.name
+        )
+    })
+}
+
+/// Every caveat `evaluate`, `search` and `report` print on stderr for a model, a cluster and a
+/// framework: the GPU's calibration ([`calibration_note`]), its power cap ([`power_note`]),
+/// the model's domain ([`domain_note`]) and the framework's profile ([`framework_note`]).
+pub(crate) fn caveats(
+    c: &autoplan_cluster::Cluster,
+    m: &autoplan_graph::ModelSpec,
+    f: autoplan_plan::Framework,
+) -> Vec<String> {
+    [
+        calibration_note(c),
+        power_note(c),
+        domain_note(m),
+        framework_note(f),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// The narrowest routed experts of a published run the model predicts within 25%: Qwen3-235B-
 /// A22B's 1536 (ModelZoo's H100 rows, docs/validation.md). Narrower ones are out of that domain.
 const NARROWEST_VALIDATED_EXPERT: u32 = 1536;

@@ -55,11 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let target = args.target.target()?;
-    for n in super::calibration_note(&cluster)
-        .into_iter()
-        .chain(super::domain_note(&model))
-        .chain(super::framework_note(target.framework))
-    {
+    for n in super::caveats(&cluster, &model, target.framework) {
         eprintln!("{n}");
     }
     let doc = match &args.plan {

@@ -130,11 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile());
-    for n in super::calibration_note(&cluster)
-        .into_iter()
-        .chain(super::domain_note(&model))
-        .chain(super::framework_note(target.framework))
-    {
+    for n in super::caveats(&cluster, &model, target.framework) {
         eprintln!("{n}");
     }
     check_recompute_entries(&space, &model)?;

@@ -53,6 +53,14 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         g.hbm_bytes / f64::from(1u32 << 30),
         g.hbm_bw / 1e9
     )?;
+    match (g.rated_power_w, g.power_limit_w) {
+        (Some(r), Some(l)) => writeln!(
+            out,
+            "  power   {r} W rated, run at a {l} W limit (clocks under the cap not modelled)"
+        )?,
+        (Some(r), None) => writeln!(out, "  power   {r} W rated")?,
+        _ => {}
+    }
     writeln!(
         out,
         "node      {} GPUs on {}{}",

@@ -129,11 +129,7 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let target = args.target.target()?;
-    for n in super::super::calibration_note(&g.cluster)
-        .into_iter()
-        .chain(super::super::domain_note(&g.model))
-        .chain(super::super::framework_note(target.framework))
-    {
+    for n in super::super::caveats(&g.cluster, &g.model, target.framework) {
         eprintln!("{n}");
     }
     // As `search --top N` ranks each point, so a point's best plan is that search's row 1.
