@@ -223,7 +223,7 @@ fn run_of(r: &Row) -> Result<PublishedRun, CellError> {
         heads: w("heads")?,
         kv_heads: w("kv_heads")?,
         vocab: w("vocab")?,
-        seq_len: w("seq_len")?,
+        seq_len: seq_len(r)?,
         moe_experts: w("moe_experts")?,
         moe_topk: w("moe_topk")?,
         moe_shared_experts: r.whole("moe_shared_experts", 0)?,
@@ -282,6 +282,32 @@ fn at_most(r: &Row, column: &str, max: f64, why: &str) -> Result<Option<f64>, Ce
             why,
         )),
         v => Ok(v),
+    }
+}
+
+/// `seq_len`: a whole number of tokens, or in the binary thousands sequence lengths are
+/// written in (`8K` = 8192, `128k` = 131072, `1M` = 1048576: context lengths are powers of two,
+/// Llama 3's "128K" being 131,072, Dubey+24 Table 4).
+fn seq_len(r: &Row) -> Result<Option<u32>, CellError> {
+    const COLUMN: &str = "seq_len";
+    let Some(cell) = r.text(COLUMN)? else {
+        return Ok(None);
+    };
+    let scaled = [("k", 1u64 << 10), ("m", 1 << 20)]
+        .iter()
+        .find_map(|(unit, scale)| {
+            let lower = cell.to_ascii_lowercase();
+            let n = lower.strip_suffix(unit)?.trim_end();
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| n.parse::<u64>().ok().and_then(|n| n.checked_mul(*scale)))
+        });
+    match scaled {
+        Some(Some(0)) => Err(CellError::unreadable(COLUMN, cell, "must be at least 1")),
+        Some(v) => v
+            .and_then(|v| u32::try_from(v).ok())
+            .map(Some)
+            .ok_or_else(|| CellError::unreadable(COLUMN, cell, format!("over {}", u32::MAX))),
+        None => r.whole(COLUMN, 1),
     }
 }
 
@@ -380,6 +406,44 @@ mod tests {
 
     fn read(rows: &str) -> RunsFile {
         read_runs("t.csv", format!("{HEADER}{rows}").as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_sequence_length_in_binary_thousands() {
+        let f = read(
+            "a,llama3-8b,,,,,8K,H100,8,1,1,8,64,0.4,\n\
+             b,llama3-8b,,,,,128k,H100,8,1,1,8,64,0.4,\n\
+             c,llama3-8b,,,,,1M,H100,8,1,1,8,64,0.4,\n\
+             d,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.4,\n\
+             e,llama3-8b,,,,,8.5K,H100,8,1,1,8,64,0.4,\n\
+             f,llama3-8b,,,,,0K,H100,8,1,1,8,64,0.4,\n\
+             g,llama3-8b,,,,,9999999M,H100,8,1,1,8,64,0.4,\n\
+             h,llama3-8b,,,,,18446744073709551615M,H100,8,1,1,8,64,0.4,\n",
+        );
+        let seqs: Vec<_> = f.runs.iter().map(|r| (r.id.as_str(), r.seq_len)).collect();
+        assert_eq!(
+            seqs,
+            [
+                ("a", Some(8192)),
+                ("b", Some(131_072)),
+                ("c", Some(1_048_576)),
+                ("d", Some(8192)),
+            ]
+        );
+        let bad: Vec<_> = f
+            .skipped
+            .iter()
+            .map(|s| (s.id.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(
+            bad,
+            [
+                ("e", "seq_len `8.5K`: not a whole number"),
+                ("f", "seq_len `0K`: must be at least 1"),
+                ("g", "seq_len `9999999M`: over 4294967295"),
+                ("h", "seq_len `18446744073709551615M`: over 4294967295"),
+            ]
+        );
     }
 
     #[test]
