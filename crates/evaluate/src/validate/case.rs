@@ -45,11 +45,11 @@ pub(super) fn unstated_cp(r: &PublishedRun) -> Option<u32> {
         .flatten()
 }
 
-/// A degree in the `sp` cell, its first word (`8`, `8 (Ulysses)`; 1 is "on", a flag): Megatron's sequence parallelism has
-/// none of its own (it splits the TP group's activations), so a degree equal to tp is that; any
-/// other is a sequence-split group of its own — DeepSpeed-Ulysses' sequence parallelism
-/// (Jacobs+23), Megatron's context parallelism — which [`unstated_cp`] reads as cp where the
-/// cp cell is blank.
+/// A degree in the `sp` cell, its first word (`8`, `8 (Ulysses)`; 1 is "on", a flag).
+/// Megatron's sequence parallelism has none of its own (it splits the TP group's activations),
+/// so a degree equal to tp is that; any other is a sequence-split group of its own —
+/// DeepSpeed-Ulysses' sequence parallelism (Jacobs+23), Megatron's context parallelism — which
+/// [`unstated_cp`] reads as cp where the cp cell is blank.
 fn sequence_degree(r: &PublishedRun) -> Option<u32> {
     r.sp.as_deref()?
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -111,14 +111,14 @@ pub(super) fn case_plan(
     let sp = match first {
         // A degree (`sequence_degree`): tp's is Megatron's SP; the cp group's is that group
         // (its exchange is `cp_comm`'s), not Megatron's SP.
-        n if n.parse::<u32>().is_ok_and(|n| n > 1) => match n.parse::<u32>() {
-            Ok(n) if n == tp => true,
-            Ok(n) if n == cp => false,
+        _ if sequence_degree(r).is_some() => match sequence_degree(r) {
+            Some(n) if n == tp => true,
+            Some(n) if n == cp => false,
             _ => {
                 return Err(unreadable(
                     &r.id,
                     "sp",
-                    format!("sp `{n}`: a degree neither tp's ({tp}) nor cp's ({cp})"),
+                    format!("sp `{first}`: a degree neither tp's ({tp}) nor cp's ({cp})"),
                 ))
             }
         },
