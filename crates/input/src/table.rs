@@ -280,10 +280,10 @@ impl<'a> Row<'a> {
             return Ok(None);
         };
         let bad = |why: String| Err(CellError::unreadable(column, s, why));
-        if s.starts_with('-') && s[1..].trim().parse::<f64>().is_ok() {
+        let digits = ungrouped(s);
+        if digits.starts_with('-') && digits[1..].trim().parse::<f64>().is_ok() {
             return bad("negative".into());
         }
-        let digits = ungrouped(s);
         let digits = match digits.split_once('.') {
             Some((int, frac)) if !int.is_empty() && frac.bytes().all(|b| b == b'0') => int,
             _ => &digits,
@@ -354,7 +354,8 @@ fn not_given(s: &str) -> bool {
 /// grouping; anything else (`1,24`, `8,4`: a list, or a decimal comma) is returned as written
 /// and fails to parse.
 fn ungrouped(s: &str) -> std::borrow::Cow<'_, str> {
-    let int = s.split_once('.').map_or(s, |(i, _)| i);
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let int = unsigned.split_once('.').map_or(unsigned, |(i, _)| i);
     let mut groups = int.split(',');
     let first = groups.next().unwrap_or("");
     let digits = |g: &str| g.bytes().all(|b| b.is_ascii_digit());
@@ -467,6 +468,15 @@ mod tests {
         assert_eq!(r[1].number("x", true).unwrap(), Some(150.0));
         assert_eq!(r[2].number("x", true).unwrap(), Some(0.43));
         assert_eq!(r[5].whole("n", 1).unwrap(), Some(12_345_678));
+        let neg = Table::parse(
+            "f.csv",
+            "id,n,x\na,\"-1,024\",\"-1,315.6\"\n".as_bytes(),
+            &["id"],
+        )
+        .unwrap();
+        let neg = neg.rows().next().unwrap();
+        assert_eq!(neg.whole("n", 0).unwrap_err().reason, "negative");
+        assert_eq!(neg.number("x", false).unwrap_err().reason, "negative");
         assert_eq!(r[5].number("x", true).unwrap(), Some(0.5));
         // Not whole; not grouping (a list, a decimal comma): unreadable, not guessed.
         assert_eq!(r[2].whole("n", 1).unwrap_err().reason, "not a whole number");
