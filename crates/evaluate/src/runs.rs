@@ -163,6 +163,8 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
             .collect(),
         ..RunsFile::default()
     };
+    // The line of each id read, to skip an id given twice.
+    let mut lines = std::collections::HashMap::new();
     for row in table.rows() {
         let line = row.line();
         // A row without a readable id is named by its line.
@@ -181,8 +183,21 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
             continue;
         }
         match run_of(&row) {
+            // An id the file already gave: the row is scored once (the summaries count rows),
+            // the later one skipped naming the first.
+            Ok(run) if lines.contains_key(&run.id) => {
+                let first = lines[&run.id];
+                out.skipped.push(Skipped {
+                    reason: format!("id `{id}` is also the row on line {first}: scored once"),
+                    kind: SkipKind::Unreadable,
+                    line: Some(line),
+                    column: Some("id".into()),
+                    id,
+                });
+            }
             Ok(mut run) => {
                 run.line = line;
+                lines.insert(run.id.clone(), line);
                 out.runs.push(run);
             }
             Err(e) => out.skipped.push(cell_skip(&id, line, e)),
@@ -406,6 +421,23 @@ mod tests {
 
     fn read(rows: &str) -> RunsFile {
         read_runs("t.csv", format!("{HEADER}{rows}").as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn an_id_given_twice_is_scored_once() {
+        let f = read(
+            "a,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.4,\n\
+             b,llama3-8b,,,,,8192,H100,8,1,1,8,64,0.4,\n\
+             a,llama3-8b,,,,,4096,H100,8,1,1,8,64,0.4,\n",
+        );
+        let ids: Vec<_> = f.runs.iter().map(|r| (r.id.as_str(), r.seq_len)).collect();
+        assert_eq!(ids, [("a", Some(8192)), ("b", Some(8192))]);
+        let s = &f.skipped[0];
+        assert_eq!(
+            (s.id.as_str(), s.line, s.column.as_deref(), s.kind),
+            ("a", Some(4), Some("id"), SkipKind::Unreadable)
+        );
+        assert_eq!(s.reason, "id `a` is also the row on line 2: scored once");
     }
 
     #[test]

@@ -97,10 +97,11 @@ pub fn validate_file(path: &Path, space: &Space) -> anyhow::Result<Validation> {
 /// twice), and the rows skipped while reading.
 pub fn load_all(paths: &[PathBuf]) -> anyhow::Result<RunsFile> {
     let mut all = RunsFile::default();
+    let mut ids = std::collections::HashSet::new();
     for p in paths {
         let f = load_runs(p)?;
         for r in &f.runs {
-            if all.runs.iter().any(|q| q.id == r.id) {
+            if ids.contains(&r.id) {
                 bail!(
                     "{}: row `{}` is also in an earlier --runs file",
                     p.display(),
@@ -108,6 +109,7 @@ pub fn load_all(paths: &[PathBuf]) -> anyhow::Result<RunsFile> {
                 );
             }
         }
+        ids.extend(f.runs.iter().map(|r| r.id.clone()));
         all.runs.extend(f.runs);
         all.skipped.extend(f.skipped);
     }
