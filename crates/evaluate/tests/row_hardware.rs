@@ -508,3 +508,33 @@ fn a_gpu_count_of_no_whole_nodes_is_named() {
     );
     assert!(!s.reason.contains("network"), "{}", s.reason);
 }
+
+/// A blank precision cell takes the one format the row's source names (a performance table's
+/// section: NeMo 24.07's "DGX-H100, FP8"); a source naming none or several leaves the era's
+/// default.
+#[test]
+fn a_blank_precision_takes_the_format_its_source_names() {
+    let resolve = |n: &str| autoplan_graph::resolve_model(n).ok();
+    let mut r = all_rows()
+        .into_iter()
+        .find(|r| r.id == "nemo2407_h100_LLAMA3-70B_64gpu")
+        .unwrap();
+    assert!(r.source.contains("FP8"), "{}", r.source);
+    r.precision = None;
+    let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    assert_eq!(c.model.training.precision, Precision::Fp8);
+    for (source, want) in [
+        ("NeMo performance tables, BF16", Precision::Bf16),
+        ("NeMo performance tables (BF16 and FP8)", Precision::Bf16),
+        ("a paper", Precision::Bf16),
+    ] {
+        r.source = source.into();
+        let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+        assert_eq!(c.model.training.precision, want, "{source}");
+    }
+    // A cell that names its format is read, whatever the source says.
+    r.source = "DGX-H100, FP8".into();
+    r.precision = Some("bf16".into());
+    let c = case_of(&r, &resolve, &bundled_cluster).unwrap();
+    assert_eq!(c.model.training.precision, Precision::Bf16);
+}

@@ -267,12 +267,22 @@ pub(super) fn case_model(
         }
     }
     let cell = r.precision.as_deref().unwrap_or("");
-    model.training.precision = match row_precision(cell, r.notes.as_deref().unwrap_or("")) {
-        Ok(Some(p)) => p,
+    // A blank cell whose source names the table's one format ("NeMo 24.07 container,
+    // DGX-H100, FP8").
+    let from_source = if cell.trim().is_empty() {
+        source_precision(&r.source)
+    } else {
+        None
+    };
+    model.training.precision = match (
+        row_precision(cell, r.notes.as_deref().unwrap_or("")),
+        from_source,
+    ) {
+        (Ok(Some(p)), _) | (Ok(None), Some(p)) => p,
         // Blank precision: the source's TFLOP/s ÷ MFU implies the 16-bit dense peak.
-        Ok(None) if era == Era::Megatron2021 => Precision::Fp16,
-        Ok(None) => Precision::Bf16,
-        Err(()) => return Err(skip(id, format!("precision `{cell}` not modelled"))),
+        (Ok(None), None) if era == Era::Megatron2021 => Precision::Fp16,
+        (Ok(None), None) => Precision::Bf16,
+        (Err(()), _) => return Err(skip(id, format!("precision `{cell}` not modelled"))),
     };
     // Adam moments kept in BF16, where the row says so ("BF16 optimizer moments", "bf16
     // optimizer states"): DeepSeek-V3 report §3.3.3, Megatron-Core's precision-aware optimizer
@@ -286,4 +296,32 @@ pub(super) fn case_model(
         model.training.optimizer = Optimizer::AdamBf16Moments;
     }
     Ok(model)
+}
+
+/// The training precision a row's `source` names, where it names exactly one format as a word
+/// (`FP8`, `MXFP8`, `BF16`, `FP16`, `NVFP4`: a performance table's section, "NeMo 24.07
+/// container, DGX-H100, FP8"); `None` where it names none or several ("BF16 and FP8 tables").
+/// FP8 named without its recipe is the delayed-scaling default, as the `precision` cell's
+/// bare `fp8` is (`row_precision`).
+pub(super) fn source_precision(source: &str) -> Option<Precision> {
+    let s = source.to_ascii_lowercase();
+    let words: Vec<&str> = s
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named: Vec<Precision> = [
+        ("fp8", Precision::Fp8),
+        ("mxfp8", Precision::Mxfp8),
+        ("bf16", Precision::Bf16),
+        ("fp16", Precision::Fp16),
+        ("nvfp4", Precision::Nvfp4),
+    ]
+    .into_iter()
+    .filter(|(w, _)| words.contains(w))
+    .map(|(_, p)| p)
+    .collect();
+    match named.as_slice() {
+        [p] => Some(*p),
+        _ => None,
+    }
 }
