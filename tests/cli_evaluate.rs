@@ -563,3 +563,45 @@ fn a_power_capped_cluster_is_said_to_be_one() {
         "{out}"
     );
 }
+
+/// The HTML report carries the caveats `report` and `search --html` print on stderr (a shared
+/// report is read without the terminal): a power-capped cluster and a MoE narrower than any
+/// validated one are listed under the summary; a plain case lists none.
+#[test]
+fn a_report_carries_its_caveats() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let capped = dir.join("report_caveats.html");
+    let plain = dir.join("report_no_caveats.html");
+    for (model, cluster, out) in [
+        ("qwen3-30b-a3b", "grand-teton-h100", &capped),
+        ("llama3-8b", "dgx-h100", &plain),
+    ] {
+        let out_s = out.to_str().unwrap();
+        let (code, _, err) = autoplan(&[
+            "report",
+            "--model",
+            model,
+            "--cluster",
+            cluster,
+            "--gpus",
+            "8",
+            "--top",
+            "1",
+            "-o",
+            out_s,
+        ]);
+        assert_eq!(code, Some(0), "{model}: {err}");
+    }
+    let html = std::fs::read_to_string(&capped).unwrap();
+    assert!(html.contains("<h3>Caveats</h3>"), "caveats missing");
+    assert!(
+        html.contains("run under a 500 W power limit"),
+        "power caveat missing"
+    );
+    assert!(
+        html.contains("routed experts (768 wide)"),
+        "MoE caveat missing"
+    );
+    let html = std::fs::read_to_string(&plain).unwrap();
+    assert!(!html.contains("Caveats"), "a plain report lists caveats");
+}

@@ -43,6 +43,10 @@ pub struct Document {
     pub plan: Option<PlanView>,
     /// Predicted against measured (validate).
     pub validation: Option<ValidationView>,
+    /// What the prediction leaves out for these inputs (the CLI's stderr caveats: an
+    /// uncalibrated or power-capped GPU, a MoE outside the validated domain, a framework
+    /// profile's `not_modelled`), listed under the summary so a shared report carries them.
+    pub caveats: Vec<String>,
 }
 
 /// A sortable table: a header and rows of cells (text shown, number sorted by).

@@ -66,7 +66,16 @@ fn section_summary(o: &mut String, doc: &Document) {
     for (k, v) in &doc.summary {
         let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
     }
-    o.push_str("</dl></section>\n");
+    o.push_str("</dl>");
+    if !doc.caveats.is_empty() {
+        o.push_str("<h3>Caveats</h3><ul class=\"caveats\">");
+        for c in &doc.caveats {
+            let c = c.strip_prefix("note: ").unwrap_or(c);
+            let _ = write!(o, "<li>{}</li>", esc(c));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("</section>\n");
 }
 
 /// A sortable table.

@@ -55,10 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let target = args.target.target()?;
-    for n in super::caveats(&cluster, &model, target.framework) {
+    let caveats = super::caveats(&cluster, &model, target.framework);
+    for n in &caveats {
         eprintln!("{n}");
     }
-    let doc = match &args.plan {
+    let mut doc = match &args.plan {
         Some(p) => {
             let plan = Plan::parse_for_gpus(p, cluster.gpus() as u64)
                 .with_context(|| format!("--plan {p:?}"))?;
@@ -119,6 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             search_document(&case.scorer.exact, space_name, &case.outcome, 1)?
         }
     };
+    doc.caveats = caveats;
     write_html(&args.out, &doc)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -312,6 +314,7 @@ pub(crate) fn search_document(
         breakdowns,
         plan: Some(view),
         validation: None,
+        caveats: Vec::new(),
     })
 }
 

@@ -174,12 +174,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     if let (Some(path), false) = (&args.html, outcome.plans.is_empty()) {
-        let doc = super::report::search_document(
+        let mut doc = super::report::search_document(
             &scorer.exact,
             &args.space,
             &outcome,
             args.explain.unwrap_or(1),
         )?;
+        doc.caveats = super::caveats(&cluster, &model, target.framework);
         super::report::write_html(path, &doc)?;
     }
     let explained = explained(&args, &scorer, &outcome)?;
