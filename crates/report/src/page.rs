@@ -70,7 +70,6 @@ fn section_summary(o: &mut String, doc: &Document) {
     if !doc.caveats.is_empty() {
         o.push_str("<h3>Caveats</h3><ul class=\"caveats\">");
         for c in &doc.caveats {
-            let c = c.strip_prefix("note: ").unwrap_or(c);
             let _ = write!(o, "<li>{}</li>", esc(c));
         }
         o.push_str("</ul>");

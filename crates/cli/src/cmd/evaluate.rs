@@ -132,8 +132,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
+    let caveats = super::caveats(&cluster, &model, target.framework);
     if args.format != Format::Json {
-        for n in super::caveats(&cluster, &model, target.framework) {
+        for n in &caveats {
             eprintln!("{n}");
         }
     }
@@ -186,6 +187,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Format::Json => {
                     let mut v = json(&r);
                     v["calibrated"] = note.is_none().into();
+                    // The stderr caveats, for a program reading the JSON.
+                    v["caveats"] = caveats.iter().map(|c| super::caveat_text(c)).collect();
                     v["min_headroom_gib"] = (target.min_headroom_bytes / GIB).into();
                     v["below_min_headroom"] = (free < target.min_headroom_bytes).into();
                     if let Some(t) = train_time(&ev, &r)? {

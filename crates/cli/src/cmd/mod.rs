@@ -151,6 +151,12 @@ pub(crate) fn caveats(
     .collect()
 }
 
+/// A caveat's text without its `note: ` prefix (the JSON outputs' `caveats`, the HTML
+/// report's list).
+pub(crate) fn caveat_text(c: &str) -> &str {
+    c.strip_prefix("note: ").unwrap_or(c)
+}
+
 /// The narrowest routed experts of a published run the model predicts within 25%: Qwen3-235B-
 /// A22B's 1536 (ModelZoo's H100 rows, docs/validation.md). Narrower ones are out of that domain.
 const NARROWEST_VALIDATED_EXPERT: u32 = 1536;

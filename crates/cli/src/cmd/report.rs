@@ -120,7 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             search_document(&case.scorer.exact, space_name, &case.outcome, 1)?
         }
     };
-    doc.caveats = caveats;
+    doc.caveats = caveats
+        .iter()
+        .map(|c| super::caveat_text(c).to_string())
+        .collect();
     write_html(&args.out, &doc)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -180,7 +180,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &outcome,
             args.explain.unwrap_or(1),
         )?;
-        doc.caveats = super::caveats(&cluster, &model, target.framework);
+        doc.caveats = super::caveats(&cluster, &model, target.framework)
+            .iter()
+            .map(|c| super::caveat_text(c).to_string())
+            .collect();
         super::report::write_html(path, &doc)?;
     }
     let explained = explained(&args, &scorer, &outcome)?;
@@ -349,6 +352,12 @@ fn write(
     match args.format {
         Format::Json => {
             let mut v = json(args, scorer, outcome, variants);
+            // The stderr caveats, for a program reading the JSON.
+            let framework = args.target.target()?.framework;
+            v["caveats"] = super::caveats(scorer.exact.cluster(), scorer.exact.model(), framework)
+                .iter()
+                .map(|c| super::caveat_text(c))
+                .collect();
             if let Some((n, plan, report)) = &explained {
                 let mut e = super::evaluate::json(report);
                 e["rank"] = (*n).into();
@@ -356,6 +365,8 @@ fn write(
                 e["calibrated"] = super::calibration_note(scorer.exact.cluster())
                     .is_none()
                     .into();
+                // As `evaluate --format json`: its caveats too.
+                e["caveats"] = v["caveats"].clone();
                 // As `evaluate --format json`: the headroom against --min-headroom.
                 let free = report.hbm_bytes - report.metrics.memory_peak_bytes;
                 e["min_headroom_gib"] = (scorer.min_headroom_bytes / GIB).into();
