@@ -148,6 +148,8 @@ fn formats_agree_and_gpu_hours_are_time_times_gpus() {
     let (code, js, err) = autoplan(&with(SCALE, &["--format", "json", "--objective", "time"]));
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+    // The stderr caveats, none for a dense model on a calibrated, uncapped H100.
+    assert_eq!(v["caveats"], serde_json::json!([]));
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 8);
     for p in points {

@@ -427,6 +427,13 @@ fn json(args: &Args, g: &Grid, o: &ScaleOutcome) -> serde_json::Value {
         "space": args.space,
         "framework": s.map(|s| s.framework.spec()),
         "min_headroom_gib": s.map(|s| s.min_headroom_bytes / GIB),
+        // The stderr caveats, as `search --format json` carries them.
+        "caveats": s.map_or_else(Vec::new, |s| {
+            super::super::caveats(&g.cluster, &g.model, s.framework)
+                .iter()
+                .map(|c| super::super::caveat_text(c).to_string())
+                .collect()
+        }),
         "gpus": g.gpus,
         "global_batches": g.batches,
         "points": order(o).into_iter().map(|i| point_json(g, o, rank[i], i)).collect::<Vec<_>>(),
