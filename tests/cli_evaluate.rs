@@ -564,39 +564,19 @@ fn a_power_capped_cluster_is_said_to_be_one() {
     );
     // The JSON outputs carry the caveats.
     for (cluster, want) in [("grand-teton-h100", 1), ("dgx-h100", 0)] {
-        let (code, out, err) = autoplan(&[
-            "evaluate",
-            "--model",
-            "llama3-8b",
-            "--cluster",
-            cluster,
-            "--gpus",
-            "8",
-            "--plan",
-            "tp=4,dp=2,mbs=1,recompute=full",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, Some(0), "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let caveats = v["caveats"].as_array().unwrap();
-        assert_eq!(caveats.len(), want, "{cluster}: {caveats:?}");
-        let (code, out, err) = autoplan(&[
-            "search",
-            "--model",
-            "llama3-8b",
-            "--cluster",
-            cluster,
-            "--gpus",
-            "8",
-            "--top",
-            "1",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, Some(0), "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["caveats"].as_array().unwrap().len(), want, "{cluster}");
+        for extra in [
+            &["evaluate", "--plan", "tp=4,dp=2,mbs=1,recompute=full"][..],
+            &["search", "--top", "1"][..],
+        ] {
+            let mut args = vec![extra[0], "--model", "llama3-8b", "--cluster", cluster];
+            args.extend(["--gpus", "8", "--format", "json"]);
+            args.extend(&extra[1..]);
+            let (code, out, err) = autoplan(&args);
+            assert_eq!(code, Some(0), "{err}");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let caveats = v["caveats"].as_array().unwrap();
+            assert_eq!(caveats.len(), want, "{cluster} {}: {caveats:?}", extra[0]);
+        }
     }
 }
 
