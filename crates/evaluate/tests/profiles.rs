@@ -796,6 +796,7 @@ fn recompute_sharding_and_sp_cells_are_read_or_refused() {
         ("layernorm, moe_act", (Recompute::Selective, None)),
         ("AC: full", (Recompute::Full, None)),
         ("recompute: selective", (Recompute::Selective, None)),
+        ("full (no offload)", (Recompute::Full, None)),
         ("no", (Recompute::None, None)),
         (
             "none (trained without activation checkpointing)",

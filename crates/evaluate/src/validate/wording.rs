@@ -242,7 +242,8 @@ fn only_modules(list: &str) -> Option<RecomputeModules> {
 /// - `selective …`, or Megatron's module names alone (`core_attn`, `layernorm, moe_act`):
 ///   selective ([`recompute_modules`] reads its modules);
 /// - a label before any of these (`AC: full`, `recompute: selective`): the value after it;
-/// - activation offload named beside it (`selective + CPU offload`): refused (`Err`).
+/// - activation offload named beside it (`selective + CPU offload`): refused (`Err`); its
+///   absence said (`full (no offload)`) is the recompute alone.
 pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32>)>, String> {
     let c = cell.trim().to_ascii_lowercase();
     let words: Vec<&str> = c
@@ -260,7 +261,15 @@ pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32
     // Activation offload beside the recompute (`selective + CPU offload`): which layers went to
     // host memory (Megatron's `--cpu-offloading-num-layers`) is not read from this cell, and
     // priced without it the run would read too fast: refused, not dropped.
-    if c.contains("offload") {
+    let no_offload = [
+        "no offload",
+        "without offload",
+        "no cpu offload",
+        "without cpu offload",
+    ]
+    .iter()
+    .any(|p| c.contains(p));
+    if c.contains("offload") && !no_offload {
         return Err(format!(
             "recompute `{}`: names activation offload, which is not read from the recompute \
              cell (which layers went to host memory?) and is never dropped",
