@@ -305,13 +305,13 @@ fn at_most(r: &Row, column: &str, max: f64, why: &str) -> Result<Option<f64>, Ce
 /// Llama 3's "128K" being 131,072, Dubey+24 Table 4).
 fn seq_len(r: &Row) -> Result<Option<u32>, CellError> {
     const COLUMN: &str = "seq_len";
-    let Some(cell) = r.text(COLUMN)? else {
+    let Some(cell) = r.numeric_text(COLUMN)? else {
         return Ok(None);
     };
+    let lower = cell.to_ascii_lowercase();
     let scaled = [("k", 1u64 << 10), ("m", 1 << 20)]
         .iter()
         .find_map(|(unit, scale)| {
-            let lower = cell.to_ascii_lowercase();
             let n = lower.strip_suffix(unit)?.trim_end();
             (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| n.parse::<u64>().ok().and_then(|n| n.checked_mul(*scale)))
@@ -331,7 +331,7 @@ fn seq_len(r: &Row) -> Result<Option<u32>, CellError> {
 /// figure): unreadable, not read as a guess.
 fn mfu(r: &Row) -> Result<Option<f64>, CellError> {
     const COLUMN: &str = "measured_mfu";
-    let Some(cell) = r.text(COLUMN)? else {
+    let Some(cell) = r.numeric_text(COLUMN)? else {
         return Ok(None);
     };
     let (text, percent) = match cell.strip_suffix('%') {

@@ -260,7 +260,7 @@ impl<'a> Row<'a> {
     /// A numeric cell's text: as [`Row::text`], and Python's `None` (what `str(None)` writes
     /// for a missing number) is blank too; in a text column `none` is a value (no recompute,
     /// no ZeRO), so only the numeric readers take it as blank.
-    fn numeric_text(&self, column: &str) -> Result<Option<&'a str>, CellError> {
+    pub fn numeric_text(&self, column: &str) -> Result<Option<&'a str>, CellError> {
         Ok(self
             .text(column)?
             .filter(|s| !s.eq_ignore_ascii_case("none")))
@@ -468,15 +468,6 @@ mod tests {
         assert_eq!(r[1].number("x", true).unwrap(), Some(150.0));
         assert_eq!(r[2].number("x", true).unwrap(), Some(0.43));
         assert_eq!(r[5].whole("n", 1).unwrap(), Some(12_345_678));
-        let neg = Table::parse(
-            "f.csv",
-            "id,n,x\na,\"-1,024\",\"-1,315.6\"\n".as_bytes(),
-            &["id"],
-        )
-        .unwrap();
-        let neg = neg.rows().next().unwrap();
-        assert_eq!(neg.whole("n", 0).unwrap_err().reason, "negative");
-        assert_eq!(neg.number("x", false).unwrap_err().reason, "negative");
         assert_eq!(r[5].number("x", true).unwrap(), Some(0.5));
         // Not whole; not grouping (a list, a decimal comma): unreadable, not guessed.
         assert_eq!(r[2].whole("n", 1).unwrap_err().reason, "not a whole number");
@@ -490,5 +481,15 @@ mod tests {
         assert_eq!(r[4].whole("n", 1).unwrap(), None);
         assert_eq!(r[4].number("x", true).unwrap(), None);
         assert_eq!(r[5].text("t").unwrap(), Some("x"));
+        // A grouped negative number is named negative.
+        let neg = Table::parse(
+            "f.csv",
+            "id,n,x\na,\"-1,024\",\"-1,315.6\"\n".as_bytes(),
+            &["id"],
+        )
+        .unwrap();
+        let neg = neg.rows().next().unwrap();
+        assert_eq!(neg.whole("n", 0).unwrap_err().reason, "negative");
+        assert_eq!(neg.number("x", false).unwrap_err().reason, "negative");
     }
 }

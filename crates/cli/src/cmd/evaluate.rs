@@ -134,9 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let note = super::calibration_note(&cluster);
     let caveats = super::caveats(&cluster, &model, target.framework);
     if args.format != Format::Json {
-        for n in &caveats {
-            eprintln!("{n}");
-        }
+        super::print_caveats(&caveats);
     }
     // A valid plan the framework cannot run: refused with the rule and its source (exit 3,
     // infeasible). Invalid plans keep their own error below.
@@ -188,7 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     let mut v = json(&r);
                     v["calibrated"] = note.is_none().into();
                     // The stderr caveats, for a program reading the JSON.
-                    v["caveats"] = caveats.iter().map(|c| super::caveat_text(c)).collect();
+                    v["caveats"] = caveats.clone().into();
                     v["min_headroom_gib"] = (target.min_headroom_bytes / GIB).into();
                     v["below_min_headroom"] = (free < target.min_headroom_bytes).into();
                     if let Some(t) = train_time(&ev, &r)? {

@@ -105,7 +105,7 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
             .map(|e| format!("{:?}", e.arch))
             .collect();
         format!(
-            "note: no published run on {} calibrates its GEMM and HBM efficiency; its compute \
+            "no published run on {} calibrates its GEMM and HBM efficiency; its compute \
              times use {} (fitted: {})",
             c.gpu.name,
             if c.gpu.arch.is_blackwell() {
@@ -124,7 +124,7 @@ pub(crate) fn calibration_note(c: &autoplan_cluster::Cluster) -> Option<String> 
 pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
     c.gpu.power_capped().map(|(limit, rated)| {
         format!(
-            "note: {}'s GPUs run under a {limit} W power limit, below their {rated} W rating; \
+            "{}'s GPUs run under a {limit} W power limit, below their {rated} W rating; \
              their clocks under the cap are not modelled (the compute constants are fitted at \
              the rated power): read its times as optimistic",
             c.name
@@ -132,8 +132,8 @@ pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
     })
 }
 
-/// Every caveat `evaluate`, `search` and `report` print on stderr for a model, a cluster and a
-/// framework: the GPU's calibration ([`calibration_note`]), its power cap ([`power_note`]),
+/// Every caveat `evaluate`, `search` and `report` give for a model, a cluster and a framework
+/// (on stderr through [`print_caveats`], in their JSON and HTML as these texts): the GPU's calibration ([`calibration_note`]), its power cap ([`power_note`]),
 /// the model's domain ([`domain_note`]) and the framework's profile ([`framework_note`]).
 pub(crate) fn caveats(
     c: &autoplan_cluster::Cluster,
@@ -151,10 +151,12 @@ pub(crate) fn caveats(
     .collect()
 }
 
-/// A caveat's text without its `note: ` prefix (the JSON outputs' `caveats`, the HTML
-/// report's list).
-pub(crate) fn caveat_text(c: &str) -> &str {
-    c.strip_prefix("note: ").unwrap_or(c)
+/// Print [`caveats`] on stderr, each as a `note: ` line (the JSON outputs and the HTML report
+/// carry the texts themselves).
+pub(crate) fn print_caveats(caveats: &[String]) {
+    for c in caveats {
+        eprintln!("note: {c}");
+    }
 }
 
 /// The narrowest routed experts of a published run the model predicts within 25%: Qwen3-235B-
@@ -171,7 +173,7 @@ pub(crate) fn domain_note(m: &autoplan_graph::ModelSpec) -> Option<String> {
     let moe = m.moe.as_ref()?;
     (moe.expert_ffn_hidden < NARROWEST_VALIDATED_EXPERT).then(|| {
         format!(
-            "note: {}'s routed experts ({} wide) are narrower than any MoE autoplan predicts \
+            "{}'s routed experts ({} wide) are narrower than any MoE autoplan predicts \
              within 25% of a published run ({NARROWEST_VALIDATED_EXPERT}); Qwen3-30B-A3B's \
              (768, FP8) ran 1.7x the modelled step, the host's launches of many small expert \
              kernels unpriced (docs/validation.md): read its times as optimistic",
@@ -186,8 +188,7 @@ pub(crate) fn domain_note(m: &autoplan_graph::ModelSpec) -> Option<String> {
 /// own words, so the caveat has one home.
 pub(crate) fn framework_note(f: autoplan_plan::Framework) -> Option<String> {
     let p = f.profile();
-    (!p.not_modelled.is_empty())
-        .then(|| format!("note: the {} cost profile: {}", p.name, p.not_modelled))
+    (!p.not_modelled.is_empty()).then(|| format!("the {} cost profile: {}", p.name, p.not_modelled))
 }
 
 /// The model and cluster of `evaluate` and `search`: bundled names or paths, with the

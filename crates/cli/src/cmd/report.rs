@@ -56,9 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let target = args.target.target()?;
     let caveats = super::caveats(&cluster, &model, target.framework);
-    for n in &caveats {
-        eprintln!("{n}");
-    }
+    super::print_caveats(&caveats);
     let mut doc = match &args.plan {
         Some(p) => {
             let plan = Plan::parse_for_gpus(p, cluster.gpus() as u64)
@@ -120,10 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             search_document(&case.scorer.exact, space_name, &case.outcome, 1)?
         }
     };
-    doc.caveats = caveats
-        .iter()
-        .map(|c| super::caveat_text(c).to_string())
-        .collect();
+    doc.caveats = caveats;
     write_html(&args.out, &doc)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -130,9 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile());
-    for n in super::caveats(&cluster, &model, target.framework) {
-        eprintln!("{n}");
-    }
+    super::print_caveats(&super::caveats(&cluster, &model, target.framework));
     check_recompute_entries(&space, &model)?;
     let rows_wanted = args.top.max(args.explain.unwrap_or(1));
     let opts = SearchOptions {
@@ -180,10 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &outcome,
             args.explain.unwrap_or(1),
         )?;
-        doc.caveats = super::caveats(&cluster, &model, target.framework)
-            .iter()
-            .map(|c| super::caveat_text(c).to_string())
-            .collect();
+        doc.caveats = super::caveats(&cluster, &model, target.framework);
         super::report::write_html(path, &doc)?;
     }
     let explained = explained(&args, &scorer, &outcome)?;
@@ -354,10 +349,8 @@ fn write(
             let mut v = json(args, scorer, outcome, variants);
             // The stderr caveats, for a program reading the JSON.
             let framework = args.target.target()?.framework;
-            v["caveats"] = super::caveats(scorer.exact.cluster(), scorer.exact.model(), framework)
-                .iter()
-                .map(|c| super::caveat_text(c))
-                .collect();
+            v["caveats"] =
+                super::caveats(scorer.exact.cluster(), scorer.exact.model(), framework).into();
             if let Some((n, plan, report)) = &explained {
                 let mut e = super::evaluate::json(report);
                 e["rank"] = (*n).into();

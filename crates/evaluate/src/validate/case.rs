@@ -108,20 +108,19 @@ pub(super) fn case_plan(
             .find(|w| !w.is_empty())
             .unwrap_or(""),
     };
+    // A degree (`sequence_degree`): tp's is Megatron's SP; the cp group's is that group (its
+    // exchange is `cp_comm`'s), not Megatron's SP.
+    let degree = sequence_degree(r);
     let sp = match first {
-        // A degree (`sequence_degree`): tp's is Megatron's SP; the cp group's is that group
-        // (its exchange is `cp_comm`'s), not Megatron's SP.
-        _ if sequence_degree(r).is_some() => match sequence_degree(r) {
-            Some(n) if n == tp => true,
-            Some(n) if n == cp => false,
-            _ => {
-                return Err(unreadable(
-                    &r.id,
-                    "sp",
-                    format!("sp `{first}`: a degree neither tp's ({tp}) nor cp's ({cp})"),
-                ))
-            }
-        },
+        _ if degree == Some(tp) => true,
+        _ if degree == Some(cp) => false,
+        _ if degree.is_some() => {
+            return Err(unreadable(
+                &r.id,
+                "sp",
+                format!("sp `{first}`: a degree neither tp's ({tp}) nor cp's ({cp})"),
+            ))
+        }
         "yes" | "y" | "true" | "on" | "enabled" | "1" | "sp" | "sequence" => true,
         "no" | "n" | "false" | "off" | "disabled" | "0" | "without" => false,
         // "only with TP", "with TP": Megatron's SP splits the TP group's activations, so on

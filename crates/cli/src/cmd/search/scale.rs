@@ -129,9 +129,11 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let target = args.target.target()?;
-    for n in super::super::caveats(&g.cluster, &g.model, target.framework) {
-        eprintln!("{n}");
-    }
+    super::super::print_caveats(&super::super::caveats(
+        &g.cluster,
+        &g.model,
+        target.framework,
+    ));
     // As `search --top N` ranks each point, so a point's best plan is that search's row 1.
     let opts = SearchOptions {
         top_k: if args.fold > 0.0 {
@@ -430,9 +432,6 @@ fn json(args: &Args, g: &Grid, o: &ScaleOutcome) -> serde_json::Value {
         // The stderr caveats, as `search --format json` carries them.
         "caveats": s.map_or_else(Vec::new, |s| {
             super::super::caveats(&g.cluster, &g.model, s.framework)
-                .iter()
-                .map(|c| super::super::caveat_text(c).to_string())
-                .collect()
         }),
         "gpus": g.gpus,
         "global_batches": g.batches,
