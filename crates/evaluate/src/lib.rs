@@ -32,6 +32,7 @@ pub mod balance;
 mod comm;
 mod core;
 mod flops;
+mod hardware;
 mod profile;
 pub mod runs;
 pub mod validate;
@@ -48,6 +49,7 @@ pub use core::{
     ADAM_BYTES_PER_PARAM, ADAM_STEP_BYTES,
 };
 pub use flops::{AttentionFlops, ModelFlops};
+pub use hardware::check_hardware;
 
 use serde::Serialize;
 

@@ -157,6 +157,16 @@ pub enum Invalid {
         model: String,
         reason: &'static str,
     },
+    /// A knob value whose implementation the cluster's hardware cannot run (autoplan-evaluate's
+    /// `hardware` rules: the plan alone is valid, the GPUs or their node are not).
+    #[error("{knob}={value} needs {needs}, and the cluster has {found} ({cite})")]
+    Hardware {
+        knob: &'static str,
+        value: &'static str,
+        needs: &'static str,
+        found: &'static str,
+        cite: &'static str,
+    },
 }
 
 /// How the transformer blocks are spread over the pipeline stages. `Copy`, no heap.

@@ -239,7 +239,7 @@ impl Evaluator {
     /// as [`Evaluator::evaluate`] and the same number (its `memory_peak_bytes`, or the
     /// `OutOfMemory` peak), whatever the HBM. The search's memory floors call it.
     pub fn memory_peak_bytes(&self, plan: &Plan) -> Result<f64, Infeasible> {
-        plan.check(&self.model, self.cluster.gpus())?;
+        self.check(plan)?;
         self.layout(plan)?;
         Ok(self.memory_peak(plan))
     }
@@ -260,7 +260,7 @@ impl Evaluator {
         &self,
         plan: &Plan,
     ) -> Result<autoplan_memory::MemoryBreakdown, Infeasible> {
-        plan.check(&self.model, self.cluster.gpus())?;
+        self.check(plan)?;
         self.layout(plan)?;
         Ok(self.memory(plan))
     }
@@ -362,6 +362,14 @@ impl Evaluator {
     }
 
     /// The pipeline layout of a checked plan.
+    /// `plan` is valid for the model and GPU count ([`Plan::check`]) and runs on the cluster's
+    /// hardware ([`crate::check_hardware`]). The search's floors check the first alone (their
+    /// bounds hold over a superset of the plans).
+    fn check(&self, plan: &Plan) -> Result<(), Invalid> {
+        plan.check(&self.model, self.cluster.gpus())?;
+        crate::check_hardware(plan, &self.model, &self.cluster)
+    }
+
     fn layout(&self, plan: &Plan) -> Result<StageLayout, Infeasible> {
         plan.stage_blocks(&self.model)
             .ok_or(Infeasible::Invalid(Invalid::UnevenStages {

@@ -73,7 +73,7 @@ impl Evaluator {
     /// The validity checks and the memory peak: a plan over HBM is rejected with its peak,
     /// which needs no step time.
     fn admit(&self, plan: &Plan) -> Result<(StageLayout, f64), Infeasible> {
-        plan.check(&self.model, self.cluster.gpus())?;
+        self.check(plan)?;
         let layout = self.layout(plan)?;
         let m = self.memory(plan);
         let peak = m.total;

@@ -1,0 +1,53 @@
+//! What a plan's knobs need of the hardware: a plan valid for the model and GPU count
+//! ([`Plan::check`]) may still name an implementation the cluster's GPUs or nodes cannot run.
+//! One home for those rules; the evaluator applies them to every plan it prices, so `search`,
+//! `evaluate`, `sweep` and `validate` refuse the same plans.
+
+use autoplan_cluster::{Cluster, GpuArch, IntraFabric};
+use autoplan_graph::ModelSpec;
+use autoplan_plan::knob::{Context, Knob};
+use autoplan_plan::{Dispatcher, Invalid, Plan};
+
+/// DeepEP's requirements (deepseek-ai/DeepEP `README.md`, "Requirements": "Ampere (SM80),
+/// Hopper (SM90) GPUs, or other architectures with SM90 PTX ISA support", "NVLink for
+/// intranode communication", "RDMA network for internode communication"). Not in the
+/// reference notes, which measure DeepEP only on NVLink nodes of SM90 and SM100 GPUs
+/// (collectives.md §4.5); Megatron-Core's `flex` dispatcher runs DeepEP's kernels
+/// (frameworks.md §1.6, `--moe-flex-dispatcher-backend deepep`).
+const DEEPEP_SOURCE: &str = "DeepEP README, Requirements; collectives.md §4.5";
+
+/// Whether `cluster` can run `plan` for `model`; the first knob it cannot run otherwise.
+/// Allocation-free (the search calls it for every plan it scores).
+///
+/// - `dispatcher=deepep` where the dispatcher matters (MoE, `ep·moe_tp > 1`): DeepEP's
+///   intranode kernels move tokens over NVLink between every pair of a node's GPUs (a PCIe
+///   node or an NVLink ring has none; a node of one GPU has no intranode traffic), and its
+///   kernels are built for Ampere and newer (V100 and Pascal are refused; a GPU of arch
+///   `other` is not judged).
+pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
+    let ctx = Context::new(plan, model.moe.is_some());
+    if plan.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx) {
+        let refuse = |needs, found| Invalid::Hardware {
+            knob: "dispatcher",
+            value: "deepep",
+            needs,
+            found,
+            cite: DEEPEP_SOURCE,
+        };
+        let nvlink = "NVLink between every pair of a node's GPUs";
+        if cluster.node.gpus_per_node > 1 {
+            match cluster.node.fabric {
+                IntraFabric::Pcie => return Err(refuse(nvlink, "PCIe nodes")),
+                IntraFabric::Ring => return Err(refuse(nvlink, "NVLink rings")),
+                IntraFabric::Nvswitch | IntraFabric::FullMesh => {}
+            }
+        }
+        let ampere = "an Ampere (SM80) or newer GPU";
+        match cluster.gpu.arch {
+            GpuArch::V100 => return Err(refuse(ampere, "V100s (SM70)")),
+            GpuArch::Pascal => return Err(refuse(ampere, "Pascal GPUs (SM60/61)")),
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! The hardware rules (`autoplan_evaluate::check_hardware`): a plan valid for the model and
+//! GPU count is refused where the cluster cannot run one of its knobs, and only there.
+
+use autoplan_cluster::{resolve_cluster, Cluster};
+use autoplan_evaluate::{EvalOptions, Evaluator, Infeasible};
+use autoplan_graph::resolve_model;
+use autoplan_plan::{Dispatcher, Invalid, Plan};
+
+fn plan(ep: u32, dispatcher: Dispatcher, gpus: u32) -> Plan {
+    Plan {
+        dp: gpus,
+        ep,
+        dispatcher,
+        ..Plan::default()
+    }
+}
+
+fn cluster(name: &str, gpus: u32) -> Cluster {
+    resolve_cluster(name).unwrap().with_gpus(gpus).unwrap()
+}
+
+/// The refusal of `plan` on `cluster` for `model`, if it is a hardware one.
+fn hardware_refusal(model: &str, c: &Cluster, p: &Plan) -> Option<String> {
+    let m = resolve_model(model).unwrap();
+    match Evaluator::new(&m, c, EvalOptions::default()).evaluate(p) {
+        Err(Infeasible::Invalid(e @ Invalid::Hardware { .. })) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+#[test]
+fn deepep_needs_nvlink_inside_the_node() {
+    let c = cluster("l40sx64", 8);
+    let e = hardware_refusal("mixtral-8x7b", &c, &plan(8, Dispatcher::DeepEp, 8))
+        .expect("DeepEP on a PCIe node is refused");
+    assert!(e.contains("dispatcher=deepep") && e.contains("PCIe"), "{e}");
+    assert!(
+        e.contains("DeepEP README"),
+        "the rule cites its source: {e}"
+    );
+    // The all-to-all dispatcher runs there; so does DeepEP where no tokens are dispatched
+    // (ep = 1: the knob does not matter) or the model has no experts.
+    assert_eq!(
+        hardware_refusal("mixtral-8x7b", &c, &plan(8, Dispatcher::AllToAll, 8)),
+        None
+    );
+    assert_eq!(
+        hardware_refusal("mixtral-8x7b", &c, &plan(1, Dispatcher::DeepEp, 8)),
+        None
+    );
+    assert_eq!(
+        hardware_refusal("llama3-8b", &c, &plan(1, Dispatcher::DeepEp, 8)),
+        None
+    );
+}
+
+#[test]
+fn deepep_needs_ampere_or_newer() {
+    let v100 = cluster("dgx2-v100", 16);
+    let e = hardware_refusal("mixtral-8x7b", &v100, &plan(8, Dispatcher::DeepEp, 16))
+        .expect("DeepEP on V100 is refused");
+    assert!(e.contains("Ampere") && e.contains("V100"), "{e}");
+    let thesis = resolve_cluster("thesis-4node").unwrap();
+    assert!(hardware_refusal(
+        "thesis-txl-24l-4e",
+        &thesis,
+        &plan(4, Dispatcher::DeepEp, thesis.gpus())
+    )
+    .is_some());
+}
+
+#[test]
+fn deepep_runs_on_nvlink_nodes_of_ampere_and_newer() {
+    for name in [
+        "a100x64",
+        "dgx-h100",
+        "h800x2048",
+        "b200x256",
+        "gb200-nvl72x4",
+    ] {
+        let c = cluster(name, 64);
+        for (model, ep) in [("mixtral-8x7b", 8), ("deepseek-v3", 64)] {
+            assert_eq!(
+                hardware_refusal(model, &c, &plan(ep, Dispatcher::DeepEp, 64)),
+                None,
+                "{model} on {name}"
+            );
+        }
+    }
+}
