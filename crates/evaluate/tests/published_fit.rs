@@ -172,6 +172,16 @@ fn the_cp_exchange_is_the_one_the_row_or_its_framework_names() {
         r.notes = Some(words.to_string());
         assert_eq!(case(&r).plan.cp_comm, want, "{words}");
     }
+    // The Llama 3 paper's runs all-gather K and V whatever their notes say (Dubey+24 §3.3.2):
+    // its 131K-token run (Table 4: tp 8, cp 16, pp 16, dp 8 on 16,384 GPUs) read from the
+    // published 8K row's source, with notes that name no exchange.
+    let mut long = row("llama3_405b_8192gpu_seq8192");
+    (long.num_gpus, long.cp, long.dp, long.seq_len) = (16384, Some(16), Some(8), Some(131072));
+    long.global_batch = Some(128);
+    long.notes = None;
+    assert_eq!(case(&long).plan.cp_comm, CpComm::AllGather);
+    long.source = "a long-context run".into();
+    assert_eq!(case(&long).plan.cp_comm, CpComm::Ring);
 }
 
 /// One blank degree of tp, pp, dp (the other two given), or a blank cp with all three given,

@@ -255,14 +255,23 @@ pub(super) fn case_plan(
     // The ModelZoo rows that ran Megatron-Core's `--overlap-moe-expert-parallel-comm` say so
     // ("1F1B EP-A2A overlap", "A2A overlap"); their twins without it do not.
     let a2a_overlap = notes.contains("a2a overlap");
-    // How the CP group exchanges K and V: as the notes name it (Llama 3's "all-gather based"
-    // context parallelism, Dubey+24 §3.3.2; DeepSpeed-Ulysses' all-to-all), else torchtitan's
-    // default rotate method, all-gather (`context_parallel_rotate_method`, frameworks.md §2),
-    // else Megatron's default, the p2p ring (`--cp-comm-type p2p`, frameworks.md §1.5).
+    // How the CP group exchanges K and V: as the notes name it (DeepSpeed-Ulysses' all-to-all;
+    // "all-gather based"), else as the source's stack does it: the Llama 3 paper's runs
+    // all-gather K and V, then attend with the local queries ("different from existing CP
+    // implementations that overlap communication and computation in a ring-like structure",
+    // Dubey+24 §3.3.2; a rule on the source, so its runs at other scales and sequence lengths
+    // read alike), torchtitan's default rotate method is all-gather
+    // (`context_parallel_rotate_method`, frameworks.md §2); else Megatron's default, the p2p
+    // ring (`--cp-comm-type p2p`, frameworks.md §1.5).
+    let llama3_paper = {
+        let source = r.source.to_ascii_lowercase();
+        source.contains("dubey+24") || source.contains("llama 3 herd")
+    };
     let cp_comm = if notes.contains("ulysses") {
         CpComm::AllToAll
     } else if notes.contains("all-gather based")
         || notes.contains("allgather based")
+        || llama3_paper
         || (torchtitan && !notes.contains("alltoall"))
     {
         CpComm::AllGather
