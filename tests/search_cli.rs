@@ -143,11 +143,44 @@ fn deepseek_v3_on_a100x64_answers_with_offload() {
         "3",
     ]);
     assert_eq!(code, Some(0), "{err}");
+    // The model file's FP8 has no tensor cores on A100: planned in BF16, and said so.
+    assert!(
+        err.contains("planned in bf16, not deepseek-v3's fp8-block (its file)"),
+        "{err}"
+    );
     assert!(err.contains("no plan fits in HBM alone"), "{err}");
-    assert!(err.contains("143.35 GiB per GPU"), "{err}");
+    assert!(err.contains("143.36 GiB per GPU"), "{err}");
     assert!(out.contains("offload_optimizer=1"), "{out}");
     assert!(out.contains("offload (host)"), "{out}");
     assert!(out.contains("host (offloaded)"), "{out}");
+}
+
+/// An FP8 recipe asked for on GPUs without FP8 tensor cores is bad input (exit 2), not a plan
+/// priced at the 16-bit rate; on H100 the model file's FP8 stands, with no note.
+#[test]
+fn fp8_needs_fp8_tensor_cores() {
+    let (code, _, err) = autoplan(&[
+        "search",
+        "--model",
+        "llama3-8b",
+        "--cluster",
+        "a100x64",
+        "--precision",
+        "fp8-current",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("needs FP8 tensor cores"), "{err}");
+    let (code, _, err) = autoplan(&[
+        "search",
+        "--model",
+        "deepseek-v3",
+        "--cluster",
+        "h800x2048",
+        "--top",
+        "1",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("planned in"), "{err}");
 }
 
 /// Llama-3 8B at a 1M-token sequence on one 8-GPU node: nothing fits in HBM alone, nor with the

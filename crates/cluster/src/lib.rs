@@ -203,17 +203,51 @@ impl Gpu {
             .map(|(_, f)| *f)
     }
 
+    /// The precision a model whose file says `p` trains in here when no precision is asked
+    /// for: `p` where the GPU can train in it ([`Gpu::check_training_precision`]), else its
+    /// 16-bit format (BF16 where the file gives a `bf16` peak, else FP16) with the reason `p`
+    /// cannot run — DeepSeek-V3's FP8 file on an A100 trains in BF16, as Megatron-Core would
+    /// launch it there. A requested precision is checked, never replaced.
+    ///
+    /// ```
+    /// use autoplan_cluster::{resolve_cluster, Precision};
+    /// let a100 = resolve_cluster("a100x64").unwrap().gpu;
+    /// let (p, why) = a100.training_precision_for(Precision::Fp8Block);
+    /// assert_eq!(p, Precision::Bf16);
+    /// assert!(why.unwrap().contains("FP8 tensor cores"));
+    /// assert_eq!(a100.training_precision_for(Precision::Bf16), (Precision::Bf16, None));
+    /// ```
+    pub fn training_precision_for(&self, p: Precision) -> (Precision, Option<String>) {
+        match self.check_training_precision(p) {
+            Ok(()) => (p, None),
+            Err(why) => {
+                let sixteen = if self.peak(Precision::Bf16).is_some() {
+                    Precision::Bf16
+                } else {
+                    Precision::Fp16
+                };
+                (sixteen, Some(why))
+            }
+        }
+    }
+
     /// Whether a model may train in `p` on this GPU: MXFP8 and NVFP4 need Blackwell's
     /// block-scaled tensor cores (Megatron: `mxfp8` is Blackwell-only, frameworks.md §1.8;
     /// FP4 is not on Hopper, hardware.md §1.1), and NVFP4 a GPU whose file gives its `fp4`
-    /// peak. Every other training precision runs anywhere (FP8 recipes on a GPU without an FP8
-    /// peak run at its 16-bit rate, as autoplan-cost's `peak_flops` says).
+    /// peak. The FP8 recipes (`fp8`, `fp8-current`, `fp8-block`) need FP8 tensor cores, which
+    /// a GPU whose file gives no `fp8` peak lacks (A100 and V100: their datasheets give none):
+    /// torchtitan's Float8 needs SM89 or newer (frameworks.md §2.5) and Transformer Engine's
+    /// FP8, Megatron-Core's, likewise refuses an older GPU (its `check_fp8_support`, compute
+    /// capability 8.9; not in the reference notes). BF16, FP16 and FP32 run anywhere (BF16 on
+    /// a GPU without a BF16 peak at its FP16 rate, as autoplan-cost's `peak_flops` says).
     ///
     /// ```
     /// use autoplan_cluster::{resolve_cluster, Precision};
     /// let h100 = resolve_cluster("dgx-h100").unwrap().gpu;
     /// assert!(h100.check_training_precision(Precision::Fp8Block).is_ok());
     /// assert!(h100.check_training_precision(Precision::Mxfp8).unwrap_err().contains("Blackwell"));
+    /// let a100 = resolve_cluster("a100x64").unwrap().gpu;
+    /// assert!(a100.check_training_precision(Precision::Fp8Current).unwrap_err().contains("FP8"));
     /// let b200 = resolve_cluster("b200x256").unwrap().gpu;
     /// assert!(b200.check_training_precision(Precision::Nvfp4).is_ok());
     /// ```
@@ -238,6 +272,18 @@ impl Gpu {
                 },
                 self.name,
                 self.arch
+            ));
+        }
+        let fp8_recipe = matches!(
+            p,
+            Precision::Fp8 | Precision::Fp8Current | Precision::Fp8Block
+        );
+        if fp8_recipe && self.peak(Precision::Fp8).is_none() {
+            return Err(format!(
+                "training precision {p} needs FP8 tensor cores (SM89 or newer: Ada, Hopper, \
+                 Blackwell), and {} has none (its file gives no gpu.tflops.fp8); use bf16 or \
+                 fp16",
+                self.name
             ));
         }
         if p == Precision::Nvfp4 && self.peak(Precision::Fp4).is_none() {

@@ -207,7 +207,8 @@ fn precisions_by_name() {
     assert!(Precision::Fp8Block.is_low_precision() && !Precision::Bf16.is_low_precision());
 }
 
-/// MXFP8 and NVFP4 only on Blackwell, with a reason naming the GPU; FP8 recipes anywhere.
+/// MXFP8 and NVFP4 only on Blackwell, with a reason naming the GPU; FP8 recipes where the GPU
+/// has FP8 tensor cores.
 #[test]
 fn block_scaled_formats_need_blackwell() {
     let h100 = resolve_cluster("dgx-h100").unwrap().gpu;
@@ -231,6 +232,21 @@ fn block_scaled_formats_need_blackwell() {
         Precision::Fp8Block,
     ] {
         assert_eq!(h100.check_training_precision(p), Ok(()));
+    }
+    // FP8 recipes need FP8 tensor cores: not on A100 or V100 (no `fp8` peak in their files),
+    // on L40S (Ada, SM89) yes; 16-bit training everywhere.
+    let v100 = resolve_cluster("dgx2-v100").unwrap().gpu;
+    let l40s = resolve_cluster("l40sx64").unwrap().gpu;
+    for p in [Precision::Fp8, Precision::Fp8Current, Precision::Fp8Block] {
+        for g in [&a100, &v100] {
+            let e = g.check_training_precision(p).unwrap_err();
+            assert!(e.contains("FP8 tensor cores") && e.contains(&g.name), "{e}");
+        }
+        assert_eq!(l40s.check_training_precision(p), Ok(()));
+    }
+    for g in [&a100, &v100, &l40s] {
+        assert_eq!(g.check_training_precision(Precision::Bf16), Ok(()));
+        assert_eq!(g.check_training_precision(Precision::Fp16), Ok(()));
     }
     assert!(h100.check_training_precision(Precision::Fp4).is_err());
     // A Blackwell GPU whose file omits its FP4 peak cannot price NVFP4.

@@ -344,8 +344,9 @@ pub fn case_of(
     let era = era(&profile);
     let model = case_model(r, era, resolve_model)?;
     let cluster = case_cluster(r, cluster_for)?;
-    // A precision the row's GPU cannot train in (MXFP8 or NVFP4 off Blackwell) is a row that
-    // contradicts itself, not one to price at another format's rate.
+    // A precision the row's GPU cannot train in (MXFP8 or NVFP4 off Blackwell, an FP8 recipe on
+    // a GPU without FP8 tensor cores) is a row that contradicts itself, not one to price at
+    // another format's rate.
     if let Err(why) = cluster
         .gpu
         .check_training_precision(model.training.precision)

@@ -104,7 +104,8 @@ impl Planner for SearchPlanner {
         } else {
             cluster.clone()
         };
-        // MXFP8 and NVFP4 need a Blackwell GPU: the case has no plan elsewhere.
+        // MXFP8 and NVFP4 need a Blackwell GPU, the FP8 recipes FP8 tensor cores: the case has
+        // no plan elsewhere.
         cluster
             .gpu
             .check_training_precision(model.training.precision)

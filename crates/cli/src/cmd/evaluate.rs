@@ -132,7 +132,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
-    let caveats = super::caveats(&cluster, &model, target.framework);
+    let caveats = super::caveats(
+        &cluster,
+        &model,
+        target.framework,
+        super::precision_note(&args.model, &args.workload, &cluster),
+    );
     if args.format != Format::Json {
         super::print_caveats(&caveats);
     }

@@ -41,7 +41,8 @@ pub struct Workload {
           allow_hyphen_values = true)]
     pub global_batch: Option<axis::Sizes>,
     /// Override the model's training precision: bf16, fp16, fp8 (per-tensor delayed
-    /// scaling), fp8-current, fp8-block, mxfp8, nvfp4 (the last two on Blackwell GPUs). Sets
+    /// scaling), fp8-current, fp8-block (the FP8 recipes on GPUs with FP8 tensor cores: not A100
+    /// or V100), mxfp8, nvfp4 (the last two on Blackwell GPUs). Sets
     /// the GEMMs' peak and bytes; the low-precision recipes keep the attention core and the LM
     /// head in BF16.
     #[arg(long, value_parser = parse_precision, value_name = "PRECISION")]
@@ -133,14 +134,18 @@ pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
 }
 
 /// Every caveat `evaluate`, `search` and `report` give for a model, a cluster and a framework
-/// (on stderr through [`print_caveats`], in their JSON and HTML as these texts): the GPU's calibration ([`calibration_note`]), its power cap ([`power_note`]),
+/// (on stderr through [`print_caveats`], in their JSON and HTML as these texts): the precision
+/// planned in where it is not the model file's ([`precision_note`]), the GPU's calibration
+/// ([`calibration_note`]), its power cap ([`power_note`]),
 /// the model's domain ([`domain_note`]) and the framework's profile ([`framework_note`]).
 pub(crate) fn caveats(
     c: &autoplan_cluster::Cluster,
     m: &autoplan_graph::ModelSpec,
     f: autoplan_plan::Framework,
+    precision: Option<String>,
 ) -> Vec<String> {
     [
+        precision,
         calibration_note(c),
         power_note(c),
         domain_note(m),
@@ -235,10 +240,49 @@ pub(crate) fn load_inputs(
     if let Some(n) = &w.gpus {
         c = c.with_gpus(n.single("--gpus", command)?)?;
     }
-    c.gpu
-        .check_training_precision(m.training.precision)
-        .map_err(|e| anyhow::anyhow!("model `{model}` on cluster `{cluster}`: {e}"))?;
+    if w.precision.is_some() {
+        c.gpu
+            .check_training_precision(m.training.precision)
+            .map_err(|e| anyhow::anyhow!("model `{model}` on cluster `{cluster}`: {e}"))?;
+    } else {
+        // The file's precision where the GPUs run it, else their 16-bit format
+        // (`precision_note` says so).
+        let (p, _) = c.gpu.training_precision_for(m.training.precision);
+        if p != m.training.precision {
+            let mut t = m.training.clone();
+            t.precision = p;
+            m = m
+                .with_training(t)
+                .with_context(|| format!("model `{model}` in {p} on cluster `{cluster}`"))?;
+        }
+    }
     Ok((m, c))
+}
+
+/// The caveat for a model planned in another precision than its file's ([`load_inputs`]
+/// without `--precision`, where the GPUs cannot train in the file's: `Gpu::
+/// training_precision_for`): which, and why. `model` is the `--model` argument, read again
+/// for its file's precision.
+pub(crate) fn precision_note(
+    model: &str,
+    w: &Workload,
+    c: &autoplan_cluster::Cluster,
+) -> Option<String> {
+    if w.precision.is_some() {
+        return None;
+    }
+    let file = autoplan_graph::resolve_model(model)
+        .ok()?
+        .training
+        .precision;
+    let (p, why) = c.gpu.training_precision_for(file);
+    // The reason without the error's hint to the user who asked for the precision.
+    why.map(|why| {
+        let why = why.split("; use ").next().unwrap_or(&why);
+        format!(
+            "planned in {p}, not {model}'s {file} (its file): {why}; --precision chooses another"
+        )
+    })
 }
 
 /// The most worker threads `--threads` takes (search, sweep): 1024. More than the hardware

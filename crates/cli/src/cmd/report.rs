@@ -55,7 +55,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     };
     let target = args.target.target()?;
-    let caveats = super::caveats(&cluster, &model, target.framework);
+    let caveats = super::caveats(
+        &cluster,
+        &model,
+        target.framework,
+        super::precision_note(&args.model, &args.workload, &cluster),
+    );
     super::print_caveats(&caveats);
     let mut doc = match &args.plan {
         Some(p) => {

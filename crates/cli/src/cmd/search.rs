@@ -130,7 +130,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile());
-    super::print_caveats(&super::caveats(&cluster, &model, target.framework));
+    super::print_caveats(&super::caveats(
+        &cluster,
+        &model,
+        target.framework,
+        super::precision_note(&args.model, &args.workload, &cluster),
+    ));
     check_recompute_entries(&space, &model)?;
     let rows_wanted = args.top.max(args.explain.unwrap_or(1));
     let opts = SearchOptions {
@@ -178,7 +183,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &outcome,
             args.explain.unwrap_or(1),
         )?;
-        doc.caveats = super::caveats(&cluster, &model, target.framework);
+        doc.caveats = super::caveats(
+            &cluster,
+            &model,
+            target.framework,
+            super::precision_note(&args.model, &args.workload, &cluster),
+        );
         super::report::write_html(path, &doc)?;
     }
     let explained = explained(&args, &scorer, &outcome)?;
@@ -349,8 +359,13 @@ fn write(
             let mut v = json(args, scorer, outcome, variants);
             // The stderr caveats, for a program reading the JSON.
             let framework = args.target.target()?.framework;
-            v["caveats"] =
-                super::caveats(scorer.exact.cluster(), scorer.exact.model(), framework).into();
+            v["caveats"] = super::caveats(
+                scorer.exact.cluster(),
+                scorer.exact.model(),
+                framework,
+                super::precision_note(&args.model, &args.workload, scorer.exact.cluster()),
+            )
+            .into();
             if let Some((n, plan, report)) = &explained {
                 let mut e = super::evaluate::json(report);
                 e["rank"] = (*n).into();

@@ -133,6 +133,7 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
         &g.cluster,
         &g.model,
         target.framework,
+        super::super::precision_note(&args.model, &args.workload, &g.cluster),
     ));
     // As `search --top N` ranks each point, so a point's best plan is that search's row 1.
     let opts = SearchOptions {
@@ -431,7 +432,12 @@ fn json(args: &Args, g: &Grid, o: &ScaleOutcome) -> serde_json::Value {
         "min_headroom_gib": s.map(|s| s.min_headroom_bytes / GIB),
         // The stderr caveats, as `search --format json` carries them.
         "caveats": s.map_or_else(Vec::new, |s| {
-            super::super::caveats(&g.cluster, &g.model, s.framework)
+            super::super::caveats(
+                &g.cluster,
+                &g.model,
+                s.framework,
+                super::super::precision_note(&args.model, &args.workload, &g.cluster),
+            )
         }),
         "gpus": g.gpus,
         "global_batches": g.batches,
