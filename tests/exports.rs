@@ -16,7 +16,7 @@ use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 /// The export of `plan` in `framework`'s format.
 fn export(fw: Framework, plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     match fw {
-        Framework::MegatronCore { .. } => emit::megatron::emit(plan, model, fw),
+        Framework::MegatronCore { .. } => emit::megatron::emit(plan, model, fw, false),
         Framework::TorchTitan => emit::torchtitan::emit(plan, model),
         Framework::DeepSpeed => emit::deepspeed::emit(plan, model),
         Framework::Any => panic!("no export for `any`"),
@@ -471,4 +471,48 @@ fn activation_offload_exports_and_reads_back() {
             other => panic!("{fw} `{p}`: {other:?}"),
         }
     }
+}
+
+/// On a multi-node NVLink domain (an NVL72 rack of 4-GPU trays) the flex dispatcher, priced
+/// over NVLink inside the rack, exports with HybridEP's backend (Megatron-Core 0.16+, the one
+/// that crosses trays over NVLink) and reads back to the same plan; before 0.16 it is not
+/// exported, with the reason. Inside one node it stays `--moe-enable-deepep`.
+#[test]
+fn flex_dispatch_on_an_nvl72_rack_runs_hybridep() {
+    let model = resolve_model("deepseek-v3").unwrap();
+    let plan = Plan::parse_for_gpus("ep=64,dispatcher=deepep,recompute=full,mbs=1", 256).unwrap();
+    let at = |minor| Framework::MegatronCore { minor };
+    let text = emit::megatron::emit(&plan, &model, at(19), true).unwrap();
+    assert!(
+        text.contains("--moe-flex-dispatcher-backend hybridep"),
+        "{text}"
+    );
+    assert!(!text.contains("--moe-enable-deepep"), "{text}");
+    let back = emit::megatron::parse(&text, &model, 256).unwrap();
+    assert_eq!(same_expressed(&plan, &back, &model), Ok(()));
+    let one_node = emit::megatron::emit(&plan, &model, at(19), false).unwrap();
+    assert!(one_node.contains("--moe-enable-deepep"), "{one_node}");
+    let e = emit::megatron::emit(&plan, &model, at(15), true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("hybridep") && e.contains("0.16"), "{e}");
+    // The CLI knows the rack from the cluster file.
+    let (code, out, err) = common::autoplan(&[
+        "evaluate",
+        "--model",
+        "deepseek-v3",
+        "--cluster",
+        "gb200-nvl72x4",
+        "--gpus",
+        "256",
+        "--plan",
+        "ep=64,dispatcher=deepep,recompute=full,mbs=1",
+        "--emit",
+        "megatron",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("--moe-flex-dispatcher-backend hybridep"),
+        "{out}"
+    );
 }

@@ -53,15 +53,17 @@ const RUN: [&str; 10] = [
     "constant",
 ];
 
-/// One check case: the export of `plan` with the model's flags and the run's.
+/// One check case: the export of `plan` with the model's flags and the run's (`mnnvl`: on a
+/// multi-node NVLink domain, where the flex dispatcher exports HybridEP's backend).
 fn case(
     name: String,
     model: &autoplan::graph::ModelSpec,
     plan: &autoplan::plan::Plan,
     gpu: [u32; 2],
+    mnnvl: bool,
 ) -> serde_json::Value {
     let fw = Framework::default();
-    let text = megatron::emit(plan, model, fw)
+    let text = megatron::emit(plan, model, fw, mnnvl)
         .unwrap_or_else(|e| panic!("{}: `{plan}` does not export: {e}", model.name));
     let mut argv = megatron_model::model_args(model)
         .unwrap_or_else(|| panic!("{}: no Megatron-LM model flags", model.name));
@@ -89,7 +91,19 @@ fn cases() -> Vec<serde_json::Value> {
                 .is_ok_and(|g| plan.check(&model, g).is_ok() && fw.check(&plan, &model).is_ok());
             if ok {
                 n += 1;
-                out.push(case(format!("{m} random {plan}"), &model, &plan, [9, 0]));
+                out.push(case(
+                    format!("{m} random {plan}"),
+                    &model,
+                    &plan,
+                    [9, 0],
+                    false,
+                ));
+                // The same plan on an NVL72 rack (Blackwell): DeepEP's flex dispatch as
+                // HybridEP's backend.
+                if plan.dispatcher == autoplan::plan::Dispatcher::DeepEp && plan.ep > 1 {
+                    let name = format!("{m} random {plan} on an NVL72 rack");
+                    out.push(case(name, &model, &plan, [10, 0], true));
+                }
             }
         }
     }
@@ -122,6 +136,7 @@ fn cases() -> Vec<serde_json::Value> {
                 &model,
                 &r.plan,
                 capability(cluster.gpu.arch),
+                cluster.multi_node_nvlink(),
             ));
         }
     }
@@ -143,7 +158,14 @@ fn python() -> Option<PathBuf> {
 #[test]
 fn megatron_exports_pass_megatrons_argument_checks() {
     let cases = cases();
-    assert_eq!(cases.len(), 70 + 60);
+    // 60 random plans, 7 of them again on an NVL72 rack (HybridEP's backend), and the top
+    // 10 of the 7 search cases.
+    assert_eq!(cases.len(), 70 + 60 + 7);
+    let rack = cases
+        .iter()
+        .filter(|c| c["argv"].to_string().contains("hybridep"))
+        .count();
+    assert_eq!(rack, 7);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let file = dir.join("megatron_check_cases.jsonl");
     let lines: Vec<String> = cases.iter().map(|c| c.to_string()).collect();

@@ -511,6 +511,20 @@ impl Cluster {
         self.node.nvlink_domain.min(self.gpus()).max(1)
     }
 
+    /// Whether this cluster's NVLink domain, as it uses it ([`Cluster::domain_gpus`]), spans
+    /// several nodes (multi-node NVLink, MNNVL: an NVL72 rack of 4-GPU trays): what the cost
+    /// model prices inside the domain a framework must run over NVLink across the trays.
+    ///
+    /// ```
+    /// use autoplan_cluster::resolve_cluster;
+    /// assert!(resolve_cluster("gb200-nvl72x4").unwrap().multi_node_nvlink());
+    /// assert!(!resolve_cluster("gb200-nvl72x4").unwrap().with_gpus(4).unwrap().multi_node_nvlink());
+    /// assert!(!resolve_cluster("dgx-h100").unwrap().multi_node_nvlink());
+    /// ```
+    pub fn multi_node_nvlink(&self) -> bool {
+        self.domain_gpus() > self.node.gpus_per_node
+    }
+
     /// The same cluster with `gpus` GPUs: `gpus / gpus_per_node` nodes (more or fewer than
     /// now). Fewer GPUs than one node holds gives one partially used node: a node of `gpus`
     /// GPUs on the same fabric, per-GPU bandwidths unchanged (a DGX-2 running 4 of its 16

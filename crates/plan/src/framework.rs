@@ -378,6 +378,40 @@ impl Framework {
     }
 }
 
+impl Framework {
+    /// [`Framework::check`] on a cluster whose NVLink domain spans several nodes (`mnnvl`: an
+    /// NVL72 rack of 4-GPU trays; `false` is `check` itself). There autoplan prices the EP
+    /// dispatch inside the domain over NVLink, which Megatron-Core's `flex` dispatcher runs
+    /// with its HybridEP backend, "the only backend that supports multi-node NVLink"
+    /// (`--moe-flex-dispatcher-backend hybridep`, from 0.16; frameworks.md §1.6): before 0.16
+    /// its DeepEP backend would cross the trays over the network, so the plan is refused.
+    pub fn check_on(self, plan: &Plan, model: &ModelSpec, mnnvl: bool) -> Result<(), Refusal> {
+        self.check(plan, model)?;
+        let ctx = Context::new(plan, model.moe.is_some());
+        match self {
+            Framework::MegatronCore { minor }
+                if mnnvl
+                    && minor < 16
+                    && plan.dispatcher == Dispatcher::DeepEp
+                    && Knob::Dispatcher.matters(&ctx) =>
+            {
+                Err(Refusal {
+                    framework: self,
+                    knob: Knob::Dispatcher,
+                    plan: *plan,
+                    reason: "dispatch through a multi-node NVLink domain with the flex \
+                             dispatcher (its DeepEP backend crosses the trays over the \
+                             network, which autoplan does not price)",
+                    source: "--moe-flex-dispatcher-backend hybridep, the backend for \
+                             multi-node NVLink, from 0.16; frameworks.md §1.6",
+                    precision: None,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Capabilities {
     fn precision_reason(&self) -> &'static str {
         "train in this precision"

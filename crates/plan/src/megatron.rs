@@ -48,11 +48,27 @@ impl Plan {
     }
 
     /// [`Plan::megatron_args`] for a given Megatron-Core version (`framework` must be
-    /// Megatron-Core): the capability table's check first, with its reason.
+    /// Megatron-Core): the capability table's check first, with its reason. For GPUs of one
+    /// node (NVLink inside a node only); [`Plan::megatron_args_on`] says which.
     pub fn megatron_args_for(
         &self,
         model: &ModelSpec,
         framework: Framework,
+    ) -> Result<Vec<String>, Unsupported> {
+        self.megatron_args_on(model, framework, false)
+    }
+
+    /// [`Plan::megatron_args_for`] on a cluster whose NVLink domain spans several nodes
+    /// (`mnnvl`: an NVL72 rack of 4-GPU trays), where autoplan prices the EP group's dispatch
+    /// inside the domain over NVLink. There the `flex` dispatcher runs the HybridEP backend,
+    /// "the only backend that supports multi-node NVLink" (`--moe-flex-dispatcher-backend
+    /// hybridep`, from 0.16; frameworks.md §1.6); DeepEP's own backend would cross the trays
+    /// over the network. Before 0.16 there is no such backend: the plan is not exported.
+    pub fn megatron_args_on(
+        &self,
+        model: &ModelSpec,
+        framework: Framework,
+        mnnvl: bool,
     ) -> Result<Vec<String>, Unsupported> {
         if !matches!(framework, Framework::MegatronCore { .. }) {
             return Err(Unsupported {
@@ -61,7 +77,7 @@ impl Plan {
                 reason: "the Megatron export needs --framework megatron-core".to_string(),
             });
         }
-        framework.check(self, model)?;
+        framework.check_on(self, model, mnnvl)?;
         let mut a: Vec<String> = Vec::new();
         let mut flags: Vec<String> = Vec::new();
         let ctx = Context::new(self, model.moe.is_some());
@@ -72,6 +88,20 @@ impl Plan {
         self.megatron_offload(&mut a, &mut flags);
         self.megatron_activation_offload(&mut a);
         self.megatron_comm(&ctx, model, &mut a, &mut flags)?;
+        // On a multi-node NVLink domain the flex dispatcher runs HybridEP's backend (0.16+;
+        // earlier versions were refused by `check_on`).
+        if mnnvl && self.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx) {
+            let at = a.iter().position(|f| f == "--moe-enable-deepep");
+            if let Some(i) = at {
+                a.splice(
+                    i..=i,
+                    [
+                        "--moe-flex-dispatcher-backend".to_string(),
+                        "hybridep".to_string(),
+                    ],
+                );
+            }
+        }
         self.megatron_order(&ctx, &mut flags)?;
         a.extend(flags);
         Ok(a)

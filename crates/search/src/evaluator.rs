@@ -302,8 +302,8 @@ fn time_bound(ev: &Evaluator, partial: &Partial<'_>) -> Bound {
 #[derive(Debug, Clone)]
 pub struct Scorer {
     pub exact: Evaluator,
-    /// The framework the plans must run in: a plan it refuses is rejected as invalid
-    /// (`Framework::check`). `Framework::Any` (the default of [`Scorer::new`]) refuses none.
+    /// The framework the plans must run in: a plan it refuses on this cluster is rejected as
+    /// invalid (`Framework::check_on`). `Framework::Any` (the default of [`Scorer::new`]) refuses none.
     pub framework: Framework,
     /// Bytes each GPU keeps free beyond the plan's peak (`--min-headroom`): a plan with less
     /// headroom is rejected as out of memory. 0 by default.
@@ -625,7 +625,15 @@ impl Objective for Scorer {
     }
 
     fn evaluate(&self, plan: &Plan) -> Result<Metrics, Reject> {
-        if self.framework.check(plan, self.exact.model()).is_err() {
+        if self
+            .framework
+            .check_on(
+                plan,
+                self.exact.model(),
+                self.exact.cluster().multi_node_nvlink(),
+            )
+            .is_err()
+        {
             return Err(Reject::Invalid);
         }
         let m = Objective::evaluate(&self.exact, plan)?;

@@ -50,3 +50,43 @@ fn deepep_plans_rank_on_nvlink_nodes() {
         "no DeepEP plan among the first 200 on H200 nodes: {ranked:?}"
     );
 }
+
+/// On an NVL72 rack (multi-node NVLink) the flex dispatcher is HybridEP's from Megatron-Core
+/// 0.16 (`Framework::check_on`): ranked under 0.19, never under 0.15.
+#[test]
+fn flex_dispatch_on_an_nvl72_rack_needs_megatron_core_0_16() {
+    use autoplan_plan::Framework;
+    use autoplan_search::{search_case_for, Target};
+    let m = resolve_model("qwen3-235b-a22b").unwrap();
+    let c = resolve_cluster("gb200-nvl72x4")
+        .unwrap()
+        .with_gpus(128)
+        .unwrap();
+    assert!(c.multi_node_nvlink());
+    let space = resolve_space("default").unwrap();
+    let ranked = |minor| {
+        let target = Target {
+            framework: Framework::MegatronCore { minor },
+            min_headroom_bytes: 0.0,
+        };
+        let opts = SearchOptions {
+            top_k: 100,
+            exhaustive: false,
+        };
+        search_case_for(&m, &c, EvalOptions::default(), target, &space, &opts, &())
+            .unwrap()
+            .outcome
+            .plans
+            .iter()
+            .map(|r| (r.plan.ep, r.plan.dispatcher))
+            .collect::<Vec<_>>()
+    };
+    let flex = |v: &[(u32, Dispatcher)]| v.iter().any(|&(ep, d)| ep > 1 && d == Dispatcher::DeepEp);
+    let new = ranked(19);
+    assert!(flex(&new), "no flex plan under 0.19: {new:?}");
+    let old = ranked(15);
+    assert!(
+        !old.is_empty() && !flex(&old),
+        "a flex plan under 0.15: {old:?}"
+    );
+}

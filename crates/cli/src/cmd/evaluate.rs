@@ -76,10 +76,14 @@ impl Emit {
         self,
         plan: &Plan,
         model: &autoplan_graph::ModelSpec,
+        cluster: &autoplan_cluster::Cluster,
         framework: autoplan_plan::Framework,
     ) -> Option<Result<String, crate::emit::ExportError>> {
+        // An NVLink domain of several nodes (NVL72): the EP dispatch inside it is priced over
+        // NVLink, which Megatron's flex dispatcher runs with its HybridEP backend.
+        let mnnvl = cluster.multi_node_nvlink();
         Some(match self {
-            Emit::Megatron => crate::emit::megatron::emit(plan, model, framework),
+            Emit::Megatron => crate::emit::megatron::emit(plan, model, framework, mnnvl),
             Emit::Torchtitan => crate::emit::torchtitan::emit(plan, model),
             Emit::Deepspeed => crate::emit::deepspeed::emit(plan, model),
             Emit::Nccl => return None,
@@ -109,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     if let Some(export) = args
         .emit
-        .and_then(|e| e.framework_export(&plan, &model, target.framework))
+        .and_then(|e| e.framework_export(&plan, &model, &cluster, target.framework))
     {
         // Only a plan the format's framework runs is exported, with the table's reason
         // otherwise; no flag for a knob the model has no use for.
@@ -145,7 +149,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // infeasible). Invalid plans keep their own error below.
     if let (Ok(()), Err(refusal)) = (
         plan.check(&model, cluster.gpus()),
-        target.framework.check(&plan, &model),
+        target
+            .framework
+            .check_on(&plan, &model, cluster.multi_node_nvlink()),
     ) {
         let hint = if target.framework == autoplan_plan::Framework::Any {
             "no framework runs it and autoplan cannot price it"

@@ -69,7 +69,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // As `evaluate`: a valid plan the framework cannot run is refused with its rule.
             if let (Ok(()), Err(refusal)) = (
                 plan.check(&model, cluster.gpus()),
-                target.framework.check(&plan, &model),
+                target
+                    .framework
+                    .check_on(&plan, &model, cluster.multi_node_nvlink()),
             ) {
                 return Err(Infeasible::new(format!(
                     "--plan {p:?}: {} (report it anyway with --framework any)",

@@ -12,21 +12,31 @@ use super::{admit, layout_from_stages, ExportError};
 
 /// The Megatron-LM flags of `plan` for `model` under `framework` (a Megatron-Core version; any
 /// other framework means the default version), one `--flag value` a line, continued
-/// shell-style.
-pub fn emit(plan: &Plan, model: &ModelSpec, framework: Framework) -> Result<String, ExportError> {
+/// shell-style. `mnnvl`: the cluster's NVLink domain spans several nodes (`Plan::
+/// megatron_args_on`: the flex dispatcher's HybridEP backend).
+pub fn emit(
+    plan: &Plan,
+    model: &ModelSpec,
+    framework: Framework,
+    mnnvl: bool,
+) -> Result<String, ExportError> {
     let version = match framework {
         f @ Framework::MegatronCore { .. } => f,
         _ => Framework::default(),
     };
     admit(plan, model, version)?;
-    let flags = plan
-        .megatron_args_for(model, version)
-        .map_err(|e| ExportError::Inexpressible {
-            framework: version,
-            knob: e.knob,
-            value: e.value,
-            reason: "Megatron-LM has no flag for it",
-        })?;
+    // The rule of the cluster's NVLink domain (`Framework::check_on`), with its reason.
+    version
+        .check_on(plan, model, mnnvl)
+        .map_err(|r| ExportError::Refused(Box::new(r)))?;
+    let flags =
+        plan.megatron_args_on(model, version, mnnvl)
+            .map_err(|e| ExportError::Inexpressible {
+                framework: version,
+                knob: e.knob,
+                value: e.value,
+                reason: "Megatron-LM has no flag for it",
+            })?;
     let mut lines: Vec<String> = Vec::new();
     for f in flags {
         match lines.last_mut() {
@@ -180,8 +190,16 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
             .find(|n| v.first().is_some_and(|x| n.megatron == Some(x)))
             .map(|n| n.value)
             .ok_or_else(|| format!("--moe-token-dispatcher-type {v:?}"))?;
-        if p.dispatcher == Dispatcher::DeepEp && !has("--moe-enable-deepep") {
-            return Err("flex without --moe-enable-deepep: autoplan prices DeepEP only".into());
+        // DeepEP's backend, or HybridEP's on a multi-node NVLink domain (`megatron_args_on`).
+        let backend = get("--moe-flex-dispatcher-backend");
+        let priced = has("--moe-enable-deepep")
+            || matches!(backend.as_deref(), Some(["deepep"] | ["hybridep"]));
+        if p.dispatcher == Dispatcher::DeepEp && !priced {
+            return Err(
+                "flex without --moe-enable-deepep or --moe-flex-dispatcher-backend \
+                 deepep|hybridep: autoplan prices those backends only"
+                    .into(),
+            );
         }
     }
     if has("--use-tp-pp-dp-mapping") {
@@ -224,6 +242,7 @@ pub fn parse(text: &str, model: &ModelSpec, gpus: u32) -> Result<Plan, String> {
         "--hierarchical-context-parallel-sizes",
         "--moe-token-dispatcher-type",
         "--moe-enable-deepep",
+        "--moe-flex-dispatcher-backend",
         "--use-tp-pp-dp-mapping",
         "--optimizer-cpu-offload",
         "--optimizer-offload-fraction",

@@ -29,7 +29,7 @@ pub(super) fn export(
     let ev = &scorer.exact;
     let model = ev.model();
     let framework = args.target.framework;
-    match emit.framework_export(&plan, model, framework) {
+    match emit.framework_export(&plan, model, ev.cluster(), framework) {
         Some(text) => {
             let text = text.map_err(|e| {
                 anyhow::anyhow!("--explain {n} --emit: plan {n} ({plan}) is not exported: {e}")
