@@ -3,10 +3,10 @@
 //! One home for those rules; the evaluator applies them to every plan it prices, so `search`,
 //! `evaluate`, `sweep` and `validate` refuse the same plans.
 
-use autoplan_cluster::{Cluster, GpuArch, IntraFabric};
+use autoplan_cluster::{Cluster, GpuArch, GroupPlacement, IntraFabric};
 use autoplan_graph::ModelSpec;
 use autoplan_plan::knob::{Context, Knob};
-use autoplan_plan::{Dispatcher, Invalid, Plan};
+use autoplan_plan::{Dim, Dispatcher, Invalid, Plan};
 
 /// DeepEP's requirements (deepseek-ai/DeepEP `README.md`, "Requirements": "Ampere (SM80),
 /// Hopper (SM90) GPUs, or other architectures with SM90 PTX ISA support", "NVLink for
@@ -16,6 +16,12 @@ use autoplan_plan::{Dispatcher, Invalid, Plan};
 /// (frameworks.md §1.6, `--moe-flex-dispatcher-backend deepep`).
 const DEEPEP_SOURCE: &str = "DeepEP README, Requirements; collectives.md §4.5";
 
+/// DeepEP on Ampere: its SM80 build (`DISABLE_SM90_FEATURES`, "Disable some SM90 features:
+/// FP8, launch methods, and TMA") asserts NVSHMEM is disabled, "Disable internode and
+/// low-latency kernels" (deepseek-ai/DeepEP `setup.py`; not in the reference notes): on an
+/// A100 only the intranode kernels run.
+const DEEPEP_SM80_SOURCE: &str = "DeepEP setup.py, DISABLE_SM90_FEATURES";
+
 /// Whether `cluster` can run `plan` for `model`; the first knob it cannot run otherwise.
 /// Allocation-free (the search calls it for every plan it scores).
 ///
@@ -23,7 +29,8 @@ const DEEPEP_SOURCE: &str = "DeepEP README, Requirements; collectives.md §4.5";
 ///   intranode kernels move tokens over NVLink between every pair of a node's GPUs (a PCIe
 ///   node or an NVLink ring has none; a node of one GPU has no intranode traffic), and its
 ///   kernels are built for Ampere and newer (V100 and Pascal are refused; a GPU of arch
-///   `other` is not judged).
+///   `other` is not judged); on Ampere without its internode kernels, so an EP group that
+///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
 pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
     let ctx = Context::new(plan, model.moe.is_some());
     if plan.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx) {
@@ -46,8 +53,36 @@ pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Resu
         match cluster.gpu.arch {
             GpuArch::V100 => return Err(refuse(ampere, "V100s (SM70)")),
             GpuArch::Pascal => return Err(refuse(ampere, "Pascal GPUs (SM60/61)")),
+            GpuArch::A100 if ep_group(plan, cluster).nodes > 1 => {
+                return Err(Invalid::Hardware {
+                    knob: "dispatcher",
+                    value: "deepep",
+                    needs: "Hopper or newer GPUs for an EP group across nodes (its internode \
+                            kernels)",
+                    found: "A100s, on which DeepEP builds its intranode kernels only",
+                    cite: DEEPEP_SM80_SOURCE,
+                });
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Where `plan`'s EP group lies on the cluster's physical nodes: the folded MoE grid
+/// (`moe_tp`, `ep`, `edp`, `pp` where the dense grid has tp, cp, dp, pp; the evaluator's
+/// `ctx`) in the plan's rank order.
+fn ep_group(plan: &Plan, cluster: &Cluster) -> GroupPlacement {
+    let order = plan.order.0;
+    let degrees = order.map(|d| match d {
+        Dim::Tp => plan.moe_tp.max(1),
+        Dim::Cp => plan.ep.max(1),
+        Dim::Dp => plan.edp().max(1),
+        Dim::Pp => plan.pp.max(1),
+    });
+    GroupPlacement::of(
+        cluster.node.gpus_per_node,
+        &degrees,
+        &order.map(|d| d == Dim::Cp),
+    )
 }

@@ -69,15 +69,36 @@ fn deepep_needs_ampere_or_newer() {
     .is_some());
 }
 
+/// On A100 DeepEP builds its intranode kernels only (its SM80 build disables NVSHMEM): an EP
+/// group inside one node runs, one across nodes is refused — also a group of 8 strided over
+/// two nodes by `moe_tp` 2.
 #[test]
-fn deepep_runs_on_nvlink_nodes_of_ampere_and_newer() {
-    for name in [
-        "a100x64",
-        "dgx-h100",
-        "h800x2048",
-        "b200x256",
-        "gb200-nvl72x4",
-    ] {
+fn deepep_on_ampere_stays_inside_the_node() {
+    let c = cluster("a100x64", 64);
+    assert_eq!(
+        hardware_refusal("mixtral-8x7b", &c, &plan(8, Dispatcher::DeepEp, 64)),
+        None
+    );
+    let e = hardware_refusal("deepseek-v3", &c, &plan(16, Dispatcher::DeepEp, 64))
+        .expect("DeepEP across two A100 nodes is refused");
+    assert!(e.contains("internode") && e.contains("setup.py"), "{e}");
+    let strided = Plan {
+        moe_tp: 2,
+        tp: 2,
+        dp: 32,
+        sp: true,
+        ..plan(8, Dispatcher::DeepEp, 64)
+    };
+    assert!(hardware_refusal("mixtral-8x22b", &c, &strided).is_some());
+    assert_eq!(
+        hardware_refusal("deepseek-v3", &c, &plan(16, Dispatcher::AllToAll, 64)),
+        None
+    );
+}
+
+#[test]
+fn deepep_runs_on_nvlink_nodes_of_hopper_and_newer() {
+    for name in ["dgx-h100", "h800x2048", "b200x256", "gb200-nvl72x4"] {
         let c = cluster(name, 64);
         for (model, ep) in [("mixtral-8x7b", 8), ("deepseek-v3", 64)] {
             assert_eq!(
