@@ -515,4 +515,27 @@ fn flex_dispatch_on_an_nvl72_rack_runs_hybridep() {
         out.contains("--moe-flex-dispatcher-backend hybridep"),
         "{out}"
     );
+    // torchtitan has no backend for the rack's NVLink: not exported, with the reason.
+    let (code, _, err) = common::autoplan(&[
+        "evaluate",
+        "--model",
+        "deepseek-v3",
+        "--cluster",
+        "gb200-nvl72x4",
+        "--gpus",
+        "256",
+        "--framework",
+        "torchtitan",
+        "--precision",
+        "mxfp8",
+        "--plan",
+        "ep=64,dispatcher=deepep,recompute=full,mbs=1,zero=3",
+        "--emit",
+        "torchtitan",
+    ]);
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("multi-node NVLink") && err.contains("§2.1"),
+        "{err}"
+    );
 }

@@ -384,29 +384,38 @@ impl Framework {
     /// dispatch inside the domain over NVLink, which Megatron-Core's `flex` dispatcher runs
     /// with its HybridEP backend, "the only backend that supports multi-node NVLink"
     /// (`--moe-flex-dispatcher-backend hybridep`, from 0.16; frameworks.md §1.6): before 0.16
-    /// its DeepEP backend would cross the trays over the network, so the plan is refused.
+    /// its DeepEP backend would cross the trays over the network, so the plan is refused; so is
+    /// torchtitan's, whose EP backends are `standard` and `deepep` only (frameworks.md §2.1,
+    /// `expert_parallel_comm_backend`). Refused on the whole cluster, an EP group inside one
+    /// tray included (a tray's four GPUs are one NVLink node to DeepEP too): a conservative
+    /// reading.
     pub fn check_on(self, plan: &Plan, model: &ModelSpec, mnnvl: bool) -> Result<(), Refusal> {
         self.check(plan, model)?;
         let ctx = Context::new(plan, model.moe.is_some());
+        let deepep =
+            mnnvl && plan.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx);
         match self {
-            Framework::MegatronCore { minor }
-                if mnnvl
-                    && minor < 16
-                    && plan.dispatcher == Dispatcher::DeepEp
-                    && Knob::Dispatcher.matters(&ctx) =>
-            {
-                Err(Refusal {
-                    framework: self,
-                    knob: Knob::Dispatcher,
-                    plan: *plan,
-                    reason: "dispatch through a multi-node NVLink domain with the flex \
+            Framework::TorchTitan if deepep => Err(Refusal {
+                framework: self,
+                knob: Knob::Dispatcher,
+                plan: *plan,
+                reason: "dispatch through a multi-node NVLink domain with DeepEP (its backend \
+                         crosses the trays over the network, which autoplan does not price)",
+                source: "expert_parallel_comm_backend standard|deepep, no HybridEP, \
+                         job_config.py @ v0.2.2:L311-484; frameworks.md §2.1",
+                precision: None,
+            }),
+            Framework::MegatronCore { minor } if deepep && minor < 16 => Err(Refusal {
+                framework: self,
+                knob: Knob::Dispatcher,
+                plan: *plan,
+                reason: "dispatch through a multi-node NVLink domain with the flex \
                              dispatcher (its DeepEP backend crosses the trays over the \
                              network, which autoplan does not price)",
-                    source: "--moe-flex-dispatcher-backend hybridep, the backend for \
+                source: "--moe-flex-dispatcher-backend hybridep, the backend for \
                              multi-node NVLink, from 0.16; frameworks.md §1.6",
-                    precision: None,
-                })
-            }
+                precision: None,
+            }),
             _ => Ok(()),
         }
     }

@@ -52,7 +52,7 @@ fn deepep_plans_rank_on_nvlink_nodes() {
 }
 
 /// On an NVL72 rack (multi-node NVLink) the flex dispatcher is HybridEP's from Megatron-Core
-/// 0.16 (`Framework::check_on`): ranked under 0.19, never under 0.15.
+/// 0.16 (`Framework::check_on`): ranked under 0.19, never under 0.15 nor torchtitan.
 #[test]
 fn flex_dispatch_on_an_nvl72_rack_needs_megatron_core_0_16() {
     use autoplan_plan::Framework;
@@ -64,9 +64,9 @@ fn flex_dispatch_on_an_nvl72_rack_needs_megatron_core_0_16() {
         .unwrap();
     assert!(c.multi_node_nvlink());
     let space = resolve_space("default").unwrap();
-    let ranked = |minor| {
+    let ranked = |framework| {
         let target = Target {
-            framework: Framework::MegatronCore { minor },
+            framework,
             min_headroom_bytes: 0.0,
         };
         let opts = SearchOptions {
@@ -82,11 +82,17 @@ fn flex_dispatch_on_an_nvl72_rack_needs_megatron_core_0_16() {
             .collect::<Vec<_>>()
     };
     let flex = |v: &[(u32, Dispatcher)]| v.iter().any(|&(ep, d)| ep > 1 && d == Dispatcher::DeepEp);
-    let new = ranked(19);
+    let new = ranked(Framework::MegatronCore { minor: 19 });
     assert!(flex(&new), "no flex plan under 0.19: {new:?}");
-    let old = ranked(15);
+    let old = ranked(Framework::MegatronCore { minor: 15 });
     assert!(
         !old.is_empty() && !flex(&old),
         "a flex plan under 0.15: {old:?}"
+    );
+    // torchtitan's EP backends are `standard` and DeepEP's: none for the rack's NVLink.
+    let tt = ranked(Framework::TorchTitan);
+    assert!(
+        !tt.is_empty() && !flex(&tt),
+        "a DeepEP plan under torchtitan: {tt:?}"
     );
 }

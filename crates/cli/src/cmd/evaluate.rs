@@ -84,7 +84,11 @@ impl Emit {
         let mnnvl = cluster.multi_node_nvlink();
         Some(match self {
             Emit::Megatron => crate::emit::megatron::emit(plan, model, framework, mnnvl),
-            Emit::Torchtitan => crate::emit::torchtitan::emit(plan, model),
+            // The cluster's rule (`Framework::check_on`) before the format's own checks.
+            Emit::Torchtitan => autoplan_plan::Framework::TorchTitan
+                .check_on(plan, model, mnnvl)
+                .map_err(|r| crate::emit::ExportError::Refused(Box::new(r)))
+                .and_then(|()| crate::emit::torchtitan::emit(plan, model)),
             Emit::Deepspeed => crate::emit::deepspeed::emit(plan, model),
             Emit::Nccl => return None,
         })
