@@ -27,7 +27,7 @@ const DEEPEP_SM80_SOURCE: &str = "DeepEP setup.py, DISABLE_SM90_FEATURES";
 ///
 /// - `dispatcher=deepep` where the dispatcher matters (MoE, `ep·moe_tp > 1`): DeepEP's
 ///   intranode kernels move tokens over NVLink between every pair of a node's GPUs (a PCIe
-///   node or an NVLink ring has none; a node of one GPU has no intranode traffic), and its
+///   node or a ring of GPUs has none; a node of one GPU has no intranode traffic), and its
 ///   kernels are built for Ampere and newer (V100 and Pascal are refused; a GPU of arch
 ///   `other` is not judged); on Ampere without its internode kernels, so an EP group that
 ///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
@@ -45,7 +45,7 @@ pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Resu
         if cluster.node.gpus_per_node > 1 {
             match cluster.node.fabric {
                 IntraFabric::Pcie => return Err(refuse(nvlink, "PCIe nodes")),
-                IntraFabric::Ring => return Err(refuse(nvlink, "NVLink rings")),
+                IntraFabric::Ring => return Err(refuse(nvlink, "nodes whose GPUs form a ring")),
                 IntraFabric::Nvswitch | IntraFabric::FullMesh => {}
             }
         }
