@@ -17,7 +17,7 @@ use autoplan::search::{resolve_space, search_case_for, SearchOptions, Target};
 fn export(fw: Framework, plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
     match fw {
         Framework::MegatronCore { .. } => emit::megatron::emit(plan, model, fw, false),
-        Framework::TorchTitan => emit::torchtitan::emit(plan, model),
+        Framework::TorchTitan => emit::torchtitan::emit(plan, model, false),
         Framework::DeepSpeed => emit::deepspeed::emit(plan, model),
         Framework::Any => panic!("no export for `any`"),
     }

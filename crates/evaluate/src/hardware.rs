@@ -32,54 +32,49 @@ const DEEPEP_SM80_SOURCE: &str = "DeepEP setup.py, DISABLE_SM90_FEATURES";
 ///   `other` is not judged); on Ampere without its internode kernels, so an EP group that
 ///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
 pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
-    let ctx = Context::new(plan, model.moe.is_some());
-    if plan.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx) {
-        let refuse = |needs, found| Invalid::Hardware {
+    // The only rule is DeepEP's: every other plan returns before building anything.
+    if plan.dispatcher != Dispatcher::DeepEp
+        || !Knob::Dispatcher.matters(&Context::new(plan, model.moe.is_some()))
+    {
+        return Ok(());
+    }
+    let refuse = |needs, found, cite| {
+        Err(Invalid::Hardware {
             knob: "dispatcher",
             value: "deepep",
             needs,
             found,
-            cite: DEEPEP_SOURCE,
-        };
-        let nvlink = "NVLink between every pair of a node's GPUs";
-        if cluster.node.gpus_per_node > 1 {
-            match cluster.node.fabric {
-                IntraFabric::Pcie => return Err(refuse(nvlink, "PCIe nodes")),
-                IntraFabric::Ring => return Err(refuse(nvlink, "nodes whose GPUs form a ring")),
-                IntraFabric::Nvswitch | IntraFabric::FullMesh => {}
+            cite,
+        })
+    };
+    let nvlink = "NVLink between every pair of a node's GPUs";
+    if cluster.node.gpus_per_node > 1 {
+        match cluster.node.fabric {
+            IntraFabric::Pcie => return refuse(nvlink, "PCIe nodes", DEEPEP_SOURCE),
+            IntraFabric::Ring => {
+                return refuse(nvlink, "nodes whose GPUs form a ring", DEEPEP_SOURCE)
             }
-        }
-        let ampere = "an Ampere (SM80) or newer GPU";
-        match cluster.gpu.arch {
-            GpuArch::V100 => return Err(refuse(ampere, "V100s (SM70)")),
-            GpuArch::Pascal => return Err(refuse(ampere, "Pascal GPUs (SM60/61)")),
-            GpuArch::A100 if ep_group(plan, cluster).nodes > 1 => {
-                return Err(Invalid::Hardware {
-                    knob: "dispatcher",
-                    value: "deepep",
-                    needs: "Hopper or newer GPUs for an EP group across nodes (its internode \
-                            kernels)",
-                    found: "A100s, on which DeepEP builds its intranode kernels only",
-                    cite: DEEPEP_SM80_SOURCE,
-                });
-            }
-            _ => {}
+            IntraFabric::Nvswitch | IntraFabric::FullMesh => {}
         }
     }
-    Ok(())
+    let ampere = "an Ampere (SM80) or newer GPU";
+    match cluster.gpu.arch {
+        GpuArch::V100 => refuse(ampere, "V100s (SM70)", DEEPEP_SOURCE),
+        GpuArch::Pascal => refuse(ampere, "Pascal GPUs (SM60/61)", DEEPEP_SOURCE),
+        GpuArch::A100 if ep_group(plan, cluster).nodes > 1 => refuse(
+            "Hopper or newer GPUs for an EP group across nodes (its internode kernels)",
+            "A100s, on which DeepEP builds its intranode kernels only",
+            DEEPEP_SM80_SOURCE,
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Where `plan`'s EP group lies on the cluster's physical nodes: the folded MoE grid
-/// (`moe_tp`, `ep`, `edp`, `pp` where the dense grid has tp, cp, dp, pp; the evaluator's
-/// `ctx`) in the plan's rank order.
+/// (`Plan::moe_degree`, as the evaluator's `ctx` places it) in the plan's rank order.
 fn ep_group(plan: &Plan, cluster: &Cluster) -> GroupPlacement {
     let order = plan.order.0;
-    let degrees = order.map(|d| match d {
-        Dim::Tp => plan.moe_tp.max(1),
-        Dim::Cp => plan.ep.max(1),
-        Dim::Dp => plan.edp().max(1),
-        Dim::Pp => plan.pp.max(1),
-    });
+    let degrees = order.map(|d| plan.moe_degree(d));
     GroupPlacement::of(
         cluster.node.gpus_per_node,
         &degrees,

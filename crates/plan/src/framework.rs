@@ -391,9 +391,11 @@ impl Framework {
     /// reading.
     pub fn check_on(self, plan: &Plan, model: &ModelSpec, mnnvl: bool) -> Result<(), Refusal> {
         self.check(plan, model)?;
-        let ctx = Context::new(plan, model.moe.is_some());
-        let deepep =
-            mnnvl && plan.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx);
+        // Its rules are DeepEP's on a multi-node NVLink domain: no other plan builds anything.
+        if !mnnvl || plan.dispatcher != Dispatcher::DeepEp {
+            return Ok(());
+        }
+        let deepep = Knob::Dispatcher.matters(&Context::new(plan, model.moe.is_some()));
         match self {
             Framework::TorchTitan if deepep => Err(Refusal {
                 framework: self,

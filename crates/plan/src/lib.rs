@@ -352,6 +352,19 @@ impl Plan {
     pub fn edp(&self) -> u32 {
         (self.tp * self.cp * self.dp) / (self.moe_tp * self.ep).max(1)
     }
+
+    /// The MoE layers' degree along `d` under Megatron's parallel folding: their grid puts
+    /// `moe_tp`, `ep`, `edp` where the dense grid has tp, cp, dp (same rank order, same pp).
+    /// At least 1.
+    pub fn moe_degree(&self, d: Dim) -> u32 {
+        match d {
+            Dim::Tp => self.moe_tp,
+            Dim::Cp => self.ep,
+            Dim::Dp => self.edp(),
+            Dim::Pp => self.pp,
+        }
+        .max(1)
+    }
 }
 
 impl Default for Plan {

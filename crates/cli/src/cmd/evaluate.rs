@@ -80,15 +80,12 @@ impl Emit {
         framework: autoplan_plan::Framework,
     ) -> Option<Result<String, crate::emit::ExportError>> {
         // An NVLink domain of several nodes (NVL72): the EP dispatch inside it is priced over
-        // NVLink, which Megatron's flex dispatcher runs with its HybridEP backend.
+        // NVLink, which only Megatron's flex dispatcher runs, with its HybridEP backend
+        // (`Framework::check_on`).
         let mnnvl = cluster.multi_node_nvlink();
         Some(match self {
             Emit::Megatron => crate::emit::megatron::emit(plan, model, framework, mnnvl),
-            // The cluster's rule (`Framework::check_on`) before the format's own checks.
-            Emit::Torchtitan => autoplan_plan::Framework::TorchTitan
-                .check_on(plan, model, mnnvl)
-                .map_err(|r| crate::emit::ExportError::Refused(Box::new(r)))
-                .and_then(|()| crate::emit::torchtitan::emit(plan, model)),
+            Emit::Torchtitan => crate::emit::torchtitan::emit(plan, model, mnnvl),
             Emit::Deepspeed => crate::emit::deepspeed::emit(plan, model),
             Emit::Nccl => return None,
         })
@@ -141,10 +138,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ev = Evaluator::new(&model, &cluster, opts);
     let note = super::calibration_note(&cluster);
     let caveats = super::caveats(
+        &args.model,
+        &args.workload,
         &cluster,
         &model,
         target.framework,
-        super::precision_note(&args.model, &args.workload, &cluster),
     );
     if args.format != Format::Json {
         super::print_caveats(&caveats);

@@ -133,19 +133,21 @@ pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
     })
 }
 
-/// Every caveat `evaluate`, `search` and `report` give for a model, a cluster and a framework
+/// Every caveat `evaluate`, `search` and `report` give for a model (`--model` argument
+/// `model_arg` and workload `w`, loaded as `m` by [`load_inputs`]), a cluster and a framework
 /// (on stderr through [`print_caveats`], in their JSON and HTML as these texts): the precision
 /// planned in where it is not the model file's ([`precision_note`]), the GPU's calibration
-/// ([`calibration_note`]), its power cap ([`power_note`]),
-/// the model's domain ([`domain_note`]) and the framework's profile ([`framework_note`]).
+/// ([`calibration_note`]), its power cap ([`power_note`]), the model's domain
+/// ([`domain_note`]) and the framework's profile ([`framework_note`]).
 pub(crate) fn caveats(
+    model_arg: &str,
+    w: &Workload,
     c: &autoplan_cluster::Cluster,
     m: &autoplan_graph::ModelSpec,
     f: autoplan_plan::Framework,
-    precision: Option<String>,
 ) -> Vec<String> {
     [
-        precision,
+        precision_note(model_arg, w, c),
         calibration_note(c),
         power_note(c),
         domain_note(m),
@@ -263,11 +265,7 @@ pub(crate) fn load_inputs(
 /// without `--precision`, where the GPUs cannot train in the file's: `Gpu::
 /// training_precision_for`): which, and why. `model` is the `--model` argument, read again
 /// for its file's precision.
-pub(crate) fn precision_note(
-    model: &str,
-    w: &Workload,
-    c: &autoplan_cluster::Cluster,
-) -> Option<String> {
+fn precision_note(model: &str, w: &Workload, c: &autoplan_cluster::Cluster) -> Option<String> {
     if w.precision.is_some() {
         return None;
     }

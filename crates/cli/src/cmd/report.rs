@@ -56,10 +56,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let target = args.target.target()?;
     let caveats = super::caveats(
+        &args.model,
+        &args.workload,
         &cluster,
         &model,
         target.framework,
-        super::precision_note(&args.model, &args.workload, &cluster),
     );
     super::print_caveats(&caveats);
     let mut doc = match &args.plan {

@@ -130,12 +130,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile());
-    super::print_caveats(&super::caveats(
+    let caveats = super::caveats(
+        &args.model,
+        &args.workload,
         &cluster,
         &model,
         target.framework,
-        super::precision_note(&args.model, &args.workload, &cluster),
-    ));
+    );
+    super::print_caveats(&caveats);
     check_recompute_entries(&space, &model)?;
     let rows_wanted = args.top.max(args.explain.unwrap_or(1));
     let opts = SearchOptions {
@@ -183,12 +185,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &outcome,
             args.explain.unwrap_or(1),
         )?;
-        doc.caveats = super::caveats(
-            &cluster,
-            &model,
-            target.framework,
-            super::precision_note(&args.model, &args.workload, &cluster),
-        );
+        doc.caveats = caveats;
         super::report::write_html(path, &doc)?;
     }
     let explained = explained(&args, &scorer, &outcome)?;
@@ -360,10 +357,11 @@ fn write(
             // The stderr caveats, for a program reading the JSON.
             let framework = args.target.target()?.framework;
             v["caveats"] = super::caveats(
+                &args.model,
+                &args.workload,
                 scorer.exact.cluster(),
                 scorer.exact.model(),
                 framework,
-                super::precision_note(&args.model, &args.workload, scorer.exact.cluster()),
             )
             .into();
             if let Some((n, plan, report)) = &explained {

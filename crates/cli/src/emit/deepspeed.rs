@@ -37,7 +37,8 @@ const ARGS_START: &str = "MEGATRON_DEEPSPEED_ARGS=(";
 /// The DeepSpeed config and Megatron-DeepSpeed arguments of `plan` for `model`, or why
 /// DeepSpeed cannot run it.
 pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
-    admit(plan, model, FW)?;
+    // No EP in the DeepSpeed table: no rule of the cluster's NVLink domain applies.
+    admit(plan, model, FW, false)?;
     let inexpressible = |knob, value: String, reason| ExportError::Inexpressible {
         framework: FW,
         knob,

@@ -24,11 +24,7 @@ pub fn emit(
         f @ Framework::MegatronCore { .. } => f,
         _ => Framework::default(),
     };
-    admit(plan, model, version)?;
-    // The rule of the cluster's NVLink domain (`Framework::check_on`), with its reason.
-    version
-        .check_on(plan, model, mnnvl)
-        .map_err(|r| ExportError::Refused(Box::new(r)))?;
+    admit(plan, model, version, mnnvl)?;
     let flags =
         plan.megatron_args_on(model, version, mnnvl)
             .map_err(|e| ExportError::Inexpressible {

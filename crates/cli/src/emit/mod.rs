@@ -54,18 +54,20 @@ impl std::fmt::Display for ExportError {
 impl std::error::Error for ExportError {}
 
 /// The checks every export makes first: the plan is valid for the model on its own GPU count,
-/// and `framework` runs it.
+/// and `framework` runs it on the cluster (`mnnvl`: its NVLink domain spans several nodes,
+/// `Framework::check_on`).
 pub(crate) fn admit(
     plan: &Plan,
     model: &ModelSpec,
     framework: Framework,
+    mnnvl: bool,
 ) -> Result<(), ExportError> {
     let gpus = u32::try_from(plan.gpus())
         .map_err(|_| ExportError::Invalid(format!("{} GPUs", plan.gpus())))?;
     plan.check(model, gpus)
         .map_err(|e| ExportError::Invalid(e.to_string()))?;
     framework
-        .check(plan, model)
+        .check_on(plan, model, mnnvl)
         .map_err(|r| ExportError::Refused(Box::new(r)))
 }
 

@@ -31,9 +31,10 @@ const SCHEDULES: [(Schedule, &str); 3] = [
 /// first (`all-gather`).
 const ROTATE: [(CpComm, &str); 2] = [(CpComm::Ring, "alltoall"), (CpComm::AllGather, "allgather")];
 
-/// The TOML job config of `plan` for `model`, or why torchtitan cannot run it.
-pub fn emit(plan: &Plan, model: &ModelSpec) -> Result<String, ExportError> {
-    admit(plan, model, FW)?;
+/// The TOML job config of `plan` for `model`, or why torchtitan cannot run it (`mnnvl`: on a
+/// cluster whose NVLink domain spans several nodes, `Framework::check_on`).
+pub fn emit(plan: &Plan, model: &ModelSpec, mnnvl: bool) -> Result<String, ExportError> {
+    admit(plan, model, FW, mnnvl)?;
     let inexpressible = |knob, value: String, reason| ExportError::Inexpressible {
         framework: FW,
         knob,

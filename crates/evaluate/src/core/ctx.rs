@@ -95,7 +95,6 @@ pub(super) fn hop(g: GroupPlacement) -> GroupPlacement {
 
 impl Evaluator {
     pub(super) fn ctx(&self, plan: &Plan) -> Ctx {
-        let edp = plan.edp().max(1);
         let tp = plan.tp.max(1);
         let cp = plan.cp.max(1);
         let dp = plan.dp.max(1);
@@ -106,17 +105,10 @@ impl Evaluator {
             Dim::Dp => dp,
             Dim::Pp => pp,
         };
-        // Megatron's parallel folding: the MoE grid puts moe_tp, ep, edp where the dense grid
-        // has tp, cp, dp (same rank order, same pp).
-        let moe_deg = |d: Dim| match d {
-            Dim::Tp => plan.moe_tp.max(1),
-            Dim::Cp => plan.ep.max(1),
-            Dim::Dp => edp,
-            Dim::Pp => pp,
-        };
         let order = plan.order.0;
         let dense = order.map(dense_deg);
-        let moe = order.map(moe_deg);
+        // Megatron's parallel folding (`Plan::moe_degree`).
+        let moe = order.map(|d| plan.moe_degree(d));
         // The groups are the grids' alone (and the cluster's): kept per thread, as every plan
         // of a degree choice and rank order asks for the same.
         let key = GroupsKey {

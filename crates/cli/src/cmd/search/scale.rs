@@ -130,10 +130,11 @@ pub(super) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let target = args.target.target()?;
     super::super::print_caveats(&super::super::caveats(
+        &args.model,
+        &args.workload,
         &g.cluster,
         &g.model,
         target.framework,
-        super::super::precision_note(&args.model, &args.workload, &g.cluster),
     ));
     // As `search --top N` ranks each point, so a point's best plan is that search's row 1.
     let opts = SearchOptions {
@@ -432,12 +433,7 @@ fn json(args: &Args, g: &Grid, o: &ScaleOutcome) -> serde_json::Value {
         "min_headroom_gib": s.map(|s| s.min_headroom_bytes / GIB),
         // The stderr caveats, as `search --format json` carries them.
         "caveats": s.map_or_else(Vec::new, |s| {
-            super::super::caveats(
-                &g.cluster,
-                &g.model,
-                s.framework,
-                super::super::precision_note(&args.model, &args.workload, &g.cluster),
-            )
+            super::super::caveats(&args.model, &args.workload, &g.cluster, &g.model, s.framework)
         }),
         "gpus": g.gpus,
         "global_batches": g.batches,
