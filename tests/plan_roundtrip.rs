@@ -55,11 +55,13 @@ fn printed_plans_parse_reprint_fix_and_evaluate_alike() {
         let m = resolve_model(&model).expect("bundled model");
         let c = resolve_cluster(&cluster).expect("bundled cluster");
         let sp = resolve_space(&space).expect("bundled space");
-        // As the goldens are made: `autoplan search`'s default framework and headroom.
+        // As the goldens are made: `autoplan search`'s default framework, its cost profile,
+        // and headroom.
         let found = search_case_for(
             &m,
             &c,
-            EvalOptions::default(),
+            EvalOptions::default()
+                .with_profile(&Target::default().framework.profile(), m.training.precision),
             Target::default(),
             &sp,
             &SearchOptions {

@@ -183,6 +183,65 @@ fn fp8_needs_fp8_tensor_cores() {
     assert!(!err.contains("planned in"), "{err}");
 }
 
+/// A V100 has no BF16 tensor cores and runs no fused attention kernel: a BF16 model is planned
+/// in FP16 (with the note), `--precision bf16` is refused, and no ranked plan splits the
+/// sequence over CP (Transformer Engine runs CP only in its fused kernels), nor does
+/// `evaluate` price one.
+#[test]
+fn a_v100_trains_in_fp16_without_context_parallelism() {
+    let (code, out, err) = autoplan(&[
+        "search",
+        "--model",
+        "llama2-7b",
+        "--cluster",
+        "dgx2-v100",
+        "--top",
+        "50",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("planned in fp16, not llama2-7b's bf16") && err.contains("BF16 tensor cores"),
+        "{err}"
+    );
+    assert!(err.contains("attention priced unfused"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let plans = v["plans"].as_array().expect("plans");
+    assert!(plans.len() > 10, "{out}");
+    for p in plans {
+        assert_eq!(p["degrees"]["cp"].as_u64(), Some(1), "{p}");
+    }
+    let (code, _, err) = autoplan(&[
+        "search",
+        "--model",
+        "llama2-7b",
+        "--cluster",
+        "dgx2-v100",
+        "--precision",
+        "bf16",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("needs BF16 tensor cores") && err.contains("use fp16"),
+        "{err}"
+    );
+    let (code, _, err) = autoplan(&[
+        "evaluate",
+        "--model",
+        "llama2-7b",
+        "--cluster",
+        "dgx2-v100",
+        "--plan",
+        "cp=2,dp=8",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("cp=2 needs a fused attention kernel") && err.contains("V100"),
+        "{err}"
+    );
+}
+
 /// Llama-3 8B at a 1M-token sequence on one 8-GPU node: nothing fits in HBM alone, nor with the
 /// optimizer or the parameters offloaded; the search goes on to activation offload and answers
 /// with it. Under Megatron-Core (activation offload only without recompute and PP, no parameter

@@ -11,12 +11,13 @@ fn golden(model: &str, cluster: &str, space: &str) {
     let m = resolve_model(model).expect("bundled model");
     let c = resolve_cluster(cluster).expect("bundled cluster");
     let sp = resolve_space(space).expect("bundled space");
-    // `autoplan search`'s defaults: Megatron-Core, 2 GiB of headroom (unfolded here: the
-    // golden pins the raw ranking).
+    // `autoplan search`'s defaults: Megatron-Core and its cost profile, 2 GiB of headroom
+    // (unfolded here: the golden pins the raw ranking).
     let out = search_case_for(
         &m,
         &c,
-        EvalOptions::default(),
+        EvalOptions::default()
+            .with_profile(&Target::default().framework.profile(), m.training.precision),
         Target::default(),
         &sp,
         &SearchOptions {

@@ -237,9 +237,13 @@ impl Gpu {
     /// peak. The FP8 recipes (`fp8`, `fp8-current`, `fp8-block`) need FP8 tensor cores, which
     /// a GPU whose file gives no `fp8` peak lacks (A100 and V100: their datasheets give none):
     /// torchtitan's Float8 needs SM89 or newer (frameworks.md §2.5) and Transformer Engine's
-    /// FP8, Megatron-Core's, likewise refuses an older GPU (its `check_fp8_support`, compute
-    /// capability 8.9; not in the reference notes). BF16, FP16 and FP32 run anywhere (BF16 on
-    /// a GPU without a BF16 peak at its FP16 rate, as autoplan-cost's `peak_flops` says).
+    /// FP8, Megatron-Core's, likewise refuses an older GPU ("Device compute capability 8.9 or
+    /// higher required for FP8 execution", `check_fp8_support`, `pytorch/quantization.py` @
+    /// transformer-engine 2.9.0 L47-57). BF16 needs BF16 tensor cores, which a GPU whose file
+    /// gives no `bf16` peak lacks (V100: "no BF16 or TF32" in its datasheet): Transformer
+    /// Engine's `is_bf16_available` says "BF16 support requires a GPU with compute capability
+    /// 8.0 or higher" (`pytorch/utils.py` @ 2.9.0 L459-486), and PyTorch runs BF16 GEMMs there
+    /// off the tensor cores. FP16 and FP32 run anywhere.
     ///
     /// ```
     /// use autoplan_cluster::{resolve_cluster, Precision};
@@ -286,6 +290,14 @@ impl Gpu {
                 self.name
             ));
         }
+        if p == Precision::Bf16 && self.peak(Precision::Bf16).is_none() {
+            return Err(format!(
+                "training precision bf16 needs BF16 tensor cores (compute capability 8.0: \
+                 Ampere or newer), and {} has none (its file gives no gpu.tflops.bf16); use \
+                 fp16",
+                self.name
+            ));
+        }
         if p == Precision::Nvfp4 && self.peak(Precision::Fp4).is_none() {
             return Err(format!(
                 "training precision nvfp4 needs the GPU's FP4 peak, and {} gives none \
@@ -323,6 +335,17 @@ impl GpuArch {
     /// Blackwell (B200, GB200, GB300): FP4 and block-scaled (MX) tensor cores.
     pub fn is_blackwell(self) -> bool {
         matches!(self, GpuArch::B200 | GpuArch::Gb200 | GpuArch::Gb300)
+    }
+
+    /// Whether a fused attention kernel (FlashAttention-2/3, cuDNN's fused attention) runs on
+    /// this architecture: compute capability 8.0 (Ampere) or newer. Transformer Engine picks
+    /// its unfused `UnfusedDotProductAttention` below sm80 — the `s×s` scores computed, masked
+    /// and kept for the backward — ("Disabling FlashAttention 2 / FusedAttention for compute
+    /// capability < sm80", `pytorch/attention/dot_product_attention/utils.py` @
+    /// transformer-engine 2.9.0 L414-421), and so does Megatron-Core's local attention. False
+    /// for V100 (SM70) and Pascal; an `other` GPU is taken to be recent.
+    pub fn runs_fused_attention(self) -> bool {
+        !matches!(self, GpuArch::V100 | GpuArch::Pascal)
     }
 }
 

@@ -244,10 +244,28 @@ fn block_scaled_formats_need_blackwell() {
         }
         assert_eq!(l40s.check_training_precision(p), Ok(()));
     }
+    // 16-bit training everywhere, BF16 only with BF16 tensor cores (no `bf16` peak in the
+    // V100's file): a BF16 or FP8 model file trains there in FP16.
     for g in [&a100, &v100, &l40s] {
-        assert_eq!(g.check_training_precision(Precision::Bf16), Ok(()));
         assert_eq!(g.check_training_precision(Precision::Fp16), Ok(()));
     }
+    for g in [&a100, &l40s] {
+        assert_eq!(g.check_training_precision(Precision::Bf16), Ok(()));
+    }
+    let e = v100.check_training_precision(Precision::Bf16).unwrap_err();
+    assert!(
+        e.contains("BF16 tensor cores") && e.contains(&v100.name),
+        "{e}"
+    );
+    for p in [Precision::Bf16, Precision::Fp8Block] {
+        let (q, why) = v100.training_precision_for(p);
+        assert_eq!(q, Precision::Fp16, "{p}");
+        assert!(why.is_some(), "{p}");
+    }
+    assert_eq!(
+        a100.training_precision_for(Precision::Fp8).0,
+        Precision::Bf16
+    );
     assert!(h100.check_training_precision(Precision::Fp4).is_err());
     // A Blackwell GPU whose file omits its FP4 peak cannot price NVFP4.
     let mut b = resolve_cluster("b200x256").unwrap().gpu;

@@ -22,9 +22,21 @@ const DEEPEP_SOURCE: &str = "DeepEP README, Requirements; collectives.md §4.5";
 /// A100 only the intranode kernels run.
 const DEEPEP_SM80_SOURCE: &str = "DeepEP setup.py, DISABLE_SM90_FEATURES";
 
+/// Context parallelism needs a fused attention kernel: Transformer Engine runs CP in its
+/// FlashAttention and FusedAttention backends only ("Disabling UnfusedDotProductAttention as it
+/// does not support context parallelism"), neither of which runs below sm80, and Megatron-Core's
+/// local attention refuses CP ("Context parallelism is only supported by
+/// TEDotProductAttention!").
+const CP_SOURCE: &str = "transformer-engine 2.9.0 pytorch/attention/dot_product_attention/\
+                         utils.py L414-421, L743-746; megatron-core 0.19.2 \
+                         transformer/dot_product_attention.py L56-59";
+
 /// Whether `cluster` can run `plan` for `model`; the first knob it cannot run otherwise.
-/// Allocation-free (the search calls it for every plan it scores).
+/// Allocation-free where it accepts (the search calls it for every plan it scores).
 ///
+/// - `cp > 1` on a GPU no fused attention kernel runs on (`GpuArch::runs_fused_attention`:
+///   V100, Pascal): no framework autoplan exports runs context parallelism with unfused
+///   attention (Transformer Engine runs CP in its fused kernels only; sources in `CP_SOURCE`).
 /// - `dispatcher=deepep` where the dispatcher matters (MoE, `ep·moe_tp > 1`): DeepEP's
 ///   intranode kernels move tokens over NVLink between every pair of a node's GPUs (a PCIe
 ///   node or a ring of GPUs has none; a node of one GPU has no intranode traffic), and its
@@ -32,7 +44,22 @@ const DEEPEP_SM80_SOURCE: &str = "DeepEP setup.py, DISABLE_SM90_FEATURES";
 ///   `other` is not judged); on Ampere without its internode kernels, so an EP group that
 ///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
 pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
-    // The only rule is DeepEP's: every other plan returns before building anything.
+    if plan.cp > 1 && !cluster.gpu.arch.runs_fused_attention() {
+        return Err(Invalid::Hardware {
+            knob: "cp",
+            value: plan.cp.to_string(),
+            needs: "a fused attention kernel (FlashAttention or cuDNN's: compute capability \
+                    8.0, Ampere or newer), in which alone Transformer Engine runs context \
+                    parallelism",
+            found: if cluster.gpu.arch == GpuArch::Pascal {
+                "Pascal GPUs (SM60/61), on which only unfused attention runs"
+            } else {
+                "V100s (SM70), on which only unfused attention runs"
+            },
+            cite: CP_SOURCE,
+        });
+    }
+    // The other rule is DeepEP's: every other plan returns before building anything.
     if plan.dispatcher != Dispatcher::DeepEp
         || !Knob::Dispatcher.matters(&Context::new(plan, model.moe.is_some()))
     {
@@ -41,7 +68,7 @@ pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Resu
     let refuse = |needs, found, cite| {
         Err(Invalid::Hardware {
             knob: "dispatcher",
-            value: "deepep",
+            value: "deepep".into(),
             needs,
             found,
             cite,

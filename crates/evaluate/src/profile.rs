@@ -1,6 +1,7 @@
 //! A framework's cost profile ([`autoplan_plan::framework::CostProfile`]) as evaluation
 //! options: the one place the profile's mechanisms reach the evaluator.
 
+use autoplan_cluster::{Cluster, Precision};
 use autoplan_plan::framework::CostProfile;
 
 use crate::{AttentionKernel, EvalOptions};
@@ -14,8 +15,21 @@ impl EvalOptions {
     /// its runs spend beyond the priced kernels (`unpriced_compute`, fitted per profile).
     /// The TP overlap is the plan's (`tp_overlap`), which the profile's runs set
     /// (`CostProfile::tp_comm_overlap`) and the capability table bounds.
-    pub fn with_profile(self, p: &CostProfile) -> EvalOptions {
+    ///
+    /// `precision` is the training precision: FP16 training reduces FP16 gradients. Megatron
+    /// forces FP32 gradient accumulation and reduction under `--bf16` only
+    /// (`training/arguments.py` @ core 0.19.2 L1170-1194: "bfloat16 requires gradient
+    /// accumulation and all-reduce to be done in fp32"); under `--fp16`
+    /// `accumulate_allreduce_grads_in_fp32` keeps its default, off, and the DDP's gradient
+    /// buffer takes the parameters' dtype (frameworks.md §1's "20 (fp16/fp16)" bytes per
+    /// parameter, the optimizer's FP32 copy of the gradient among them).
+    pub fn with_profile(self, p: &CostProfile, precision: Precision) -> EvalOptions {
         EvalOptions {
+            grad_bytes: if precision == Precision::Fp16 {
+                2.0
+            } else {
+                self.grad_bytes
+            },
             dp_overlap: p.dp_overlap,
             dp_overlap_with_pp: p.dp_overlap_with_pp,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
@@ -32,5 +46,18 @@ impl EvalOptions {
             },
             ..self
         }
+    }
+
+    /// These options on `cluster`, whatever the framework and the options
+    /// asked for: what its GPUs decide (applied by `Evaluator::new`, so `search`, `evaluate`,
+    /// `sweep`, `report` and `validate` agree). Attention is unfused on a GPU no fused kernel
+    /// runs on (`GpuArch::runs_fused_attention`: V100, Pascal), the `s×s` scores computed and
+    /// kept.
+    pub(crate) fn on(self, cluster: &Cluster) -> EvalOptions {
+        let mut o = self;
+        if !cluster.gpu.arch.runs_fused_attention() {
+            o.attention = AttentionKernel::Unfused;
+        }
+        o
     }
 }

@@ -1136,9 +1136,13 @@ fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
     m.training.global_batch = 64;
     let rows = |profile: &CostProfile, plan: &str| {
         let plan: Plan = plan.parse().unwrap();
-        let r = Evaluator::new(&m, &cluster, EvalOptions::default().with_profile(profile))
-            .report(&plan)
-            .expect("fits");
+        let r = Evaluator::new(
+            &m,
+            &cluster,
+            EvalOptions::default().with_profile(profile, m.training.precision),
+        )
+        .report(&plan)
+        .expect("fits");
         let comm: Vec<_> = r.comm.iter().map(|c| (c.what, c.time, c.exposed)).collect();
         (r.metrics.step_time_s, comm)
     };

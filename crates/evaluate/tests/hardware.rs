@@ -109,3 +109,68 @@ fn deepep_runs_on_nvlink_nodes_of_hopper_and_newer() {
         }
     }
 }
+
+/// Context parallelism needs a fused attention kernel (Transformer Engine runs CP in no other):
+/// refused on V100s, run on A100s; a plan without CP runs on both.
+#[test]
+fn context_parallelism_needs_fused_attention() {
+    let cp2 = Plan {
+        cp: 2,
+        dp: 8,
+        ..Plan::default()
+    };
+    let e = hardware_refusal("gpt-1.7b", &cluster("dgx2-v100", 16), &cp2)
+        .expect("CP on V100s is refused");
+    assert!(
+        e.contains("cp=2") && e.contains("V100") && e.contains("transformer-engine"),
+        "{e}"
+    );
+    assert_eq!(
+        hardware_refusal("gpt-1.7b", &cluster("a100x64", 16), &cp2),
+        None
+    );
+    let dp = Plan {
+        dp: 16,
+        ..Plan::default()
+    };
+    assert_eq!(
+        hardware_refusal("gpt-1.7b", &cluster("dgx2-v100", 16), &dp),
+        None
+    );
+}
+
+/// What the GPU decides whatever the options say: a V100 runs the attention unfused (its `s×s`
+/// scores kept: more memory than the same GPU taken as an Ampere). And what the training
+/// precision decides under a profile: FP16 training reduces FP16 gradients, BF16 FP32 ones.
+#[test]
+fn the_gpu_sets_the_attention_kernel_and_the_precision_the_gradient_dtype() {
+    use autoplan_cluster::{GpuArch, Precision};
+    use autoplan_evaluate::AttentionKernel;
+    use autoplan_plan::framework::CostProfile;
+    let m = resolve_model("gpt-1.7b").unwrap();
+    let v100 = cluster("dgx2-v100", 16);
+    let mut ampere = v100.clone();
+    ampere.gpu.arch = GpuArch::A100;
+    let on = |c: &Cluster| Evaluator::new(&m, c, EvalOptions::default());
+    assert_eq!(on(&v100).options().attention, AttentionKernel::Unfused);
+    assert_eq!(on(&ampere).options().attention, AttentionKernel::Flash);
+    let p = Plan {
+        dp: 16,
+        ..Plan::default()
+    };
+    let peak = |c: &Cluster| on(c).memory_peak_bytes(&p).unwrap();
+    assert!(
+        peak(&v100) > peak(&ampere) + 1e9,
+        "{} {}",
+        peak(&v100),
+        peak(&ampere)
+    );
+    let grads = |p: Precision| {
+        EvalOptions::default()
+            .with_profile(&CostProfile::MEGATRON_CORE, p)
+            .grad_bytes
+    };
+    assert_eq!(grads(Precision::Fp16), 2.0);
+    assert_eq!(grads(Precision::Bf16), 4.0);
+    assert_eq!(grads(Precision::Fp8Current), 4.0);
+}

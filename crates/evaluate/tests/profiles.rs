@@ -263,7 +263,7 @@ fn plans() -> Vec<Plan> {
 fn a_profile_that_overlaps_or_fuses_less_is_never_faster() {
     let (model, cluster) = gpt3_on_selene(64);
     let step = |p: &CostProfile, plan: &Plan| {
-        let opts = EvalOptions::default().with_profile(p);
+        let opts = EvalOptions::default().with_profile(p, model.training.precision);
         let plan = Plan {
             tp_overlap: p.tp_comm_overlap,
             ..*plan
@@ -333,10 +333,14 @@ fn the_dp_overlap_matters_where_the_reduction_is_large() {
         ..Plan::default()
     };
     let t = |p: &CostProfile| {
-        Evaluator::new(&model, &cluster, EvalOptions::default().with_profile(p))
-            .evaluate(&plan)
-            .unwrap()
-            .step_time_s
+        Evaluator::new(
+            &model,
+            &cluster,
+            EvalOptions::default().with_profile(p, model.training.precision),
+        )
+        .evaluate(&plan)
+        .unwrap()
+        .step_time_s
     };
     assert!(t(&CostProfile::MEGATRON_DEEPSPEED_2022) > 1.01 * t(&CostProfile::MEGATRON_CORE));
     // DeepSpeed's bucketed all-reduce moves twice a reduce-scatter's bytes: exposed after the
@@ -603,7 +607,10 @@ fn unpriced_compute_scales_the_compute_alone() {
     let at = |u: f64| {
         let opts = EvalOptions {
             unpriced_compute: u,
-            ..EvalOptions::default().with_profile(&CostProfile::MEGATRON_DEEPSPEED_2022)
+            ..EvalOptions::default().with_profile(
+                &CostProfile::MEGATRON_DEEPSPEED_2022,
+                model.training.precision,
+            )
         };
         Evaluator::new(&model, &cluster, opts)
             .report(&plan)
@@ -748,11 +755,15 @@ fn an_uncredited_tp_overlap_hides_nothing() {
         ..Plan::default()
     };
     let tp_exposed = |p: &CostProfile, tp_overlap: bool| {
-        Evaluator::new(&model, &cluster, EvalOptions::default().with_profile(p))
-            .report(&Plan { tp_overlap, ..plan })
-            .unwrap()
-            .breakdown
-            .tp_exposed_s
+        Evaluator::new(
+            &model,
+            &cluster,
+            EvalOptions::default().with_profile(p, model.training.precision),
+        )
+        .report(&Plan { tp_overlap, ..plan })
+        .unwrap()
+        .breakdown
+        .tp_exposed_s
     };
     let tt = CostProfile::TORCHTITAN;
     assert!(!tt.tp_overlap_hides);
@@ -868,7 +879,11 @@ fn pipelined_fsdp_reduces_once_after_the_step() {
         .parse()
         .expect("plan");
     let dp_rows = |p: &CostProfile| {
-        let ev = Evaluator::new(&model, &cluster, EvalOptions::default().with_profile(p));
+        let ev = Evaluator::new(
+            &model,
+            &cluster,
+            EvalOptions::default().with_profile(p, model.training.precision),
+        );
         let r = ev.report(&plan).expect("runs");
         let rows: Vec<_> = r
             .comm

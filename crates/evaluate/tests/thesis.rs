@@ -121,7 +121,8 @@ fn predict_with(
     };
     // DeepSpeed-MoE's dense einsum dispatch, where asked (`einsum_dispatch_changes_no_winner`).
     let opts = if einsum {
-        opts.with_profile(&CostProfile::DEEPSPEED_MOE_2023)
+        // The thesis trained in fp32 (the model files): fp32 gradients.
+        opts.with_profile(&CostProfile::DEEPSPEED_MOE_2023, Precision::Fp32)
     } else {
         opts
     };

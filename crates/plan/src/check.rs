@@ -162,7 +162,7 @@ pub enum Invalid {
     #[error("{knob}={value} needs {needs}, and the cluster has {found} ({cite})")]
     Hardware {
         knob: &'static str,
-        value: &'static str,
+        value: String,
         needs: &'static str,
         found: &'static str,
         cite: &'static str,

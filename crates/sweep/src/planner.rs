@@ -119,7 +119,8 @@ impl Planner for SearchPlanner {
             &model,
             &cluster,
             // The target framework's cost profile (what it overlaps and fuses).
-            self.opts.with_profile(&self.target.framework.profile()),
+            self.opts
+                .with_profile(&self.target.framework.profile(), model.training.precision),
             self.target,
             space,
             &opts,

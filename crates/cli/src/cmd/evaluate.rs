@@ -32,7 +32,7 @@ pub struct Args {
     #[command(flatten)]
     pub target: super::target::TargetArgs,
     /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
-    /// Megatron).
+    /// Megatron). Unfused on GPUs no fused kernel runs on (V100, Pascal), whatever this says.
     #[arg(long, value_enum, default_value_t = Attn::Flash)]
     pub attention: Attn,
     /// Do not overlap the DP gradient reduction with the backward pass.
@@ -128,7 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     }
-    .with_profile(&target.framework.profile());
+    .with_profile(&target.framework.profile(), model.training.precision);
     if args.attention == Attn::Unfused {
         opts.attention = AttentionKernel::Unfused;
     }

@@ -136,7 +136,8 @@ pub(crate) fn power_note(c: &autoplan_cluster::Cluster) -> Option<String> {
 /// Every caveat `evaluate`, `search` and `report` give for a model (`--model` argument
 /// `model_arg` and workload `w`, loaded as `m` by [`load_inputs`]), a cluster and a framework
 /// (on stderr through [`print_caveats`], in their JSON and HTML as these texts): the precision
-/// planned in where it is not the model file's ([`precision_note`]), the GPU's calibration
+/// planned in where it is not the model file's ([`precision_note`]), the attention kernel the
+/// GPU runs ([`attention_note`]), the GPU's calibration
 /// ([`calibration_note`]), its power cap ([`power_note`]), the model's domain
 /// ([`domain_note`]) and the framework's profile ([`framework_note`]).
 pub(crate) fn caveats(
@@ -148,6 +149,7 @@ pub(crate) fn caveats(
 ) -> Vec<String> {
     [
         precision_note(model_arg, w, c),
+        attention_note(c),
         calibration_note(c),
         power_note(c),
         domain_note(m),
@@ -279,6 +281,20 @@ fn precision_note(model: &str, w: &Workload, c: &autoplan_cluster::Cluster) -> O
         let why = why.split("; use ").next().unwrap_or(&why);
         format!(
             "planned in {p}, not {model}'s {file} (its file): {why}; --precision chooses another"
+        )
+    })
+}
+
+/// The caveat for GPUs no fused attention kernel runs on (`GpuArch::runs_fused_attention`):
+/// the evaluator prices the attention unfused there and refuses CP (frameworks.md, "What the
+/// hardware runs").
+fn attention_note(c: &autoplan_cluster::Cluster) -> Option<String> {
+    (!c.gpu.arch.runs_fused_attention()).then(|| {
+        format!(
+            "attention priced unfused (its s×s scores computed and kept) and no CP: no fused \
+             attention kernel runs on {} (FlashAttention and cuDNN's need compute capability \
+             8.0)",
+            c.gpu.name
         )
     })
 }

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.workload.memory_options(&cluster)?,
         ..EvalOptions::default()
     }
-    .with_profile(&target.framework.profile());
+    .with_profile(&target.framework.profile(), model.training.precision);
     let caveats = super::caveats(
         &args.model,
         &args.workload,

@@ -556,7 +556,8 @@ mod tests {
         let eager = Evaluator::new(
             &m,
             &c,
-            EvalOptions::default().with_profile(&CostProfile::TORCHTITAN_EAGER),
+            EvalOptions::default()
+                .with_profile(&CostProfile::TORCHTITAN_EAGER, m.training.precision),
         );
         let attn = crate::core::classes::ClassId::Attn as usize;
         let (f, e) = (

@@ -133,6 +133,8 @@ pub struct Evaluator {
 impl Evaluator {
     /// Precompute everything that does not depend on the plan.
     pub fn new(model: &ModelSpec, cluster: &Cluster, opts: EvalOptions) -> Evaluator {
+        // What the GPUs decide whatever the options say.
+        let opts = opts.on(cluster);
         let layers = model.layers();
         let mut classes = classes::classes_of(model);
         for c in &mut classes {

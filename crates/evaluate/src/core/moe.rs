@@ -317,7 +317,8 @@ mod tests {
         model.training.global_batch = 40;
         let cluster = autoplan_cluster::resolve_cluster("thesis-2node").expect("bundled");
         let plan: Plan = "tp=1,pp=1,dp=8,ep=8,mbs=5,recompute=none".parse().unwrap();
-        let opts = EvalOptions::default().with_profile(&CostProfile::DEEPSPEED_MOE_2023);
+        let opts = EvalOptions::default()
+            .with_profile(&CostProfile::DEEPSPEED_MOE_2023, model.training.precision);
         let ev = Evaluator::new(&model, &cluster, opts);
         let x = ev.ctx(&plan);
         let c = &ev.classes[super::super::classes::ClassId::Moe as usize];
@@ -340,7 +341,8 @@ mod tests {
         // S² against S: the einsums cost more than the copies they replace.
         assert!(w.fwd() > 10.0 * p.fwd() && w.bwd() > 10.0 * p.bwd());
         // DeepSpeed 0.19.5 gathers by index (`deepspeed`: no einsum); the table names the items.
-        let ds = EvalOptions::default().with_profile(&CostProfile::DEEPSPEED);
+        let ds =
+            EvalOptions::default().with_profile(&CostProfile::DEEPSPEED, model.training.precision);
         let ds = Evaluator::new(&model, &cluster, ds);
         assert_eq!(ds.moe_work(c, &ds.ctx(&plan)), p);
         let rep = ev.report(&plan).expect("fits");

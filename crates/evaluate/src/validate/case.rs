@@ -361,8 +361,9 @@ pub(super) fn case_options(
     model: &ModelSpec,
 ) -> EvalOptions {
     // The overlap and the attention kernel are the profile's (`CostProfile`). Gradients are
-    // reduced in FP32 under BF16 (Megatron's `bf16` default) unless the row names Composer's
-    // `PURE` mixed precision, whose FSDP `reduce_dtype` is the training dtype
+    // reduced in FP32 under BF16 (Megatron's `bf16` default; FP16 runs reduce in FP16, which
+    // `with_profile` applies) unless the row names Composer's `PURE` mixed
+    // precision, whose FSDP `reduce_dtype` is the training dtype
     // (`composer/distributed/mosaic_parallelism.py::get_mixed_precision` @ mosaicml 0.28.0,
     // L82-85; `DEFAULT` reduces in FP32, L78-81).
     let pure = r
@@ -370,15 +371,11 @@ pub(super) fn case_options(
         .as_deref()
         .is_some_and(|p| p.to_ascii_lowercase().contains("pure"));
     EvalOptions {
-        grad_bytes: if model.training.precision == Precision::Fp16 || pure {
-            2.0
-        } else {
-            4.0
-        },
+        grad_bytes: if pure { 2.0 } else { 4.0 },
         flops: row_attention_flops(r),
         ..EvalOptions::default()
     }
-    .with_profile(profile)
+    .with_profile(profile, model.training.precision)
 }
 
 /// Plan and options of row `r` with what its benchmark scripts set beyond the row's cells
