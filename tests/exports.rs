@@ -539,3 +539,34 @@ fn flex_dispatch_on_an_nvl72_rack_runs_hybridep() {
         "{err}"
     );
 }
+
+/// Transformer Engine's TP overlap asserts CUDA multicast (NVLink SHARP) unless `UB_SKIPMC=1`
+/// asks for CUDA IPC: an A100 plan with `--tp-comm-overlap` exports that variable, an H100 plan
+/// (NVLS nodes) or an A100 plan without the overlap does not; the flags read back alike.
+#[test]
+fn tp_overlap_without_nvlink_sharp_asks_for_cuda_ipc() {
+    let model = resolve_model("gpt3-175b").unwrap();
+    let fw = Framework::default();
+    let plan = Plan::parse_for_gpus("tp=8,sp=on,pp=8,tp_overlap=on", 1024).unwrap();
+    let a100 = resolve_cluster("a100x1024").unwrap();
+    let h100 = resolve_cluster("h100x16384")
+        .unwrap()
+        .with_gpus(1024)
+        .unwrap();
+    let env = |p: &Plan, c| {
+        emit::megatron::environment(&emit::megatron::emit_on(p, &model, fw, c).unwrap())
+    };
+    assert_eq!(
+        env(&plan, &a100).get("UB_SKIPMC").map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(env(&plan, &h100).get("UB_SKIPMC"), None);
+    let off = Plan {
+        tp_overlap: false,
+        ..plan
+    };
+    assert_eq!(env(&off, &a100).get("UB_SKIPMC"), None);
+    let text = emit::megatron::emit_on(&plan, &model, fw, &a100).unwrap();
+    let back = emit::megatron::parse(&text, &model, 1024).unwrap();
+    assert_eq!(same_expressed(&plan, &back, &model), Ok(()));
+}

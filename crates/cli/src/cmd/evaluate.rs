@@ -84,7 +84,7 @@ impl Emit {
         // (`Framework::check_on`).
         let mnnvl = cluster.multi_node_nvlink();
         Some(match self {
-            Emit::Megatron => crate::emit::megatron::emit(plan, model, framework, mnnvl),
+            Emit::Megatron => crate::emit::megatron::emit_on(plan, model, framework, cluster),
             Emit::Torchtitan => crate::emit::torchtitan::emit(plan, model, mnnvl),
             Emit::Deepspeed => crate::emit::deepspeed::emit(plan, model),
             Emit::Nccl => return None,

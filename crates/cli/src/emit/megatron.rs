@@ -58,6 +58,31 @@ pub fn emit(
     Ok(format!("{env}{}\n", lines.join(" \\\n  ")))
 }
 
+/// [`emit`] for `plan` on `cluster`: the flex dispatcher's backend by its NVLink domain
+/// (`mnnvl`), and `UB_SKIPMC=1` where the plan overlaps TP communication with the GEMMs
+/// (`--tp-comm-overlap`) on nodes without NVLink SHARP: Transformer Engine's userbuffers
+/// assert CUDA multicast unless told to use CUDA IPC ("Launch app with UB_SKIPMC=1 to try
+/// CUDA IPC instead", `initialize_ub`, `pytorch/module/base.py` @ transformer-engine 2.9.0
+/// L183-187); multicast objects are the NVSwitch's in-network reduction (NVLS), which a cluster
+/// file states as `in_switch_reduction` (A100 and PCIe nodes have none).
+pub fn emit_on(
+    plan: &Plan,
+    model: &ModelSpec,
+    framework: Framework,
+    cluster: &autoplan_cluster::Cluster,
+) -> Result<String, ExportError> {
+    let text = emit(plan, model, framework, cluster.multi_node_nvlink())?;
+    let ub = words(&text).iter().any(|w| w == "--tp-comm-overlap");
+    Ok(if ub && !cluster.node.in_switch_reduction {
+        format!(
+            "# Transformer Engine's TP overlap without CUDA multicast (no NVLink SHARP on \
+             these nodes): CUDA IPC\n# environment: UB_SKIPMC=1\n{text}"
+        )
+    } else {
+        text
+    })
+}
+
 /// The environment an export asks for (`# environment: VAR=VALUE` lines).
 pub fn environment(text: &str) -> std::collections::BTreeMap<String, String> {
     text.lines()
