@@ -243,7 +243,9 @@ impl Gpu {
     /// gives no `bf16` peak lacks (V100: "no BF16 or TF32" in its datasheet): Transformer
     /// Engine's `is_bf16_available` says "BF16 support requires a GPU with compute capability
     /// 8.0 or higher" (`pytorch/utils.py` @ 2.9.0 L459-486), and PyTorch runs BF16 GEMMs there
-    /// off the tensor cores. FP16 and FP32 run anywhere.
+    /// off the tensor cores. Block-scaled FP8 (`fp8-block`) needs compute capability 9.0
+    /// (`check_fp8_block_scaling_support`, `pytorch/quantization.py` @ 2.9.0 L78-86): not on
+    /// Ada (L40S). FP16 and FP32 run anywhere.
     ///
     /// ```
     /// use autoplan_cluster::{resolve_cluster, Precision};
@@ -288,6 +290,18 @@ impl Gpu {
                  Blackwell), and {} has none (its file gives no gpu.tflops.fp8); use bf16 or \
                  fp16",
                 self.name
+            ));
+        }
+        if p == Precision::Fp8Block && !self.arch.at_least((9, 0)) {
+            return Err(format!(
+                "training precision fp8-block needs compute capability 9.0 (Hopper or newer) \
+                 for its block-scaled FP8 GEMMs (Transformer Engine: \"FP8 block scaled GEMM \
+                 requires compute capability 9.0 or higher\"), and {} has {}; use fp8 or \
+                 fp8-current",
+                self.name,
+                self.arch
+                    .compute_capability()
+                    .map_or(String::new(), |(a, b)| format!("{a}.{b}"))
             ));
         }
         if p == Precision::Bf16 && self.peak(Precision::Bf16).is_none() {
@@ -337,15 +351,36 @@ impl GpuArch {
         matches!(self, GpuArch::B200 | GpuArch::Gb200 | GpuArch::Gb300)
     }
 
+    /// CUDA compute capability (major, minor) of the family, which the frameworks' kernel
+    /// checks compare against; `None` for `other` (not judged: taken to be recent). Pascal is
+    /// taken at its lowest, 6.0 (P100; TITAN Xp is 6.1: both below every threshold used).
+    pub fn compute_capability(self) -> Option<(u8, u8)> {
+        Some(match self {
+            GpuArch::Pascal => (6, 0),
+            GpuArch::V100 => (7, 0),
+            GpuArch::A100 => (8, 0),
+            GpuArch::L40s => (8, 9),
+            GpuArch::H100 | GpuArch::H800 | GpuArch::H200 => (9, 0),
+            GpuArch::B200 | GpuArch::Gb200 => (10, 0),
+            GpuArch::Gb300 => (10, 3),
+            GpuArch::Other => return None,
+        })
+    }
+
+    /// Whether the family has compute capability `cc` or newer (`other`: yes).
+    pub fn at_least(self, cc: (u8, u8)) -> bool {
+        self.compute_capability().is_none_or(|c| c >= cc)
+    }
+
     /// Whether a fused attention kernel (FlashAttention-2/3, cuDNN's fused attention) runs on
     /// this architecture: compute capability 8.0 (Ampere) or newer. Transformer Engine picks
     /// its unfused `UnfusedDotProductAttention` below sm80 — the `s×s` scores computed, masked
     /// and kept for the backward — ("Disabling FlashAttention 2 / FusedAttention for compute
     /// capability < sm80", `pytorch/attention/dot_product_attention/utils.py` @
     /// transformer-engine 2.9.0 L414-421), and so does Megatron-Core's local attention. False
-    /// for V100 (SM70) and Pascal; an `other` GPU is taken to be recent.
+    /// for V100 (SM70) and Pascal.
     pub fn runs_fused_attention(self) -> bool {
-        !matches!(self, GpuArch::V100 | GpuArch::Pascal)
+        self.at_least((8, 0))
     }
 }
 

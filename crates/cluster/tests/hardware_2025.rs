@@ -242,7 +242,25 @@ fn block_scaled_formats_need_blackwell() {
             let e = g.check_training_precision(p).unwrap_err();
             assert!(e.contains("FP8 tensor cores") && e.contains(&g.name), "{e}");
         }
-        assert_eq!(l40s.check_training_precision(p), Ok(()));
+        // Ada (SM89) runs per-tensor FP8, not the block-scaled GEMMs (compute capability 9.0).
+        if p == Precision::Fp8Block {
+            let e = l40s.check_training_precision(p).unwrap_err();
+            assert!(
+                e.contains("compute capability 9.0") && e.contains(&l40s.name),
+                "{e}"
+            );
+            assert_eq!(l40s.training_precision_for(p).0, Precision::Bf16);
+        } else {
+            assert_eq!(l40s.check_training_precision(p), Ok(()));
+        }
+    }
+    for name in ["b200x256", "gb300-nvl72x4", "h800x2048"] {
+        let g = resolve_cluster(name).unwrap().gpu;
+        assert_eq!(
+            g.check_training_precision(Precision::Fp8Block),
+            Ok(()),
+            "{name}"
+        );
     }
     // 16-bit training everywhere, BF16 only with BF16 tensor cores (no `bf16` peak in the
     // V100's file): a BF16 or FP8 model file trains there in FP16.
