@@ -100,7 +100,7 @@ mod floor;
 mod params;
 mod stage;
 
-use autoplan_graph::{ModelSpec, Precision};
+use autoplan_graph::ModelSpec;
 use autoplan_plan::Plan;
 use serde::Serialize;
 
@@ -122,6 +122,8 @@ pub struct MemoryOptions {
     pub flash_attention: bool,
     /// Gradients accumulated in fp32 (Megatron's default with bf16). Default true; false means
     /// 16-bit gradients with an fp32 master-gradient copy in the optimizer (Megatron with fp16).
+    /// autoplan-evaluate sets it from its gradient dtype (`EvalOptions::with_profile` decides
+    /// it by the training precision).
     pub fp32_main_grads: bool,
 }
 
@@ -131,16 +133,6 @@ impl Default for MemoryOptions {
             reserve_bytes: 3.0 * GIB,
             flash_attention: true,
             fp32_main_grads: true,
-        }
-    }
-}
-
-impl MemoryOptions {
-    /// Megatron-LM's defaults for a training precision: fp32 main gradients except with fp16.
-    pub fn megatron(precision: Precision) -> Self {
-        MemoryOptions {
-            fp32_main_grads: precision != Precision::Fp16,
-            ..MemoryOptions::default()
         }
     }
 }

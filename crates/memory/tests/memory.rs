@@ -183,14 +183,18 @@ fn fp16_keeps_master_gradients_in_the_optimizer() {
     let mut m = tiny_gpt();
     m.training.precision = Precision::Fp16;
     let p = plan("dp=4,zero=1");
-    let o16 = MemoryOptions::megatron(Precision::Fp16);
+    // 16-bit gradients: what autoplan-evaluate's options give FP16 training (`with_profile`).
+    let o16 = MemoryOptions {
+        fp32_main_grads: false,
+        ..MemoryOptions::default()
+    };
     let b = memory(&m, &p, &o16);
     let n = m.total_params();
     assert!(close(
         b.weights + b.grads + b.optimizer,
         (4.0 + 16.0 / 4.0) * n
     ));
-    let bf = MemoryOptions::megatron(Precision::Bf16);
+    let bf = MemoryOptions::default();
     let b = memory(&m, &p, &bf);
     assert!(close(
         b.weights + b.grads + b.optimizer,
