@@ -26,7 +26,8 @@ use super::PublishedRun;
 ///   Megatron-LM at commit 285068c8 with its defaults): Megatron-LM 2023.
 /// - A run of another stack that predates FlashAttention and Transformer Engine — its source
 ///   dated 2022 or earlier ([`source_year`]), or a V100, which no FlashAttention kernel runs
-///   on (sm80 and newer) — ran what the Megatron-LM of its time ran: unfused attention, no TP
+///   on (sm80 and newer; the evaluator prices any V100 run's attention unfused whatever the
+///   profile, `GpuArch::runs_fused_attention`) — ran what the Megatron-LM of its time ran: unfused attention, no TP
 ///   overlap, no sequence parallelism unless stated (FlashAttention: Dao+22, in Megatron-LM
 ///   from 2023 as `--use-flash-attn`; TP overlap with Transformer Engine, 2023; frameworks.md
 ///   §1.3): Megatron-LM 2021–22, not Megatron-Core's 2024 defaults.
