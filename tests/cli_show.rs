@@ -47,6 +47,11 @@ fn show_cluster_table_and_path() {
     assert!(ok, "{err}");
     assert!(out.contains("2048 GPUs"), "{out}");
     assert!(out.contains("164.8 GB/s"), "{out}");
+    assert!(out.contains("(h800, compute capability 9.0)"), "{out}");
+    // A power limit is shown only where it caps the GPU below its rating.
+    let (ok, out, err) = autoplan(&["show", "--cluster", "grand-teton-h100"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("700 W rated, run at a 500 W limit"), "{out}");
 }
 
 #[test]
@@ -71,4 +76,23 @@ fn show_bad_cluster_file_names_file_line_and_field() {
         err.contains(&format!("bad.toml:{line}:1: efficiency.bwurate = 1.5")),
         "{err}"
     );
+}
+
+/// A power limit at the rating caps nothing (`Gpu::power_capped`): shown as the rating alone.
+#[test]
+fn show_cluster_power_limit_at_the_rating_is_no_cap() {
+    let dir = std::env::temp_dir().join(format!("autoplan-cli-show-pw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("uncapped.toml");
+    let text = autoplan_cluster::bundled_cluster_text("grand-teton-h100").unwrap();
+    std::fs::write(
+        &path,
+        text.replace("power_limit_w = 500", "power_limit_w = 700"),
+    )
+    .unwrap();
+    let (ok, out, err) = autoplan(&["show", "--cluster", path.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(ok, "{err}");
+    assert!(out.contains("power   700 W rated\n"), "{out}");
+    assert!(!out.contains("limit"), "{out}");
 }

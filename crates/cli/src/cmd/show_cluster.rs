@@ -45,7 +45,12 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         .iter()
         .map(|(p, f)| format!("{} {}", serde_name(p), f / 1e12))
         .collect();
-    writeln!(out, "gpu       {} ({})", g.name, serde_name(&g.arch))?;
+    // The compute capability the frameworks' kernel checks read (`GpuArch::
+    // compute_capability`: fused attention from 8.0, block-scaled FP8 from 9.0).
+    let cc = g.arch.compute_capability().map_or(String::new(), |(a, b)| {
+        format!(", compute capability {a}.{b}")
+    });
+    writeln!(out, "gpu       {} ({}{cc})", g.name, serde_name(&g.arch))?;
     writeln!(out, "  peak    {} TFLOP/s (dense)", peaks.join(", "))?;
     writeln!(
         out,
@@ -53,12 +58,13 @@ fn table(out: &mut impl Write, c: &Cluster) -> anyhow::Result<()> {
         g.hbm_bytes / f64::from(1u32 << 30),
         g.hbm_bw / 1e9
     )?;
-    match (g.rated_power_w, g.power_limit_w) {
-        (Some(r), Some(l)) => writeln!(
+    // Capped only below the rating (`Gpu::power_capped`, as the CLI's caveat says).
+    match (g.power_capped(), g.rated_power_w) {
+        (Some((l, r)), _) => writeln!(
             out,
             "  power   {r} W rated, run at a {l} W limit (clocks under the cap not modelled)"
         )?,
-        (Some(r), None) => writeln!(out, "  power   {r} W rated")?,
+        (None, Some(r)) => writeln!(out, "  power   {r} W rated")?,
         _ => {}
     }
     writeln!(
