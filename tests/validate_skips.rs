@@ -399,3 +399,36 @@ fn the_schema_is_the_published_files_header() {
         assert_eq!(header, autoplan_evaluate::runs::COLUMNS.join(","), "{f}");
     }
 }
+
+/// An id the file gives twice is scored once: the later row is skipped naming the first's line.
+#[test]
+fn a_repeated_id_is_scored_once() {
+    let ok = "nar21_t1_1.7B";
+    let text = runs_file(&[
+        (ok, &[]),
+        ("nar21_t1_3.6B", &[]),
+        (ok, &[("measured_tflops_per_gpu", "150")]),
+    ]);
+    let path = temp("validate_repeated_id.csv", &text);
+    let v = validate_json(path.to_str().unwrap());
+    let rows: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows, [ok, "nar21_t1_3.6B"]);
+    assert_eq!(
+        skips(&v),
+        [(
+            ok.to_string(),
+            "unreadable".to_string(),
+            Some("id".to_string()),
+            4
+        )]
+    );
+    assert_eq!(
+        v["skipped"][0]["reason"].as_str(),
+        Some("id `nar21_t1_1.7B` is also the row on line 2: scored once")
+    );
+}

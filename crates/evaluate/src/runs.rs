@@ -183,23 +183,27 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
             continue;
         }
         match run_of(&row) {
-            // An id the file already gave: the row is scored once (the summaries count rows),
-            // the later one skipped naming the first.
-            Ok(run) if lines.contains_key(&run.id) => {
-                let first = lines[&run.id];
-                out.skipped.push(Skipped {
-                    reason: format!("id `{id}` is also the row on line {first}: scored once"),
-                    kind: SkipKind::Unreadable,
-                    line: Some(line),
-                    column: Some("id".into()),
-                    id,
-                });
-            }
-            Ok(mut run) => {
-                run.line = line;
-                lines.insert(run.id.clone(), line);
-                out.runs.push(run);
-            }
+            Ok(mut run) => match lines.entry(run.id.clone()) {
+                // An id the file already gave: the row is scored once (the summaries count
+                // rows), the later one skipped naming the first.
+                std::collections::hash_map::Entry::Occupied(first) => {
+                    out.skipped.push(Skipped {
+                        reason: format!(
+                            "id `{id}` is also the row on line {}: scored once",
+                            first.get()
+                        ),
+                        kind: SkipKind::Unreadable,
+                        line: Some(line),
+                        column: Some("id".into()),
+                        id,
+                    });
+                }
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(line);
+                    run.line = line;
+                    out.runs.push(run);
+                }
+            },
             Err(e) => out.skipped.push(cell_skip(&id, line, e)),
         }
     }
