@@ -218,9 +218,10 @@ impl Gpu {
     /// assert_eq!(a100.training_precision_for(Precision::Bf16), (Precision::Bf16, None));
     /// ```
     pub fn training_precision_for(&self, p: Precision) -> (Precision, Option<String>) {
-        match self.check_training_precision(p) {
-            Ok(()) => (p, None),
-            Err(why) => {
+        // The reason alone: the hint of `check_training_precision` is for one who asked.
+        match self.refusal(p) {
+            None => (p, None),
+            Some((why, _)) => {
                 let sixteen = if self.peak(Precision::Bf16).is_some() {
                     Precision::Bf16
                 } else {
@@ -258,26 +259,42 @@ impl Gpu {
     /// assert!(b200.check_training_precision(Precision::Nvfp4).is_ok());
     /// ```
     pub fn check_training_precision(&self, p: Precision) -> Result<(), String> {
+        match self.refusal(p) {
+            None => Ok(()),
+            Some((why, None)) => Err(why),
+            Some((why, Some(hint))) => Err(format!("{why}; {hint}")),
+        }
+    }
+
+    /// Why the GPU cannot train in `p`, and the hint to one who asked for it (none where no
+    /// other precision is the answer); `None`: it can.
+    fn refusal(&self, p: Precision) -> Option<(String, Option<&'static str>)> {
         if !p.is_training() {
             let names: Vec<&str> = TRAINING_PRECISIONS.iter().map(|p| p.name()).collect();
-            return Err(format!(
-                "precision {p} is not a training precision ({})",
-                names.join(", ")
+            return Some((
+                format!(
+                    "precision {p} is not a training precision ({})",
+                    names.join(", ")
+                ),
+                None,
             ));
         }
         let block_scaled = matches!(p, Precision::Mxfp8 | Precision::Nvfp4);
         if block_scaled && !self.arch.is_blackwell() {
-            return Err(format!(
-                "training precision {p} needs a Blackwell GPU (b200, gb200, gb300: its \
-                 block-scaled tensor cores; Megatron-Core accepts `{}` only there), and {} is \
-                 {:?}; use fp8, fp8-current or fp8-block",
-                if p == Precision::Mxfp8 {
-                    "--fp8-recipe mxfp8"
-                } else {
-                    "--fp4-recipe nvfp4"
-                },
-                self.name,
-                self.arch
+            return Some((
+                format!(
+                    "training precision {p} needs a Blackwell GPU (b200, gb200, gb300: its \
+                     block-scaled tensor cores; Megatron-Core accepts `{}` only there), and {} is \
+                     {:?}",
+                    if p == Precision::Mxfp8 {
+                        "--fp8-recipe mxfp8"
+                    } else {
+                        "--fp4-recipe nvfp4"
+                    },
+                    self.name,
+                    self.arch
+                ),
+                Some("use fp8, fp8-current or fp8-block"),
             ));
         }
         let fp8_recipe = matches!(
@@ -285,41 +302,50 @@ impl Gpu {
             Precision::Fp8 | Precision::Fp8Current | Precision::Fp8Block
         );
         if fp8_recipe && self.peak(Precision::Fp8).is_none() {
-            return Err(format!(
-                "training precision {p} needs FP8 tensor cores (SM89 or newer: Ada, Hopper, \
-                 Blackwell), and {} has none (its file gives no gpu.tflops.fp8); use bf16 or \
-                 fp16",
-                self.name
+            return Some((
+                format!(
+                    "training precision {p} needs FP8 tensor cores (SM89 or newer: Ada, Hopper, \
+                     Blackwell), and {} has none (its file gives no gpu.tflops.fp8)",
+                    self.name
+                ),
+                Some("use bf16 or fp16"),
             ));
         }
         if p == Precision::Fp8Block && !self.arch.at_least((9, 0)) {
-            return Err(format!(
-                "training precision fp8-block needs compute capability 9.0 (Hopper or newer) \
-                 for its block-scaled FP8 GEMMs (Transformer Engine: \"FP8 block scaled GEMM \
-                 requires compute capability 9.0 or higher\"), and {} has {}; use fp8 or \
-                 fp8-current",
-                self.name,
-                self.arch
-                    .compute_capability()
-                    .map_or(String::new(), |(a, b)| format!("{a}.{b}"))
+            return Some((
+                format!(
+                    "training precision fp8-block needs compute capability 9.0 (Hopper or newer) \
+                     for its block-scaled FP8 GEMMs (Transformer Engine: \"FP8 block scaled GEMM \
+                     requires compute capability 9.0 or higher\"), and {} has {}",
+                    self.name,
+                    self.arch
+                        .compute_capability()
+                        .map_or(String::new(), |(a, b)| format!("{a}.{b}"))
+                ),
+                Some("use fp8 or fp8-current"),
             ));
         }
         if p == Precision::Bf16 && self.peak(Precision::Bf16).is_none() {
-            return Err(format!(
-                "training precision bf16 needs BF16 tensor cores (compute capability 8.0: \
-                 Ampere or newer), and {} has none (its file gives no gpu.tflops.bf16); use \
-                 fp16",
-                self.name
+            return Some((
+                format!(
+                    "training precision bf16 needs BF16 tensor cores (compute capability 8.0: \
+                     Ampere or newer), and {} has none (its file gives no gpu.tflops.bf16)",
+                    self.name
+                ),
+                Some("use fp16"),
             ));
         }
         if p == Precision::Nvfp4 && self.peak(Precision::Fp4).is_none() {
-            return Err(format!(
-                "training precision nvfp4 needs the GPU's FP4 peak, and {} gives none \
-                 (gpu.tflops.fp4)",
-                self.name
+            return Some((
+                format!(
+                    "training precision nvfp4 needs the GPU's FP4 peak, and {} gives none \
+                     (gpu.tflops.fp4)",
+                    self.name
+                ),
+                None,
             ));
         }
-        Ok(())
+        None
     }
 }
 

@@ -276,9 +276,7 @@ fn precision_note(model: &str, w: &Workload, c: &autoplan_cluster::Cluster) -> O
         .training
         .precision;
     let (p, why) = c.gpu.training_precision_for(file);
-    // The reason without the error's hint to the user who asked for the precision.
     why.map(|why| {
-        let why = why.split("; use ").next().unwrap_or(&why);
         format!(
             "planned in {p}, not {model}'s {file} (its file): {why}; --precision chooses another"
         )
