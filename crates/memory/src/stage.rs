@@ -186,6 +186,14 @@ impl ModelMemory {
         let moe_tp = plan.moe_tp.max(1) as f64;
         let row = B16 * self.hidden;
         let received = tokens * self.top_k * self.load_factor * moe_tp * row;
+        if plan.ep.max(1) as f64 * moe_tp <= 1.0 {
+            // A dispatch group of one moves nothing: Megatron's all-to-all and all-gather
+            // return their input there ("Bypass the function if we are using only 1 GPU",
+            // `tensor_parallel/mappings.py` @ core 0.19.2 L133-136, L433-436), so every
+            // dispatcher holds the permuted rows alone — the dispatcher does not matter
+            // (`Knob::Dispatcher`), and neither does its buffer.
+            return received;
+        }
         match plan.dispatcher {
             // DeepEP's buffers hold what an all-to-all's do (its RDMA and NVLink staging
             // buffers are allocated once, inside the framework reserve).

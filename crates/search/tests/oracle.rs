@@ -321,8 +321,14 @@ fn check(model: &ModelSpec, cluster: &Cluster, space: &Space, top_k: usize) -> R
     let want: Vec<f64> = whole.iter().take(top_k).map(|r| r.step_time_s).collect();
     let got: Vec<f64> = top.iter().map(|r| r.step_time_s).collect();
     if want != got {
+        let plans = |r: &[Ranked<Metrics>]| -> Vec<String> {
+            r.iter().take(top_k).map(|r| r.plan.to_string()).collect()
+        };
         return Err(format!(
-            "top-{top_k} step times {got:?}, the oracle-checked ranking starts {want:?}"
+            "top-{top_k} step times {got:?} ({:?}), the oracle-checked ranking starts {want:?} \
+             ({:?})",
+            plans(&top),
+            plans(&whole)
         ));
     }
     // And directly against the oracle: its distinct values up to the top-k's last one.

@@ -164,9 +164,10 @@ struct Tp<'p> {
     gemm: f64,
     /// The plan's TP overlap, where the framework's hides anything (`tp_overlap_hides`).
     overlap: bool,
-    /// Without `overlap`, the window an input-gradient collective hides behind: the weight
-    /// gradient of the column-parallel GEMMs it follows (`ComputeCost::gemm_in`), where the
-    /// framework launches it asynchronously (`EvalOptions::tp_bwd_async`); 0 otherwise.
+    /// The window an input-gradient collective hides behind: the weight gradient of the
+    /// column-parallel GEMMs it follows (`ComputeCost::gemm_in`), under `overlap` (Transformer
+    /// Engine's bulk overlap) or where the framework launches it asynchronously
+    /// (`EvalOptions::tp_bwd_async`); 0 otherwise.
     wgrad: f64,
     /// Bytes per element of an all-gather in the GEMMs' number format. Under a low-precision
     /// recipe sequence parallelism gathers the GEMM input already quantized and the output
@@ -202,19 +203,23 @@ impl Tp<'_> {
         Comm::new(CommKind::Tp, what, pass, op, self.x.g_tp, bytes).hide(hide)
     }
 
-    /// The input gradient's collective of a column-parallel GEMM (backward, input side): tiled
-    /// with the plan's TP overlap, else beside the weight-gradient GEMM where the framework
-    /// launches it asynchronously (`wgrad`; Megatron's
-    /// `LinearWithGradAccumulationAndAsyncCommunication.backward`, megatron-core 0.1.0
-    /// `tensor_parallel/layers.py` L286-327: `all_reduce` or `_reduce_scatter_base` with
-    /// `async_op=True`, the wgrad GEMM, then `handle.wait()`).
+    /// The input gradient's collective of a column-parallel GEMM (backward, input side):
+    /// beside the weight-gradient GEMM (`wgrad`). With the plan's TP overlap that is Transformer
+    /// Engine's bulk overlap, "Reduce-Scatter overlap with Bprop weight gradient GEMM"
+    /// (Megatron-Core's `tp_comm_bulk_dgrad`, on by default, where the pipelined
+    /// `tp_comm_overlap_rs_dgrad` is off: `model_parallel_config.py` @ core 0.19.2 L271-294),
+    /// not a tiled overlap with the dgrad GEMM; without it, where the framework launches it
+    /// asynchronously (Megatron's `LinearWithGradAccumulationAndAsyncCommunication.backward`,
+    /// megatron-core 0.1.0 `tensor_parallel/layers.py` L286-327: `all_reduce` or
+    /// `_reduce_scatter_base` with `async_op=True`, the wgrad GEMM, then `handle.wait()`).
+    /// Either way the overlap never exposes more than no overlap.
     #[inline]
     fn input_grad(&self, what: &'static str, op: Collective, bytes: f64) -> Comm {
-        let c = self.overlapped(what, Pass::Backward, op, bytes);
-        if self.overlap || self.wgrad <= 0.0 {
-            c
-        } else {
+        let c = Comm::new(CommKind::Tp, what, Pass::Backward, op, self.x.g_tp, bytes);
+        if self.wgrad > 0.0 {
             c.hide(Hide::Behind(self.wgrad))
+        } else {
+            c
         }
     }
 
@@ -277,7 +282,7 @@ impl Evaluator {
             x,
             gemm: cc.gemm,
             overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
-            wgrad: if self.opts.tp_bwd_async {
+            wgrad: if self.opts.tp_bwd_async || plan.tp_overlap && self.opts.tp_overlap_hides {
                 cc.gemm_in
             } else {
                 0.0
