@@ -277,12 +277,13 @@ impl Evaluator {
         if x.tp <= 1.0 {
             return;
         }
+        let overlap = plan.tp_overlap && self.opts.tp_overlap_hides;
         let tp = Tp {
             plan,
             x,
             gemm: cc.gemm,
-            overlap: plan.tp_overlap && self.opts.tp_overlap_hides,
-            wgrad: if self.opts.tp_bwd_async || plan.tp_overlap && self.opts.tp_overlap_hides {
+            overlap,
+            wgrad: if self.opts.tp_bwd_async || overlap {
                 cc.gemm_in
             } else {
                 0.0
