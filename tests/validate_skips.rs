@@ -67,6 +67,16 @@ fn validate_json(path: &str) -> serde_json::Value {
     serde_json::from_str(&out).expect("json")
 }
 
+/// The ids of the rows a validation scored, in file order.
+fn row_ids(v: &serde_json::Value) -> Vec<&str> {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect()
+}
+
 /// The skips of a validation: (id, kind, column), and each one's line.
 fn skips(v: &serde_json::Value) -> Vec<(String, String, Option<String>, u64)> {
     v["skipped"]
@@ -203,13 +213,7 @@ fn blank_non_numeric_and_malformed_cells_skip_their_row_only() {
     text.push_str("cut_row,GPT,GPT 1.7B,1.7,24\n");
     let path = temp("validate_bad_cells.csv", &text);
     let v = validate_json(path.to_str().unwrap());
-    let rows: Vec<&str> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(rows, [ok, "nar21_t1_3.6B"]);
+    assert_eq!(row_ids(&v), [ok, "nar21_t1_3.6B"]);
     let got: Vec<(String, String, Option<String>, u64)> = skips(&v);
     let want = [
         ("nar21_t1_7.5B", "data-missing", Some("num_gpus"), 5),
@@ -411,13 +415,7 @@ fn a_repeated_id_is_scored_once() {
     ]);
     let path = temp("validate_repeated_id.csv", &text);
     let v = validate_json(path.to_str().unwrap());
-    let rows: Vec<&str> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(rows, [ok, "nar21_t1_3.6B"]);
+    assert_eq!(row_ids(&v), [ok, "nar21_t1_3.6B"]);
     assert_eq!(
         skips(&v),
         [(
