@@ -8,7 +8,9 @@
 use autoplan_cluster::{resolve_cluster, Cluster};
 use autoplan_evaluate::{EvalOptions, Evaluator, Metrics};
 use autoplan_graph::resolve_model;
-use autoplan_plan::knob::{Context, Knob, Named, DISPATCHERS, MOE_TP_SCHEMES, TRANSITIONS};
+use autoplan_plan::knob::{
+    Context, Knob, Named, DISPATCHERS, MOE_TP_SCHEMES, SCHEDULES, TRANSITIONS,
+};
 use autoplan_plan::{Plan, Recompute, Zero};
 use proptest::prelude::*;
 
@@ -81,7 +83,7 @@ proptest! {
         fn names<T>(n: &[Named<T>]) -> Vec<&'static str> {
             n.iter().map(|v| v.name).collect()
         }
-        let values: [(Knob, Vec<&str>); 7] = [
+        let values: [(Knob, Vec<&str>); 9] = [
             (Knob::Sp, vec!["on", "off"]),
             (Knob::TpOverlap, vec!["on", "off"]),
             (Knob::EpOverlap, vec!["on", "off"]),
@@ -89,6 +91,8 @@ proptest! {
             (Knob::MoeTpScheme, names(MOE_TP_SCHEMES.0)),
             (Knob::Transition, names(TRANSITIONS.0)),
             (Knob::CpComm, vec!["ring", "all-gather", "all-to-all"]),
+            (Knob::Schedule, names(SCHEDULES.0)),
+            (Knob::Placement, vec!["contiguous", "balanced", "balanced:1"]),
         ];
         for (knob, vals) in values {
             if knob.matters(&ctx) {
