@@ -497,14 +497,20 @@ fn flex_dispatch_on_an_nvl72_rack_runs_hybridep() {
         .to_string();
     assert!(e.contains("hybridep") && e.contains("0.16"), "{e}");
     // The CLI knows the rack from the cluster file.
-    let (code, out, err) = common::autoplan(&[
-        "evaluate",
-        "--model",
-        "deepseek-v3",
-        "--cluster",
-        "gb200-nvl72x4",
-        "--gpus",
-        "256",
+    let on_rack = |more: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--model",
+            "deepseek-v3",
+            "--cluster",
+            "gb200-nvl72x4",
+            "--gpus",
+            "256",
+        ];
+        args.extend_from_slice(more);
+        common::autoplan(&args)
+    };
+    let (code, out, err) = on_rack(&[
         "--plan",
         "ep=64,dispatcher=deepep,recompute=full,mbs=1",
         "--emit",
@@ -516,14 +522,7 @@ fn flex_dispatch_on_an_nvl72_rack_runs_hybridep() {
         "{out}"
     );
     // torchtitan has no backend for the rack's NVLink: not exported, with the reason.
-    let (code, _, err) = common::autoplan(&[
-        "evaluate",
-        "--model",
-        "deepseek-v3",
-        "--cluster",
-        "gb200-nvl72x4",
-        "--gpus",
-        "256",
+    let (code, _, err) = on_rack(&[
         "--framework",
         "torchtitan",
         "--precision",

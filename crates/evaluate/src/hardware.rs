@@ -44,22 +44,21 @@ const CP_SOURCE: &str = "transformer-engine 2.9.0 pytorch/attention/dot_product_
 ///   `other` is not judged); on Ampere without its internode kernels, so an EP group that
 ///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
 pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
-    if plan.cp > 1 && !cluster.gpu.arch.runs_fused_attention() {
-        return Err(Invalid::Hardware {
-            knob: "cp",
-            value: plan.cp.to_string(),
-            needs: "a fused attention kernel (FlashAttention or cuDNN's: compute capability \
-                    8.0, Ampere or newer), in which alone Transformer Engine runs context \
-                    parallelism",
-            found: if cluster.gpu.arch == GpuArch::Pascal {
-                "Pascal GPUs (SM60/61), on which only unfused attention runs"
-            } else {
-                "V100s (SM70), on which only unfused attention runs"
-            },
-            cite: CP_SOURCE,
-        });
+    let older = older_than_ampere(cluster.gpu.arch);
+    if plan.cp > 1 {
+        if let Some(gpus) = older {
+            return Err(Invalid::Hardware {
+                knob: "cp",
+                value: plan.cp.to_string(),
+                needs: "a fused attention kernel (FlashAttention or cuDNN's: compute capability \
+                        8.0, Ampere or newer; below it only unfused attention runs), in which \
+                        alone Transformer Engine runs context parallelism",
+                found: gpus,
+                cite: CP_SOURCE,
+            });
+        }
     }
-    // The other rule is DeepEP's: every other plan returns before building anything.
+    // The other rules are DeepEP's: every other plan returns before building anything.
     if plan.dispatcher != Dispatcher::DeepEp
         || !Knob::Dispatcher.matters(&Context::new(plan, model.moe.is_some()))
     {
@@ -84,16 +83,27 @@ pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Resu
             IntraFabric::Nvswitch | IntraFabric::FullMesh => {}
         }
     }
-    let ampere = "an Ampere (SM80) or newer GPU";
-    match cluster.gpu.arch {
-        GpuArch::V100 => refuse(ampere, "V100s (SM70)", DEEPEP_SOURCE),
-        GpuArch::Pascal => refuse(ampere, "Pascal GPUs (SM60/61)", DEEPEP_SOURCE),
-        GpuArch::A100 if ep_group(plan, cluster).nodes > 1 => refuse(
+    if let Some(gpus) = older {
+        return refuse("an Ampere (SM80) or newer GPU", gpus, DEEPEP_SOURCE);
+    }
+    if cluster.gpu.arch == GpuArch::A100 && ep_group(plan, cluster).nodes > 1 {
+        return refuse(
             "Hopper or newer GPUs for an EP group across nodes (its internode kernels)",
             "A100s, on which DeepEP builds its intranode kernels only",
             DEEPEP_SM80_SOURCE,
-        ),
-        _ => Ok(()),
+        );
+    }
+    Ok(())
+}
+
+/// The cluster's GPUs as a refusal names them where they are older than Ampere (compute
+/// capability below 8.0: `GpuArch::runs_fused_attention` is false), which both rules refuse.
+fn older_than_ampere(arch: GpuArch) -> Option<&'static str> {
+    match arch {
+        _ if arch.runs_fused_attention() => None,
+        GpuArch::V100 => Some("V100s (SM70)"),
+        GpuArch::Pascal => Some("Pascal GPUs (SM60/61)"),
+        _ => Some("GPUs older than Ampere"),
     }
 }
 

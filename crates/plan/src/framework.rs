@@ -412,10 +412,10 @@ impl Framework {
                 knob: Knob::Dispatcher,
                 plan: *plan,
                 reason: "dispatch through a multi-node NVLink domain with the flex \
-                             dispatcher (its DeepEP backend crosses the trays over the \
-                             network, which autoplan does not price)",
-                source: "--moe-flex-dispatcher-backend hybridep, the backend for \
-                             multi-node NVLink, from 0.16; frameworks.md §1.6",
+                         dispatcher (its DeepEP backend crosses the trays over the network, \
+                         which autoplan does not price)",
+                source: "--moe-flex-dispatcher-backend hybridep, the backend for multi-node \
+                         NVLink, from 0.16; frameworks.md §1.6",
                 precision: None,
             }),
             _ => Ok(()),

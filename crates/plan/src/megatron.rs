@@ -87,21 +87,7 @@ impl Plan {
         self.megatron_zero(&mut a, &mut flags)?;
         self.megatron_offload(&mut a, &mut flags);
         self.megatron_activation_offload(&mut a);
-        self.megatron_comm(&ctx, model, &mut a, &mut flags)?;
-        // On a multi-node NVLink domain the flex dispatcher runs HybridEP's backend (0.16+;
-        // earlier versions were refused by `check_on`).
-        if mnnvl && self.dispatcher == Dispatcher::DeepEp && Knob::Dispatcher.matters(&ctx) {
-            let at = a.iter().position(|f| f == "--moe-enable-deepep");
-            if let Some(i) = at {
-                a.splice(
-                    i..=i,
-                    [
-                        "--moe-flex-dispatcher-backend".to_string(),
-                        "hybridep".to_string(),
-                    ],
-                );
-            }
-        }
+        self.megatron_comm(&ctx, model, mnnvl, &mut a, &mut flags)?;
         self.megatron_order(&ctx, &mut flags)?;
         a.extend(flags);
         Ok(a)
@@ -325,6 +311,7 @@ impl Plan {
         &self,
         ctx: &Context,
         model: &ModelSpec,
+        mnnvl: bool,
         a: &mut Vec<String>,
         flags: &mut Vec<String>,
     ) -> Result<(), Unsupported> {
@@ -353,7 +340,13 @@ impl Plan {
                 kv_push(a, flag, v.into());
             }
             if self.dispatcher == Dispatcher::DeepEp {
-                a.push("--moe-enable-deepep".into());
+                if mnnvl && Knob::Dispatcher.matters(ctx) {
+                    // On a multi-node NVLink domain the flex dispatcher runs HybridEP's
+                    // backend (0.16+; earlier versions were refused by `check_on`).
+                    a.extend(["--moe-flex-dispatcher-backend".into(), "hybridep".into()]);
+                } else {
+                    a.push("--moe-enable-deepep".into());
+                }
             }
             if self.ep_overlap && Knob::EpOverlap.matters(ctx) {
                 flags.extend(Knob::EpOverlap.megatron_flag().map(String::from));
