@@ -78,6 +78,11 @@ pub struct EvalOptions {
     /// Bytes per gradient element in the DP reduction: 4 (Megatron keeps fp32 main grads and
     /// reduces them in fp32 under bf16) or 2 (`--grad-reduce-in-bf16`, fp16 runs).
     pub grad_bytes: f64,
+    /// Bytes per gradient element on the wire of the DP (and EDP) reduction where the
+    /// framework casts the gradients before reducing them (`CostProfile::
+    /// reduce_in_training_dtype`: DeepSpeed's `communication_data_type`); `None`: the buffer's
+    /// `grad_bytes`. Read through [`EvalOptions::reduce_bytes`].
+    pub grad_reduce_bytes: Option<f64>,
     /// Parameters per DDP bucket (Megatron: 40M): the last bucket's reduction is never hidden.
     pub bucket_params: f64,
     /// ZeRO-1/2 reduce their gradients with an all-reduce of each bucket, every rank keeping
@@ -126,6 +131,7 @@ impl Default for EvalOptions {
             dp_overlap: true,
             dp_overlap_with_pp: true,
             grad_bytes: 4.0,
+            grad_reduce_bytes: None,
             bucket_params: 40e6,
             zero_grad_all_reduce: false,
             moe_dense_dispatch: false,

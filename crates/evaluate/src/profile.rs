@@ -22,7 +22,10 @@ impl EvalOptions {
     /// accumulation and all-reduce to be done in fp32"); under `--fp16`
     /// `accumulate_allreduce_grads_in_fp32` keeps its default, off, and the DDP's gradient
     /// buffer takes the parameters' dtype (frameworks.md §1's "20 (fp16/fp16)" bytes per
-    /// parameter, the optimizer's FP32 copy of the gradient among them).
+    /// parameter, the optimizer's FP32 copy of the gradient among them). A profile that
+    /// reduces in the training dtype (`reduce_in_training_dtype`: DeepSpeed) moves 16-bit
+    /// gradients whatever it accumulates them in, unless the training is FP32 or TF32 (FP8
+    /// and FP4 runs keep BF16 parameters and gradients).
     pub fn with_profile(self, p: &CostProfile, precision: Precision) -> EvalOptions {
         EvalOptions {
             grad_bytes: if precision == Precision::Fp16 {
@@ -30,6 +33,9 @@ impl EvalOptions {
             } else {
                 self.grad_bytes
             },
+            grad_reduce_bytes: (p.reduce_in_training_dtype
+                && !matches!(precision, Precision::Fp32 | Precision::Tf32))
+            .then_some(2.0),
             dp_overlap: p.dp_overlap,
             dp_overlap_with_pp: p.dp_overlap_with_pp,
             zero_grad_all_reduce: p.zero_grad_all_reduce,
@@ -46,6 +52,12 @@ impl EvalOptions {
             },
             ..self
         }
+    }
+
+    /// Bytes per gradient element the DP and EDP reductions move: the framework's cast
+    /// (`grad_reduce_bytes`) where it has one, the gradient buffer's dtype otherwise.
+    pub fn reduce_bytes(&self) -> f64 {
+        self.grad_reduce_bytes.unwrap_or(self.grad_bytes)
     }
 
     /// These options on `cluster`, whatever the framework and the options

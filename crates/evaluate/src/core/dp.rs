@@ -216,7 +216,7 @@ impl Evaluator {
         out: &mut DpExposed,
         busy: &mut Busy,
     ) {
-        let (p, gb) = (d.params, self.opts.grad_bytes);
+        let (p, gb) = (d.params, self.opts.reduce_bytes());
         // FSDP gathers and reduces one unit at a time, a transformer block: torchtitan calls
         // `fully_shard` on each block and then the root (`llama3/infra/parallelize.py` @
         // v0.2.2, the loop frameworks.md §2.1 cites at L319-331; FSDP2's default
@@ -288,7 +288,14 @@ impl Evaluator {
         out: &mut DpExposed,
         busy: &mut Busy,
     ) {
-        let (p, gb) = (d.params, self.opts.grad_bytes);
+        // A framework that casts its gradients (DeepSpeed) casts them to FP32 instead in
+        // ZeRO-1/2's bucketed all-reduce under sequence parallelism (Ulysses, which is CP
+        // there: `allreduce_bucket`, `zero/stage_1_and_2.py` @ v0.16.9 L1510-1513).
+        let gb = match self.opts.grad_reduce_bytes {
+            Some(_) if x.cp > 1.0 => 4.0,
+            _ => self.opts.reduce_bytes(),
+        };
+        let p = d.params;
         // DeepSpeed all-reduces each bucket and keeps its slice (`zero_grad_all_reduce`).
         let reduce = if self.opts.zero_grad_all_reduce {
             AllReduce
@@ -380,7 +387,7 @@ impl Evaluator {
         out: &mut DpExposed,
         busy: &mut Busy,
     ) {
-        let (g, p, gb) = (d.g, d.params, self.opts.grad_bytes);
+        let (g, p, gb) = (d.g, d.params, self.opts.reduce_bytes());
         let ar = self.coll(AllReduce, g, p * gb, x.algo);
         let t_net = if g.intra_node() { 0.0 } else { ar.time };
         let e = self.step_reduction_hide(d.buckets, ar.time, t_net, x, d.s.bwd, &mut busy.bwd);
@@ -398,6 +405,8 @@ impl Evaluator {
         if x.pp <= 1 || !self.model.tied_embeddings {
             return;
         }
+        // In the gradient buffer's dtype, never cast: Megatron all-reduces the main gradient,
+        // DeepSpeed's pipeline `weight._hp_grad` (`CostProfile::reduce_in_training_dtype`).
         let bytes = self.vocab * self.hidden / x.tp * self.opts.grad_bytes;
         let what = "tied embedding gradient all-reduce (first ↔ last stage)";
         let layer = Some(LayerKind::Embedding);

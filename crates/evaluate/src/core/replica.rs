@@ -84,7 +84,7 @@ impl Evaluator {
         } else {
             1.0
         };
-        let bytes = per_copy * self.opts.grad_bytes / shard;
+        let bytes = per_copy * self.opts.reduce_bytes() / shard;
         let found = self.with_packing(plan, |p| {
             let mut shapes = [(EMPTY, 0.0); SHAPES];
             let mut n = 0;

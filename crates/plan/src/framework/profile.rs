@@ -118,6 +118,17 @@ pub struct CostProfile {
     /// `use_multi_rank_bucket_allreduce` (stage_1_and_2.py @ v0.19.5:L1288-1443; frameworks.md
     /// §3.5), twice a reduce-scatter's bytes.
     pub zero_grad_all_reduce: bool,
+    /// The DP reduction casts the gradients to the 16-bit training dtype before it runs,
+    /// whatever dtype they accumulate in: DeepSpeed's `communication_data_type`, which
+    /// defaults to `bfloat16` under `bf16` and `float16` under `fp16` (`deepspeed/runtime/
+    /// engine.py` @ v0.6.5 L733-742, the same at v0.9.5, v0.12.6 and v0.16.9 L962-973), the
+    /// cast in `allreduce_bucket` (engine.py @ v0.16.9 L2547-2553: the BF16 optimizer's and the
+    /// pipeline engine's FP32 gradients, `pipe/engine.py` @ v0.6.5 L257-275) and in ZeRO's own
+    /// reductions (`zero/stage_1_and_2.py` L1503-1516, `zero/stage3.py` L1333). `false`: in
+    /// the gradient buffer's dtype (Megatron's FP32 main gradients under `--bf16`, FSDP's
+    /// `reduce_dtype`). The tied embedding's all-reduce is not cast (DeepSpeed's pipeline
+    /// all-reduces `weight._hp_grad` as it is, `pipe/engine.py` @ v0.16.9 L287-291).
+    pub reduce_in_training_dtype: bool,
     /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
     /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
     pub fused_attention: bool,
@@ -167,6 +178,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: true,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -187,6 +199,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -211,6 +224,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -253,6 +267,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: true,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -279,6 +294,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: false,
         zero_grad_all_reduce: true,
+        reduce_in_training_dtype: true,
         fused_attention: false,
         moe_dense_dispatch: true,
         activation_offload_overlap: false,
@@ -299,9 +315,10 @@ impl CostProfile {
                        `unpriced_compute`",
         // `autoplan validate --runs data/published_runs.csv --runs data/published_runs_2.csv
         // --fit-framework megatron-deepspeed`: BLOOM, MT-NLG and GPT-NeoX (three models, three
-        // sources, 2021-22), MAPE 25.2% at 0 and 4.8% at 0.27; each row at the value fitted
-        // on the other two: -11.9%, -7.3%, +9.2%.
-        unpriced_compute: 0.27,
+        // sources, 2021-22), MAPE 26.0% at 0 and 4.4% at 0.28 (0.27 before the BF16 runs'
+        // gradients were reduced in BF16, `reduce_in_training_dtype`); each row at the value
+        // fitted on the other two: -11.0%, -6.9%, +8.4%.
+        unpriced_compute: 0.28,
     };
 
     /// DeepSpeed 0.19.5 (`--framework deepspeed`): gradient reduction after the backward below
@@ -317,6 +334,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: false,
         zero_grad_all_reduce: true,
+        reduce_in_training_dtype: true,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
@@ -370,6 +388,7 @@ impl CostProfile {
         tp_overlap_hides: false,
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
@@ -416,6 +435,7 @@ impl CostProfile {
         tp_overlap_hides: true,
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
