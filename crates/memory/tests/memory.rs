@@ -518,12 +518,20 @@ proptest! {
             ..p
         }, &o);
         let (small, big) = (at(a), at(a | b));
-        prop_assert!(big.activations <= small.activations * (1.0 + 1e-12));
+        // The busiest GPU's total never grows; its activations do not either unless the
+        // busiest GPU changes (DualPipe rank 1 can overtake rank 0, holding more activations
+        // and less of the rest: `055e12ae…` in the regressions file).
+        if big.stage == small.stage {
+            prop_assert!(big.activations <= small.activations * (1.0 + 1e-12));
+        }
         prop_assert!(big.total <= small.total * (1.0 + 1e-12));
         // No module set stores less than the block inputs of full recompute.
         let full = memory(&m, &Plan { recompute: Recompute::Full, ..p }, &o);
         let none = memory(&m, &Plan { recompute: Recompute::None, ..p }, &o);
-        prop_assert!(small.activations <= none.activations * (1.0 + 1e-12));
+        if small.stage == none.stage {
+            prop_assert!(small.activations <= none.activations * (1.0 + 1e-12));
+        }
+        prop_assert!(small.total <= none.total * (1.0 + 1e-12));
         prop_assert!(big.activations > 0.0 && full.activations > 0.0);
     }
 
