@@ -75,9 +75,13 @@
 //! head-dim-128 rows at ≥ 4K tokens, of the rate the form needs to match each (relative to the
 //! large BF16 GEMMs' rate), `attn_head_dim_half` (d₀) the value at which head dims 64 and 128
 //! give the same median (≥ 8K tokens), `attn_bwd` the median backward ÷ forward at ≥ 8K
-//! tokens. Elsewhere (not measured): `attn_rate` 1, d₀ 0 (no head-dim effect), and
-//! FlashAttention-2's FLOP ratio 2.5 for `attn_bwd` (Dao 2023, §3.1.2); the tile form holds
-//! on every architecture with its SM count.
+//! tokens. Ampere (A100) and Ada (L40S), not measured here, take Hopper's three as a prior,
+//! as Blackwell does: FlashAttention-2 reports its kernels at 50–73% of the A100's peak
+//! (Dao 2023, abstract and §4.1), 0.73 ÷ 0.82 = 0.89 of the A100's fitted GEMM rate at best —
+//! Hopper's measured 0.90 (0.738 of the peak) — where `attn_rate` 1 priced them at the GEMM
+//! rate, 0.82 of the peak, far above that paper's best (Ada runs the same sm80 kernels). Elsewhere (V100, `Other`): `attn_rate` 1, d₀
+//! 0 (no head-dim effect), and FlashAttention-2's FLOP ratio 2.5 for `attn_bwd` (Dao 2023,
+//! §3.1.2); the tile form holds on every architecture with its SM count.
 //!
 //! Memory-bound kernels (norms, activations, softmax, dropout, optimizer update):
 //! `t = bytes / (hbm_bw · hbm_eff(bytes))`, `hbm_eff(b) = hbm_eff_max · (1 − exp(−b / hbm_half))`.
@@ -177,7 +181,8 @@ pub const BLACKWELL_PRIOR: ArchEfficiency = ArchEfficiency {
 ///   `attn_head_dim_half` (module docs). `fp8_block_rate` was measured on an H200 (the same
 ///   silicon and software; `results/h200/`), where the H100's other constants were checked
 ///   out of sample too (`crates/cost/tests/h100_probe.rs`). V100, A100 and L40S were not measured (no such GPU
-///   lent): they keep the tile-wave form, `fp8_rate` and `attn_rate` 1, `attn_bwd` 2.5, no
+///   lent): they keep the tile-wave form and `fp8_rate` 1; A100 and L40S take Hopper's
+///   attention constants as a prior (module docs), V100 `attn_rate` 1, `attn_bwd` 2.5, no
 ///   head-dim effect; `attn_tile` is the kernels' 128 everywhere.
 /// - `gemm_eff_max`, `gemm_latency`, `hbm_eff_max` of V100, A100 and H100 (H800, H200: the same
 ///   Hopper silicon and software stack, not fitted separately) are the minimum-MAPE points of
@@ -231,10 +236,11 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         wave_quantization: true,
         fp8_rate: 1.0,
         fp8_block_rate: 1.0,
-        attn_rate: 1.0,
-        attn_bwd: 2.5,
+        // FlashAttention on Ampere: Hopper's measured constants as a prior (module docs).
+        attn_rate: HOPPER.attn_rate,
+        attn_bwd: HOPPER.attn_bwd,
         attn_tile: 128,
-        attn_head_dim_half: 0.0,
+        attn_head_dim_half: HOPPER.attn_head_dim_half,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
@@ -277,10 +283,11 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         wave_quantization: true,
         fp8_rate: 1.0,
         fp8_block_rate: 1.0,
-        attn_rate: 1.0,
-        attn_bwd: 2.5,
+        // FlashAttention-2's sm80 kernels, as on Ampere: Hopper's constants as a prior.
+        attn_rate: HOPPER.attn_rate,
+        attn_bwd: HOPPER.attn_bwd,
         attn_tile: 128,
-        attn_head_dim_half: 0.0,
+        attn_head_dim_half: HOPPER.attn_head_dim_half,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
