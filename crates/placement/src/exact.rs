@@ -100,7 +100,7 @@ pub fn solve_exact(inst: &Instance, opts: &ExactOptions) -> Result<ExactResult, 
     let mut gpus = vec![Vec::new(); p];
     for (j, hosted) in gpus.iter_mut().enumerate() {
         for e in 0..e_n {
-            if let Some(v) = m.r[j * e_n + e] {
+            if let Some(v) = m.flows.r[j * e_n + e] {
                 if sol.value(v) > 0.5 {
                     hosted.push(e);
                 }
@@ -110,7 +110,7 @@ pub fn solve_exact(inst: &Instance, opts: &ExactOptions) -> Result<ExactResult, 
     let objective_s = m.objective.eval_with(&sol) / m.scale;
     Ok(ExactResult {
         placement: Placement { gpus },
-        routing: routing_of(inst, &m.w, &sol),
+        routing: routing_of(inst, &m.flows, &sol),
         status,
         objective_s,
         binaries: m.binaries,

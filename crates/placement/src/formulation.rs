@@ -62,12 +62,22 @@ pub(crate) struct Model {
     pub(crate) vars: ProblemVariables,
     pub(crate) objective: Expression,
     pub(crate) constraints: Vec<good_lp::Constraint>,
-    pub(crate) r: Vec<Option<Variable>>,
-    /// (i, e, j, var)
-    pub(crate) w: Vec<(usize, usize, usize, Variable)>,
+    pub(crate) flows: FlowVars,
     pub(crate) binaries: usize,
     pub(crate) continuous: usize,
     pub(crate) scale: f64,
+}
+
+/// The placement and routing variables a solution is read from.
+pub(crate) struct FlowVars {
+    /// R_je, indexed `j·E + e` (none for a fixed placement).
+    pub(crate) r: Vec<Option<Variable>>,
+    /// y_ij, indexed `i·P + j` (none for a pair without α).
+    y: Vec<Option<Variable>>,
+    /// (i, e, j, var)
+    w: Vec<(usize, usize, usize, Variable)>,
+    /// R and y are binary (the MILP), not relaxed.
+    integral: bool,
 }
 
 /// The program under construction: its variables, constraints and their counts.
@@ -132,8 +142,7 @@ pub(crate) fn build(inst: &Instance, mode: Mode) -> Model {
         vars: b.vars,
         objective,
         constraints: b.constraints,
-        r,
-        w,
+        flows: FlowVars { r, y, w, integral },
         binaries: b.binaries,
         continuous: b.continuous,
         scale,
@@ -354,16 +363,16 @@ fn objective(b: &mut Builder, inst: &Instance, times: RankTimes) -> Expression {
 }
 
 /// Read the routing fractions of a solved model (dropping noise below 1e-9, renormalised).
-pub(crate) fn routing_of(
-    inst: &Instance,
-    w: &[(usize, usize, usize, Variable)],
-    sol: &impl Solution,
-) -> Routing {
-    let e_n = inst.experts();
-    let mut flows = vec![Vec::new(); inst.gpus() * e_n];
-    for &(i, e, j, v) in w {
+pub(crate) fn routing_of(inst: &Instance, m: &FlowVars, sol: &impl Solution) -> Routing {
+    let (p, e_n) = (inst.gpus(), inst.experts());
+    // In the MILP a flow may use a host or a pair only where its binary is 1 (`w ≤ R`,
+    // `w ≤ y`); the solver's integrality tolerance leaves flows of that order where the
+    // binary is 0, which would pay an α the MILP did not count: they are dropped.
+    let on = |v: Option<Variable>| !m.integral || v.is_none_or(|v| sol.value(v) > 0.5);
+    let mut flows = vec![Vec::new(); p * e_n];
+    for &(i, e, j, v) in &m.w {
         let f = sol.value(v);
-        if f > 1e-9 {
+        if f > 1e-9 && on(m.r[j * e_n + e]) && on(m.y[i * p + j]) {
             flows[i * e_n + e].push((j, f));
         }
     }
@@ -414,5 +423,5 @@ fn routing_lp(
             "routing LP stopped by its time limit".into(),
         ));
     }
-    Ok(routing_of(inst, &m.w, &sol))
+    Ok(routing_of(inst, &m.flows, &sol))
 }
