@@ -75,8 +75,9 @@ pub struct EvalOptions {
     /// (`dp_overlap` permitting); `false`: it runs after the pipeline's step, exposed
     /// (`CostProfile::dp_overlap_with_pp`: PyTorch's pipelining).
     pub dp_overlap_with_pp: bool,
-    /// Bytes per gradient element in the DP reduction: 4 (Megatron keeps fp32 main grads and
-    /// reduces them in fp32 under bf16) or 2 (`--grad-reduce-in-bf16`, fp16 runs).
+    /// Bytes per element of the gradient buffer, which the DP reduction moves unless the
+    /// framework casts it (`grad_reduce_bytes`): 4 (Megatron keeps fp32 main grads and reduces
+    /// them in fp32 under bf16) or 2 (`--grad-reduce-in-bf16`, fp16 runs).
     pub grad_bytes: f64,
     /// Bytes per gradient element on the wire of the DP (and EDP) reduction where the
     /// framework casts the gradients before reducing them (`CostProfile::

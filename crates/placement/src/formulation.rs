@@ -362,7 +362,8 @@ fn objective(b: &mut Builder, inst: &Instance, times: RankTimes) -> Expression {
     objective
 }
 
-/// Read the routing fractions of a solved model (dropping noise below 1e-9, renormalised).
+/// Read the routing fractions of a solved model (dropping noise below 1e-9 and, in the MILP,
+/// flows its binaries forbid; renormalised).
 pub(crate) fn routing_of(inst: &Instance, m: &FlowVars, sol: &impl Solution) -> Routing {
     let (p, e_n) = (inst.gpus(), inst.experts());
     // In the MILP a flow may use a host or a pair only where its binary is 1 (`w ≤ R`,
