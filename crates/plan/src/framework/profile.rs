@@ -459,8 +459,8 @@ impl CostProfile {
                        splits it, it is the profile's `unpriced_compute`",
         // `autoplan validate --runs data/published_runs.csv --runs data/published_runs_2.csv
         // --fit-framework llm-foundry`: MPT-70B on 512 H100 and on 64 A100, MPT-7B on 512
-        // H100, MAPE 17.5% at 0 and 6.2% at 0.12; each row at the value fitted on the other
-        // two: -13.7%, +16.6%, -15.5% (weakly determined: one source, MPT-7B 1.31x slower
+        // H100, MAPE 16.8% at 0 and 6.0% at 0.12; each row at the value fitted on the other
+        // two: -13.2%, +16.5%, -15.3% (weakly determined: one source, MPT-7B 1.31x slower
         // per block than priced where the 70B runs are 1.10-1.12x).
         unpriced_compute: 0.12,
     };
