@@ -45,18 +45,16 @@ const CP_SOURCE: &str = "transformer-engine 2.9.0 pytorch/attention/dot_product_
 ///   spans nodes (placed as the evaluator places it, on the physical nodes) is refused there.
 pub fn check_hardware(plan: &Plan, model: &ModelSpec, cluster: &Cluster) -> Result<(), Invalid> {
     let older = older_than_ampere(cluster.gpu.arch);
-    if plan.cp > 1 {
-        if let Some(gpus) = older {
-            return Err(Invalid::Hardware {
-                knob: "cp",
-                value: plan.cp.to_string(),
-                needs: "a fused attention kernel (FlashAttention or cuDNN's: compute capability \
-                        8.0, Ampere or newer; below it only unfused attention runs), in which \
-                        alone Transformer Engine runs context parallelism",
-                found: gpus,
-                cite: CP_SOURCE,
-            });
-        }
+    if let (true, Some(gpus)) = (plan.cp > 1, older) {
+        return Err(Invalid::Hardware {
+            knob: "cp",
+            value: plan.cp.to_string(),
+            needs: "a fused attention kernel (FlashAttention or cuDNN's: compute capability \
+                    8.0, Ampere or newer; below it only unfused attention runs), in which \
+                    alone Transformer Engine runs context parallelism",
+            found: gpus,
+            cite: CP_SOURCE,
+        });
     }
     // The other rules are DeepEP's: every other plan returns before building anything.
     if plan.dispatcher != Dispatcher::DeepEp

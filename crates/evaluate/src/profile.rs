@@ -60,6 +60,17 @@ impl EvalOptions {
         self.grad_reduce_bytes.unwrap_or(self.grad_bytes)
     }
 
+    /// Bytes per gradient element of ZeRO-1/2's bucketed reduction with `cp`-way context
+    /// parallelism: as [`Self::reduce_bytes`], except that the framework that casts its
+    /// gradients (DeepSpeed) casts them to FP32 there under sequence parallelism (Ulysses,
+    /// which is CP there: `allreduce_bucket`, `zero/stage_1_and_2.py` @ v0.16.9 L1510-1513).
+    pub fn zero12_reduce_bytes(&self, cp: f64) -> f64 {
+        match self.grad_reduce_bytes {
+            Some(_) if cp > 1.0 => 4.0,
+            _ => self.reduce_bytes(),
+        }
+    }
+
     /// These options on `cluster`, whatever the framework and the options
     /// asked for: what its GPUs decide (applied by `Evaluator::new`, so `search`, `evaluate`,
     /// `sweep`, `report` and `validate` agree). Attention is unfused on a GPU no fused kernel

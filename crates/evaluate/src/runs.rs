@@ -7,6 +7,9 @@
 //! Boundary: no file IO (the caller passes the file's bytes); the CSV framing and line numbers
 //! are `autoplan_input::table`'s.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
 use autoplan_input::table::{number_in, CellError, CellErrorKind, Row, Table, TableError};
 use serde::Serialize;
 
@@ -164,7 +167,7 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
         ..RunsFile::default()
     };
     // The line of each id read, to skip an id given twice.
-    let mut lines = std::collections::HashMap::new();
+    let mut lines = HashMap::new();
     for row in table.rows() {
         let line = row.line();
         // A row without a readable id is named by its line.
@@ -186,7 +189,7 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
             Ok(mut run) => match lines.entry(run.id.clone()) {
                 // An id the file already gave: the row is scored once (the summaries count
                 // rows), the later one skipped naming the first.
-                std::collections::hash_map::Entry::Occupied(first) => {
+                Entry::Occupied(first) => {
                     out.skipped.push(Skipped {
                         reason: format!(
                             "id `{id}` is also the row on line {}: scored once",
@@ -198,7 +201,7 @@ pub fn read_runs(file: &str, bytes: &[u8]) -> Result<RunsFile, TableError> {
                         id,
                     });
                 }
-                std::collections::hash_map::Entry::Vacant(slot) => {
+                Entry::Vacant(slot) => {
                     slot.insert(line);
                     run.line = line;
                     out.runs.push(run);

@@ -288,14 +288,7 @@ impl Evaluator {
         out: &mut DpExposed,
         busy: &mut Busy,
     ) {
-        // A framework that casts its gradients (DeepSpeed) casts them to FP32 instead in
-        // ZeRO-1/2's bucketed all-reduce under sequence parallelism (Ulysses, which is CP
-        // there: `allreduce_bucket`, `zero/stage_1_and_2.py` @ v0.16.9 L1510-1513).
-        let gb = match self.opts.grad_reduce_bytes {
-            Some(_) if x.cp > 1.0 => 4.0,
-            _ => self.opts.reduce_bytes(),
-        };
-        let p = d.params;
+        let (p, gb) = (d.params, self.opts.zero12_reduce_bytes(x.cp));
         // DeepSpeed all-reduces each bucket and keeps its slice (`zero_grad_all_reduce`).
         let reduce = if self.opts.zero_grad_all_reduce {
             AllReduce
