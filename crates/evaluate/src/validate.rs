@@ -356,9 +356,16 @@ pub fn case_of(
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
     let (plan, options) = with_harness(r, &model, &cluster, plan, options);
+    let (plan, mbs_chosen) =
+        unstated_micro_batch(r, era, &profile, &model, &cluster, options, plan)
+            .map_or((plan, None), |(p, why)| (p, Some(why)));
     let (plan, chosen) = nemo_recipe_interleaving(r, &model, plan)
         .or_else(|| unstated_interleaving(r, era, &model, &cluster, options, plan))
         .map_or((plan, None), |(p, why)| (p, Some(why)));
+    let chosen = match (mbs_chosen, chosen) {
+        (Some(m), Some(c)) => Some(format!("{m}; {c}")),
+        (m, c) => m.or(c),
+    };
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     let recompute_stated =

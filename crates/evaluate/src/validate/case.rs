@@ -2,6 +2,7 @@
 //! fill blank cells).
 
 use super::*;
+use autoplan_plan::framework::CostProfile;
 
 /// The recompute a blank `recompute` cell means in `era`, where the era has one (`None`: it
 /// has none, and the row's recompute is not known: `unstated_recompute`).
@@ -144,8 +145,11 @@ pub(super) fn case_plan(
     };
     let mbs = match (r.micro_batch, era) {
         (Some(m), _) => m,
-        // Megatron v1 (2020) ran one micro-batch per replica: the local batch.
-        (None, Era::Megatron2021) => model.training.global_batch / dp.max(1),
+        // Megatron v1 (2020) ran one micro-batch per replica: the local batch. The later
+        // Megatron-LM of the era splits it (`unstated_micro_batch` chooses; 1 until then).
+        (None, Era::Megatron2021) if *profile == CostProfile::MEGATRON_LM_2020 => {
+            model.training.global_batch / dp.max(1)
+        }
         // torchtitan runs its per-device `local_batch_size` as one forward without pipelining,
         // and its default `global_batch_size` (−1) is local × DP, i.e. no gradient
         // accumulation (`job_config.py @ v0.2.2`, frameworks.md §2.2): the micro-batch is
@@ -540,6 +544,69 @@ pub(super) fn unstated_interleaving(
         plan.vpp
     );
     Some((plan, why))
+}
+
+/// The micro-batch of a Megatron-LM 2021–22 row that gives none (the era's profiles but
+/// Megatron v1's, whose replicas ran their local batch whole). From 2021 Megatron-LM splits
+/// each replica's local batch into micro-batches (`--micro-batch-size` beside
+/// `--global-batch-size`), which its pipeline needs to fill (Narayanan+21 §2.2), and its
+/// engineers sized them per model: Narayanan+21's Table 1 runs 16 at pp 1 down to 1 at pp 16
+/// and deeper (`nar21_*` rows). A run fit in memory with its tuned micro-batch, so the case
+/// takes, of the micro-batches dividing the local batch that the model admits (the plan
+/// fits), the one it prices fastest, the smallest on a tie; where none is admitted, 1, whose
+/// rejection the row's skip then names. The local batch as one micro-batch, v1's reading,
+/// would leave a pipelined plan one micro-batch, all bubble. Returns the plan and what
+/// `validate --explain` says of the choice; `None` for every other row.
+pub(super) fn unstated_micro_batch(
+    r: &PublishedRun,
+    era: Era,
+    profile: &CostProfile,
+    model: &ModelSpec,
+    cluster: &Cluster,
+    options: EvalOptions,
+    plan: Plan,
+) -> Option<(Plan, String)> {
+    if r.micro_batch.is_some()
+        || era != Era::Megatron2021
+        || *profile == CostProfile::MEGATRON_LM_2020
+    {
+        return None;
+    }
+    let local = model.training.global_batch / plan.dp.max(1);
+    let ev = Evaluator::new(model, cluster, options);
+    let mut best: Option<(f64, Plan)> = None;
+    for m in divisors(local) {
+        let p = Plan { mbs: m, ..plan };
+        if let Ok(x) = ev.evaluate(&p) {
+            if best.as_ref().is_none_or(|(t, _)| x.step_time_s < *t) {
+                best = Some((x.step_time_s, p));
+            }
+        }
+    }
+    let plan = best.map_or(Plan { mbs: 1, ..plan }, |(_, p)| p);
+    let why = format!(
+        "mbs {}: the row gives no micro-batch; the fastest of the micro-batches dividing its \
+         local batch of {local} that the model admits (1 where it admits none)",
+        plan.mbs
+    );
+    Some((plan, why))
+}
+
+/// The divisors of `n` in increasing order (none for 0), found up to its square root.
+fn divisors(n: u32) -> Vec<u32> {
+    let (mut low, mut high) = (Vec::new(), Vec::new());
+    let mut d = 1u32;
+    while u64::from(d) * u64::from(d) <= u64::from(n) {
+        if n.is_multiple_of(d) {
+            low.push(d);
+            if d != n / d {
+                high.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
 }
 
 /// The plan of a row that gives no recompute and whose plan does not fit without one (the NeMo
