@@ -222,6 +222,8 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     let current = v["current"]["mape"].as_f64().unwrap();
     assert!(best <= current + 1e-12, "{best} > {current}");
     assert_eq!(v["current"]["rows"].as_u64(), Some(4));
+    // V100's four rows are one source's (Megatron-LM v1): no family to hold out.
+    assert_eq!(v["leave_one_source_out"].as_array().map(Vec::len), Some(0));
 
     // A framework profile's constant: its grid, its own value (the best point: the profile
     // carries its fit) and a leave-one-out error per row; an unknown profile is named.

@@ -36,7 +36,8 @@ pub struct Args {
     /// Re-fit the compute-efficiency constants of one GPU architecture (v100, a100, h100) to
     /// the rows of the `--runs` files on it: a grid over `gemm_eff_max` × `gemm_latency` ×
     /// `hbm_eff_max`, printing the best points by MAPE and the calibrated table's own score,
-    /// and at the best point the MAPE per framework profile and per source family.
+    /// and at the best point the MAPE per framework profile and per source family; then each
+    /// source family's MAPE at the point fitted without it (leave one source out).
     #[arg(long, value_name = "ARCH", conflicts_with = "fit_framework")]
     pub fit: Option<String>,
     /// Re-fit the one constant of a framework cost profile (`unpriced_compute`: the compute its

@@ -10,8 +10,8 @@ use autoplan_cluster::GpuArch;
 use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact};
 use autoplan_evaluate::validate::{
-    case_of, fit, fit_framework as fit_profile, fitted_on, group_mape, score, Case, FitPoint,
-    FrameworkFitPoint, GridScore,
+    case_of, fit, fit_framework as fit_profile, fit_leaving_sources_out, fitted_on, group_mape,
+    score, Case, FitPoint, FrameworkFitPoint, GridScore, HeldOutSource,
 };
 use autoplan_plan::framework::CostProfile;
 
@@ -56,7 +56,7 @@ pub(super) fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow:
     let eff: Vec<f64> = (0..=50).map(|i| 0.40 + 0.01 * i as f64).collect();
     let half: Vec<f64> = (0..=12).map(|i| 2.5e-6 * i as f64).collect();
     let hbm: Vec<f64> = (0..=8).map(|i| 0.50 + 0.05 * i as f64).collect();
-    let points = fit(&cases, a, &eff, &half, &hbm);
+    let (points, held_out) = fit_leaving_sources_out(&cases, a, &eff, &half, &hbm);
     let cur = *arch_efficiency(a);
     let current = fit(
         &cases,
@@ -69,7 +69,11 @@ pub(super) fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow:
     if format == Format::Json {
         serde_json::to_writer_pretty(
             &mut out,
-            &serde_json::json!({ "current": current.first(), "best": &points[..points.len().min(20)] }),
+            &serde_json::json!({
+                "current": current.first(),
+                "best": &points[..points.len().min(20)],
+                "leave_one_source_out": held_out,
+            }),
         )?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
@@ -125,7 +129,56 @@ pub(super) fn fit_arch(paths: &[PathBuf], arch: &str, format: Format) -> anyhow:
             group(group_mape(&rows, |r| r.source.clone()))
         )?;
     }
+    held_out_table(&mut out, &held_out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The leave-one-source-out table of `--fit` (`fit_leaving_sources_out`): each family's rows
+/// at the point fitted without them, against the point fitted with them, and the rows of all
+/// families pooled.
+fn held_out_table(out: &mut impl Write, held: &[HeldOutSource]) -> std::io::Result<()> {
+    if held.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "leave one source out (each family's rows at the point fitted on the other families' rows):"
+    )?;
+    writeln!(
+        out,
+        "{:>12} {:>5} {:>8} {:>10} {:>8} {:>9} {:>10} {:>8}  worst row held out",
+        "source", "rows", "eff_max", "latency", "hbm_eff", "held out", "in sample", "worst"
+    )?;
+    let (mut rows, mut held_sum, mut in_sum) = (0, 0.0, 0.0);
+    for h in held {
+        let p = &h.fitted_without;
+        writeln!(
+            out,
+            "{:>12} {:>5} {:>8.2} {:>7.1} µs {:>8.2} {:>8.2}% {:>9.2}% {:>+7.1}%  {}",
+            h.source,
+            h.held_out.rows,
+            p.gemm_eff_max,
+            p.gemm_latency * 1e6,
+            p.hbm_eff_max,
+            100.0 * h.held_out.mape,
+            100.0 * h.in_sample.mape,
+            100.0 * h.held_out.worst_error,
+            h.held_out.worst
+        )?;
+        rows += h.held_out.rows;
+        held_sum += h.held_out.mape * h.held_out.rows as f64;
+        in_sum += h.in_sample.mape * h.in_sample.rows as f64;
+    }
+    let n = rows.max(1) as f64;
+    writeln!(
+        out,
+        "{:>12} {:>5} {:>38} {:>8.2}% {:>9.2}%",
+        "all",
+        rows,
+        "",
+        100.0 * held_sum / n,
+        100.0 * in_sum / n
+    )
 }
 
 /// The rows `fit` scores on `arch` ([`fitted_on`]), scored under the efficiency constants `eff`; a row that does not run is left out.

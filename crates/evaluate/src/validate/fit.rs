@@ -86,33 +86,153 @@ pub fn fit(
     latency: &[f64],
     hbm_eff: &[f64],
 ) -> Vec<FitPoint> {
-    let base = *autoplan_cost::compute::arch_efficiency(arch);
-    let mine: Vec<&Case> = cases.iter().filter(|c| fitted_on(c, arch)).collect();
-    let mut out = Vec::new();
-    for &e in eff_max {
-        for &l in latency {
-            for &h in hbm_eff {
-                let eff = autoplan_cost::compute::ArchEfficiency {
-                    gemm_eff_max: e,
-                    gemm_latency: l,
-                    hbm_eff_max: h,
-                    ..base
-                };
-                let score = GridScore::of(
-                    mine.iter()
-                        .map(|c| (c.id.as_str(), error_with(c, |o| o.efficiency = Some(eff)))),
-                );
-                out.push(FitPoint {
-                    gemm_eff_max: e,
-                    gemm_latency: l,
-                    hbm_eff_max: h,
-                    score,
-                });
-            }
+    ArchGrid::new(cases, arch, eff_max, latency, hbm_eff).ranked(|_| true)
+}
+
+/// One source family held out of the calibration ([`fit_leaving_sources_out`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldOutSource {
+    /// The family ([`source_family`]).
+    pub source: String,
+    /// Its rows' score at the point fitted on every other family's rows: how the constants
+    /// do on a publication they were not fitted to.
+    pub held_out: GridScore,
+    /// The point fitted without the family (its `score`: the other families' rows).
+    pub fitted_without: FitPoint,
+    /// Its rows' score at the point fitted on all rows, the family's included.
+    pub in_sample: GridScore,
+}
+
+/// [`fit`] and its leave-one-source-out cross-validation: for each source family with rows
+/// [`fitted_on`] `arch`, the grid is fitted on the other families' rows alone and the family's
+/// rows are scored at that point, the test a held-out publication puts the constants to (a
+/// family of one source shares its hardware, software and authors' conventions, so leaving
+/// out single rows would keep its siblings in the fit). Families in order of first appearance;
+/// none when fewer than two families have rows. Each row is priced once per grid point, as
+/// [`fit`] prices it. Deterministic.
+pub fn fit_leaving_sources_out(
+    cases: &[Case],
+    arch: autoplan_cluster::GpuArch,
+    eff_max: &[f64],
+    latency: &[f64],
+    hbm_eff: &[f64],
+) -> (Vec<FitPoint>, Vec<HeldOutSource>) {
+    let grid = ArchGrid::new(cases, arch, eff_max, latency, hbm_eff);
+    let ranked = grid.ranked(|_| true);
+    let mut families: Vec<&str> = Vec::new();
+    for f in &grid.families {
+        if !families.contains(&f.as_str()) {
+            families.push(f);
         }
     }
-    out.sort_by(|a, b| a.score.better(&b.score));
-    out
+    let all = grid.best(|_| true);
+    let held = match (families.len() >= 2, all) {
+        (true, Some((all, _))) => families
+            .iter()
+            .filter_map(|&fam| {
+                let (g, fitted_without) = grid.best(|r| grid.families[r] != fam)?;
+                let theirs = |g: usize| grid.score_at(g, |r| grid.families[r] == fam);
+                Some(HeldOutSource {
+                    source: fam.to_string(),
+                    held_out: theirs(g),
+                    fitted_without,
+                    in_sample: theirs(all),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    (ranked, held)
+}
+
+/// Every row [`fitted_on`] an architecture priced at every point of a calibration grid, once.
+struct ArchGrid {
+    /// (gemm_eff_max, gemm_latency, hbm_eff_max), in grid order.
+    points: Vec<(f64, f64, f64)>,
+    ids: Vec<String>,
+    families: Vec<String>,
+    /// errors[g][r]: row r at grid point g (infinite where the plan does not run).
+    errors: Vec<Vec<f64>>,
+}
+
+impl ArchGrid {
+    fn new(
+        cases: &[Case],
+        arch: autoplan_cluster::GpuArch,
+        eff_max: &[f64],
+        latency: &[f64],
+        hbm_eff: &[f64],
+    ) -> ArchGrid {
+        let base = *autoplan_cost::compute::arch_efficiency(arch);
+        let mine: Vec<&Case> = cases.iter().filter(|c| fitted_on(c, arch)).collect();
+        let mut points = Vec::new();
+        let mut errors = Vec::new();
+        for &e in eff_max {
+            for &l in latency {
+                for &h in hbm_eff {
+                    let eff = autoplan_cost::compute::ArchEfficiency {
+                        gemm_eff_max: e,
+                        gemm_latency: l,
+                        hbm_eff_max: h,
+                        ..base
+                    };
+                    points.push((e, l, h));
+                    errors.push(
+                        mine.iter()
+                            .map(|c| error_with(c, |o| o.efficiency = Some(eff)))
+                            .collect(),
+                    );
+                }
+            }
+        }
+        ArchGrid {
+            points,
+            ids: mine.iter().map(|c| c.id.clone()).collect(),
+            families: mine.iter().map(|c| c.source.clone()).collect(),
+            errors,
+        }
+    }
+
+    /// The score at grid point `g` of the rows `keep` selects.
+    fn score_at(&self, g: usize, keep: impl Fn(usize) -> bool) -> GridScore {
+        GridScore::of(
+            self.errors[g]
+                .iter()
+                .enumerate()
+                .filter(|&(r, _)| keep(r))
+                .map(|(r, &e)| (self.ids[r].as_str(), e)),
+        )
+    }
+
+    fn point(&self, g: usize, score: GridScore) -> FitPoint {
+        let (e, l, h) = self.points[g];
+        FitPoint {
+            gemm_eff_max: e,
+            gemm_latency: l,
+            hbm_eff_max: h,
+            score,
+        }
+    }
+
+    /// Every point scored over the rows `keep` selects, best first (ties: the smaller worst
+    /// error, then the grid order).
+    fn ranked(&self, keep: impl Fn(usize) -> bool) -> Vec<FitPoint> {
+        let mut out: Vec<FitPoint> = (0..self.points.len())
+            .map(|g| self.point(g, self.score_at(g, &keep)))
+            .collect();
+        out.sort_by(|a, b| a.score.better(&b.score));
+        out
+    }
+
+    /// The best point over the rows `keep` selects and its index (the first in grid order of
+    /// equals); `None` for an empty grid.
+    fn best(&self, keep: impl Fn(usize) -> bool) -> Option<(usize, FitPoint)> {
+        let scores: Vec<GridScore> = (0..self.points.len())
+            .map(|g| self.score_at(g, &keep))
+            .collect();
+        let g = (0..scores.len()).min_by(|&a, &b| scores[a].better(&scores[b]))?;
+        Some((g, self.point(g, scores[g].clone())))
+    }
 }
 
 /// One point of the framework grid of [`fit_framework`]: the profile's
