@@ -50,6 +50,12 @@ impl EvalOptions {
             } else {
                 AttentionKernel::Unfused
             },
+            // Where the parameters live between uses (fp32 under PyTorch's mixed precision):
+            // the memory's layout, not a cost.
+            memory: autoplan_memory::MemoryOptions {
+                fp32_params: p.fp32_params,
+                ..self.memory
+            },
             ..self
         }
     }

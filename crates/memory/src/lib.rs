@@ -125,6 +125,18 @@ pub struct MemoryOptions {
     /// autoplan-evaluate sets it from its gradient dtype (`EvalOptions::with_profile` decides
     /// it by the training precision).
     pub fp32_main_grads: bool,
+    /// The framework keeps the parameters in fp32 and casts them to 16 bits only where they
+    /// are used, as PyTorch's own mixed precision does (FSDP2's `MixedPrecisionPolicy`: "FSDP
+    /// keeps the high-precision sharded parameters in memory anyway ... The optimizer step
+    /// uses the sharded parameters in the original dtype", `torch/distributed/fsdp/
+    /// _fully_shard/_fsdp_api.py` @ torch 2.15.0 L15-41; FSDP1's `MixedPrecision`: "the
+    /// *sharded* parameters are kept in full precision", gradients upcast to it after the
+    /// backward, `fsdp/api.py` L110-140): 4 bytes of parameter, 4 of gradient and the
+    /// optimizer's states per parameter, no 16-bit copy beside them (the gathered one is
+    /// transient) and no separate fp32 master. Default false: Megatron's and DeepSpeed's
+    /// 16-bit parameters with an fp32 master in the optimizer (the bytes-per-parameter table
+    /// above).
+    pub fp32_params: bool,
 }
 
 impl Default for MemoryOptions {
@@ -133,6 +145,7 @@ impl Default for MemoryOptions {
             reserve_bytes: 3.0 * GIB,
             flash_attention: true,
             fp32_main_grads: true,
+            fp32_params: false,
         }
     }
 }

@@ -61,22 +61,24 @@ impl ModelMemory {
             zero.shards_grads(),
             zero.shards_params(),
         );
-        let (wb, gb) = (
-            self.weight_bytes,
-            if opts.fp32_main_grads {
-                4.0
-            } else {
-                self.weight_bytes
-            },
-        );
-        // Without fp32 main grads the optimizer keeps an fp32 master-gradient copy (if the
-        // weights are 16-bit).
-        let ob = self.optimizer_bytes
-            + if !opts.fp32_main_grads && wb < 4.0 {
+        // `wb`: the 16-bit copy a ZeRO-3 gather brings up; `kb`: what each rank keeps of a
+        // parameter.
+        let wb = self.weight_bytes;
+        let (kb, gb, ob) = if opts.fp32_params && wb < 4.0 {
+            // PyTorch's mixed precision (`MemoryOptions::fp32_params`): the fp32 parameter is
+            // the optimizer's own, its gradient fp32; the optimizer holds its states alone.
+            (4.0, 4.0, self.optimizer_bytes - 4.0)
+        } else {
+            let gb = if opts.fp32_main_grads { 4.0 } else { wb };
+            // Without fp32 main grads the optimizer keeps an fp32 master-gradient copy (if the
+            // weights are 16-bit).
+            let master_grad = if !opts.fp32_main_grads && wb < 4.0 {
                 4.0
             } else {
                 0.0
             };
+            (wb, gb, self.optimizer_bytes + master_grad)
+        };
         // FSDP without resharding after forward keeps the stage's gathered 16-bit parameters
         // from the forward through the backward (frameworks.md §3.6, `reshard_after_forward`
         // False): the sharded copy plus the whole gathered one, where a group is sharded.
@@ -88,10 +90,12 @@ impl ModelMemory {
             }
         };
         let per_param =
-            |d: f64| wb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);
+            |d: f64| kb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);
+        // The kept share over the gathered copy's bytes: 1 but under `fp32_params`.
+        let r = kb / wb;
         let weights = wb
-            * (p.dense * (1.0 / shard(s3, d_dense) + kept(d_dense))
-                + p.expert * (1.0 / shard(s3, d_exp) + kept(d_exp)));
+            * (p.dense * (r / shard(s3, d_dense) + kept(d_dense))
+                + p.expert * (r / shard(s3, d_exp) + kept(d_exp)));
         let grads = gb * (p.dense / shard(s2, d_dense) + p.expert / shard(s2, d_exp));
         let opt_params = p.dense / shard(s1, d_dense) + p.expert / shard(s1, d_exp);
         // Optimizer offload (`offload_optimizer`, Megatron-Core's `HybridDeviceOptimizer`,
@@ -109,7 +113,7 @@ impl ModelMemory {
         // gathered copy kept from forward to backward) only.
         let (mut weights, mut grads) = (weights, grads);
         if plan.offload_params && s3 {
-            let shard = wb * (p.dense / d_dense + p.expert / d_exp);
+            let shard = kb * (p.dense / d_dense + p.expert / d_exp);
             host += shard + grads;
             weights -= shard;
             grads = 0.0;

@@ -203,6 +203,59 @@ fn fp16_keeps_master_gradients_in_the_optimizer() {
 }
 
 #[test]
+fn pytorch_mixed_precision_keeps_fp32_parameters_and_no_master() {
+    // PyTorch's FSDP and autocast keep the parameter in fp32 and cast a 16-bit copy per use
+    // (`MemoryOptions::fp32_params`): 4 (parameter) + 4 (fp32 gradient) + 8 (Adam's moments) =
+    // 16 bytes a parameter, sharded as the ZeRO stage says, against Megatron's 2 + 4 + 12 = 18.
+    let m = tiny_gpt();
+    let n = m.total_params();
+    let torch = MemoryOptions {
+        fp32_params: true,
+        ..MemoryOptions::default()
+    };
+    let states = |b: &autoplan_memory::MemoryBreakdown| b.weights + b.grads + b.optimizer;
+    for (p, torch_bytes, megatron_bytes) in [
+        ("dp=1", 16.0, 18.0),
+        ("dp=4,zero=1", 8.0 + 8.0 / 4.0, 6.0 + 12.0 / 4.0),
+        ("dp=4,zero=2", 4.0 + 12.0 / 4.0, 2.0 + 16.0 / 4.0),
+        ("dp=4,zero=3", 16.0 / 4.0, 18.0 / 4.0),
+    ] {
+        let b = memory(&m, &plan(p), &torch);
+        assert!(
+            close(states(&b), torch_bytes * n),
+            "{p}: {}",
+            states(&b) / n
+        );
+        assert!(
+            close(b.optimizer, 8.0 * n / if p == "dp=1" { 1.0 } else { 4.0 }),
+            "{p}"
+        );
+        let b = memory(&m, &plan(p), &MemoryOptions::default());
+        assert!(close(states(&b), megatron_bytes * n), "{p}");
+    }
+    // The block a ZeRO-3 gather brings up is the 16-bit copy either way; so is FSDP's gathered
+    // copy kept from the forward through the backward (no resharding after forward).
+    let z3 = plan("dp=4,zero=3");
+    assert_eq!(
+        memory(&m, &z3, &torch).transient,
+        memory(&m, &z3, &MemoryOptions::default()).transient
+    );
+    let kept = plan("dp=4,zero=3-noreshard");
+    let (t, g) = (
+        memory(&m, &kept, &torch),
+        memory(&m, &kept, &MemoryOptions::default()),
+    );
+    assert!(close(t.weights - g.weights, (4.0 - 2.0) * n / 4.0));
+    // A model trained in fp32 has no 16-bit copy to drop: the layouts agree.
+    let mut f32m = tiny_gpt();
+    f32m.training.precision = Precision::Fp32;
+    assert_eq!(
+        memory(&f32m, &z3, &torch).total,
+        memory(&f32m, &z3, &MemoryOptions::default()).total
+    );
+}
+
+#[test]
 fn parameters_agree_with_the_graph_crate_for_every_bundled_model() {
     for (name, _) in bundled_models() {
         let m = resolve_model(name).unwrap();

@@ -129,6 +129,16 @@ pub struct CostProfile {
     /// `reduce_dtype`). The tied embedding's all-reduce is not cast (DeepSpeed's pipeline
     /// all-reduces `weight._hp_grad` as it is, `pipe/engine.py` @ v0.16.9 L287-291).
     pub reduce_in_training_dtype: bool,
+    /// The parameters stay fp32 and are cast to 16 bits where they are used (PyTorch's FSDP1,
+    /// FSDP2 and autocast mixed precision: torchtitan builds its model in fp32 and shards it
+    /// under `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`,
+    /// `torchtitan/train.py` @ 0.1.0 L149-150, L257, `models/llama3/infra/parallelize.py`
+    /// L339, `config_manager.py` L221-229; Composer's FSDP casts only the gathered copy,
+    /// `mosaic_parallelism.py::get_mixed_precision` @ mosaicml 0.28.0 L78-85): the memory
+    /// model's `MemoryOptions::fp32_params` layout, 16 bytes a parameter under Adam with
+    /// nothing kept in 16 bits. `false`: 16-bit parameters beside an fp32 master copy in the
+    /// optimizer (Megatron's distributed optimizer, DeepSpeed's BF16 optimizer and ZeRO).
+    pub fp32_params: bool,
     /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
     /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
     pub fused_attention: bool,
@@ -179,6 +189,7 @@ impl CostProfile {
         tp_bwd_async: true,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: false,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -200,6 +211,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -225,6 +237,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -268,6 +281,7 @@ impl CostProfile {
         tp_bwd_async: true,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: false,
         fused_attention: false,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
@@ -295,6 +309,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: true,
         reduce_in_training_dtype: true,
+        fp32_params: false,
         fused_attention: false,
         moe_dense_dispatch: true,
         activation_offload_overlap: false,
@@ -335,6 +350,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: true,
         reduce_in_training_dtype: true,
+        fp32_params: false,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
@@ -389,6 +405,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: true,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
@@ -436,6 +453,7 @@ impl CostProfile {
         tp_bwd_async: false,
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
+        fp32_params: true,
         fused_attention: true,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
