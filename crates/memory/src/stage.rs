@@ -64,7 +64,13 @@ impl ModelMemory {
         // `wb`: the 16-bit copy a ZeRO-3 gather brings up; `kb`: what each rank keeps of a
         // parameter.
         let wb = self.weight_bytes;
-        let (kb, gb, ob) = if opts.fp32_params && wb < 4.0 {
+        let fp32 = opts.fp32_params && wb < 4.0;
+        // Under PyTorch's mixed precision a stage-1 plan is FSDP gathering each pipeline stage
+        // once per step (PyTorch's pipelining, `ShardModes::pp_once_per_step`; neither
+        // torchtitan nor Composer shards the optimizer state alone): a rank keeps its fp32
+        // shard and, for the whole step, the gathered 16-bit copy.
+        let once = fp32 && s1 && !s2 && !s3;
+        let (kb, gb, ob) = if fp32 {
             // PyTorch's mixed precision (`MemoryOptions::fp32_params`): the fp32 parameter is
             // the optimizer's own, its gradient fp32; the optimizer holds its states alone.
             (4.0, 4.0, self.optimizer_bytes - 4.0)
@@ -83,12 +89,13 @@ impl ModelMemory {
         // from the forward through the backward (frameworks.md §3.6, `reshard_after_forward`
         // False): the sharded copy plus the whole gathered one, where a group is sharded.
         let kept = |d: f64| {
-            if zero.keeps_gathered() && d > 1.0 {
+            if (zero.keeps_gathered() || once) && d > 1.0 {
                 1.0
             } else {
                 0.0
             }
         };
+        let s3 = s3 || once;
         let per_param =
             |d: f64| kb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);
         // The kept share over the gathered copy's bytes: 1 but under `fp32_params`.
