@@ -123,6 +123,16 @@ pub struct EvalOptions {
     /// runs beside its weight-gradient GEMM (the profile's `CostProfile::tp_bwd_async`:
     /// Megatron's asynchronous linear); `false`: exposed.
     pub tp_bwd_async: bool,
+    /// Bytes per parameter of the DP parameter all-gathers (ZeRO-1/2's once per step, ZeRO-3's
+    /// per unit): 2, the 16-bit parameters; 1 where the parameters are gathered in FP8
+    /// (Megatron's `--fp8-param-gather`, "perform the param all-gather in fp8"), plus MXFP8's
+    /// E8M0 scale of every 32 elements.
+    pub param_gather_bytes: f64,
+    /// ZeRO-1/2's parameter all-gather overlaps the next forward (`--overlap-param-gather`)
+    /// where `dp_overlap` overlaps the DP communication; `false`: it runs exposed after the
+    /// optimizer step (NeMo's performance scripts turn the overlap off for MXFP8,
+    /// `validate/harness.rs`).
+    pub param_gather_overlap: bool,
 }
 
 impl Default for EvalOptions {
@@ -144,6 +154,8 @@ impl Default for EvalOptions {
             unpriced_compute: 0.0,
             tp_overlap_hides: true,
             tp_bwd_async: true,
+            param_gather_bytes: 2.0,
+            param_gather_overlap: true,
         }
     }
 }

@@ -59,6 +59,63 @@ fn other_gpus_and_older_tables_keep_their_defaults() {
 }
 
 #[test]
+fn nemo_fp8_runs_gather_their_parameters_in_fp8_and_mxfp8_without_overlap() {
+    use autoplan_evaluate::{CommKind, Evaluator};
+    // NeMo's FP8 plugins gather the parameters in FP8 (`fp8_param_gather`), block scaling
+    // excepted; from 25.07 MXFP8 too, and its scripts turn the gather's overlap off.
+    let base = row("bridge2509_h100_DeepSeekV3_1024gpu_not");
+    let with = |precision: &str, container: &str| {
+        let mut r = base.clone();
+        r.precision = Some(precision.into());
+        r.source = base.source.replace("25.09", container);
+        case(&r).options
+    };
+    for (precision, container, bytes, overlap) in [
+        ("not stated (fp8 implied)", "25.09", 2.0, true),
+        ("fp8 (current scaling)", "25.09", 1.0, true),
+        ("fp8 (delayed scaling)", "25.04", 1.0, true),
+        ("bf16", "25.09", 2.0, true),
+    ] {
+        let o = with(precision, container);
+        assert_eq!(o.param_gather_bytes, bytes, "{precision} {container}");
+        assert_eq!(o.param_gather_overlap, overlap, "{precision} {container}");
+    }
+    // MXFP8 runs on Blackwell: a B200 row of the same tables.
+    let b200 = row("bridge2511_b200_DeepSeekV3_256gpu_mxfp8");
+    let mx = |container: &str| {
+        let mut r = b200.clone();
+        r.source = b200.source.replace("25.11", container);
+        case(&r)
+    };
+    let (c25_07, c25_04) = (mx("25.07"), mx("25.04"));
+    assert_eq!(c25_07.options.param_gather_bytes, 1.0 + 1.0 / 32.0);
+    assert!(!c25_07.options.param_gather_overlap);
+    assert_eq!(c25_04.options.param_gather_bytes, 2.0);
+    assert!(c25_04.options.param_gather_overlap);
+    // Megatron-Bridge's own 25.11 port is not read: the defaults.
+    let own = case(&b200).options;
+    assert_eq!(
+        (own.param_gather_bytes, own.param_gather_overlap),
+        (2.0, true)
+    );
+    // Priced: the 25.07 MXFP8 run's DP parameter all-gather moves 1/32 over half the bytes
+    // and is all exposed.
+    let gather = |c: &Case| {
+        let r = Evaluator::new(&c.model, &c.cluster, c.options)
+            .report(&c.plan)
+            .expect("runs");
+        r.comm
+            .into_iter()
+            .find(|x| x.kind == CommKind::Dp && x.what == "DP parameter all-gather")
+            .expect("a DP parameter all-gather")
+    };
+    let (g7, g4) = (gather(&c25_07), gather(&c25_04));
+    assert!((g7.bytes / g4.bytes - (1.0 + 1.0 / 32.0) / 2.0).abs() <= 1e-12);
+    assert_eq!(g7.exposed, g7.time);
+    assert!(g4.exposed < g4.time);
+}
+
+#[test]
 fn composers_pure_mixed_precision_reduces_in_the_training_dtype() {
     // llm-foundry's A100 MPT-70B row names Composer's PURE mode: FSDP reduces in BF16; its
     // H100 rows (amp_bf16, no mode) keep FP32.

@@ -55,9 +55,6 @@ use super::pipeline::StageTime;
 use super::Evaluator;
 use crate::comm::{CommKind, Pass, Sink};
 
-/// Bytes of a 16-bit parameter (ZeRO parameter all-gathers).
-const PARAM: f64 = 2.0;
-
 /// The row names of one group's collectives (dense parameters or experts).
 struct DpNames {
     zero3: [&'static str; 3],
@@ -229,7 +226,8 @@ impl Evaluator {
         // overlap leave exposed.
         let units = f64::from(d.units.max(1));
         let per_unit = |b: f64| b / units;
-        let (ag1, ag) = self.unit_by_unit(AllGather, shard, p * PARAM, units, x);
+        let param = self.opts.param_gather_bytes;
+        let (ag1, ag) = self.unit_by_unit(AllGather, shard, p * param, units, x);
         let (rs1, rs) = self.unit_by_unit(ReduceScatter, shard, p * gb, units, x);
         // HSDP: each unit's reduced shard all-reduced across the shard groups.
         let cross_bytes = p * gb / shard.size.max(1) as f64;
@@ -249,10 +247,10 @@ impl Evaluator {
             let row = |what, pass, op, g, bytes| {
                 Comm::new(CommKind::Dp, what, pass, op, g, bytes).calls(calls)
             };
-            let ag_f = row(w1, Pass::Forward, AllGather, shard, per_unit(p * PARAM));
+            let ag_f = row(w1, Pass::Forward, AllGather, shard, per_unit(p * param));
             push(sink, ag_f, ag1, micro * e_f);
             if regather {
-                let ag_row = row(w2, Pass::Backward, AllGather, shard, per_unit(p * PARAM));
+                let ag_row = row(w2, Pass::Backward, AllGather, shard, per_unit(p * param));
                 push(sink, ag_row, ag1, 0.0);
             }
             let rs_row = row(w3, Pass::Backward, ReduceScatter, shard, per_unit(p * gb));
@@ -309,7 +307,8 @@ impl Evaluator {
         let cross_bytes = p * gb / shard.size.max(1) as f64;
         let (rs_one, rs_t) = self.unit_by_unit(reduce, shard, p * gb, n, x);
         let (ar_one, ar_t) = self.unit_by_unit(AllReduce, d.cross, cross_bytes, n, x);
-        let ag = self.coll(AllGather, shard, p * PARAM, x.algo);
+        let param = self.opts.param_gather_bytes;
+        let ag = self.coll(AllGather, shard, p * param, x.algo);
         let (on_net, cross_net) = (!shard.intra_node(), !d.cross.intra_node());
         let net = |t: f64, yes: bool| if yes { t } else { 0.0 };
         let rs_net = net(rs_t, on_net) + net(ar_t, cross_net);
@@ -320,13 +319,17 @@ impl Evaluator {
         } else {
             self.step_reduction_hide(rs_buckets, rs_t + ar_t, rs_net, x, d.s.bwd, &mut busy.bwd)
         };
-        let e_ag = self.dp_hide(
-            d.buckets,
-            ag.time,
-            net(ag.time, on_net),
-            d.s.fwd,
-            &mut busy.fwd,
-        );
+        let e_ag = if self.opts.param_gather_overlap {
+            self.dp_hide(
+                d.buckets,
+                ag.time,
+                net(ag.time, on_net),
+                d.s.fwd,
+                &mut busy.fwd,
+            )
+        } else {
+            ag.time
+        };
         let calls = if every_mb {
             out.per_mb += e_rs;
             out.step += e_ag;
@@ -351,7 +354,7 @@ impl Evaluator {
                     Comm::new(CommKind::Dp, d.names.cross, pass, AllReduce, d.cross, bytes);
                 push(sink, ar_row.calls(calls * n), ar_one, 0.0);
             }
-            let ag_row = Comm::new(CommKind::Dp, w2, Pass::Step, AllGather, shard, p * PARAM);
+            let ag_row = Comm::new(CommKind::Dp, w2, Pass::Step, AllGather, shard, p * param);
             push(sink, ag_row, ag, e_ag);
         }
     }

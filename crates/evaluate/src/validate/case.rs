@@ -401,6 +401,14 @@ pub(super) fn with_harness(
         // reduction's dtype): the evaluator's memory follows `grad_bytes`.
         options.grad_bytes = 2.0;
     }
+    // FP8 parameter gathers, and MXFP8's without overlap (the memory keeps its 16-bit
+    // parameters: `--fp8-param-gather`'s FP8 copy is not modelled, an upper bound).
+    if let Some(b) = nemo.param_gather_bytes(precision) {
+        options.param_gather_bytes = b;
+    }
+    if nemo.param_gather_exposed(precision) {
+        options.param_gather_overlap = false;
+    }
     // The scripts fill what the row leaves unsaid: a dispatcher or TP overlap its notes name
     // stands.
     let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();

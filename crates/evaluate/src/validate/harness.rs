@@ -21,6 +21,10 @@
 //!   `pretrain_performance_optimizations` adds `MegatronCommOverlapCallback(tp_comm_overlap
 //!   = False)` (`recipes/deepseek_v3.py` L178, L186, L186), which the script does not turn
 //!   back on: its TP communication is not overlapped.
+//! - Every release: the FP8 precision plugins gather the parameters in FP8
+//!   (`fp8_param_gather`), MXFP8's from 2.4.0, block scaling's never; from 2.4.0 MXFP8 runs
+//!   also turn the parameter all-gather's overlap off ([`NemoPerfScripts::param_gather_bytes`],
+//!   [`NemoPerfScripts::param_gather_exposed`]).
 //!
 //! NeMo 24.07 and earlier ran NeMo-Framework-Launcher's YAML configurations, not these
 //! scripts, and are not read here; nor are Megatron-Bridge's own ports of the scripts. Those
@@ -69,6 +73,30 @@ impl NemoPerfScripts {
     /// DeepSeek-V3 on H100 runs DeepEP without TP-communication overlap (from 25.07).
     pub(super) fn deepseek_v3_h100_deepep(self) -> bool {
         self.container >= (25, 7)
+    }
+
+    /// Bytes per parameter of the DP parameter all-gathers where the run gathers its
+    /// parameters in FP8: NeMo's FP8 precision plugins set `fp8_param_gather = True` for
+    /// delayed and current scaling in every release read, for MXFP8 from 2.4.0 (25.07; `False`
+    /// in 2.3.0), never for block scaling (`subchannel`)
+    /// (`nemo/collections/llm/recipes/precision/mixed_precision.py` @ 2.3.0 and 2.4.0–2.6.0:
+    /// L56-70 delayed, L92-101 MXFP8, L118-135 current scaling, L181-192 subchannel). MXFP8
+    /// adds its E8M0 scale of every 32 elements. `None`: 16-bit.
+    pub(super) fn param_gather_bytes(self, precision: Precision) -> Option<f64> {
+        match precision {
+            Precision::Fp8 | Precision::Fp8Current => Some(1.0),
+            Precision::Mxfp8 if self.container >= (25, 7) => Some(1.0 + 1.0 / 32.0),
+            _ => None,
+        }
+    }
+
+    /// The distributed optimizer's parameter all-gather runs exposed: from 25.07 an MXFP8 run
+    /// gathers into its gradient buffer and the scripts turn `overlap_param_gather` off,
+    /// "because it is not supported with reuse_grad_buf_for_mxfp8_param_ag"
+    /// (`scripts/performance/helpers.py::set_precision_configs` @ 2.4.0 L226-237, 2.5.0
+    /// L226-234, 2.6.0 L236-244).
+    pub(super) fn param_gather_exposed(self, precision: Precision) -> bool {
+        self.container >= (25, 7) && precision == Precision::Mxfp8
     }
 }
 
