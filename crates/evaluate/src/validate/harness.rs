@@ -79,8 +79,9 @@ impl NemoPerfScripts {
     /// parameters in FP8: NeMo's FP8 precision plugins set `fp8_param_gather = True` for
     /// delayed and current scaling in every release read, for MXFP8 from 2.4.0 (25.07; `False`
     /// in 2.3.0), never for block scaling (`subchannel`)
-    /// (`nemo/collections/llm/recipes/precision/mixed_precision.py` @ 2.3.0 and 2.4.0–2.6.0:
-    /// L56-70 delayed, L92-101 MXFP8, L118-135 current scaling, L181-192 subchannel). MXFP8
+    /// (`nemo/collections/llm/recipes/precision/mixed_precision.py`: L56-70 delayed, L92-101
+    /// MXFP8, in every release; current scaling L118-135 and subchannel L181-192 @ 2.3.0 and
+    /// 2.4.0, L120-137 and L204-215 @ 2.5.0 and 2.6.0; `tools/nemo_perf_scripts.sh`). MXFP8
     /// adds its E8M0 scale of every 32 elements. `None`: 16-bit.
     pub(super) fn param_gather_bytes(self, precision: Precision) -> Option<f64> {
         match precision {
