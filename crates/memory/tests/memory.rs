@@ -610,10 +610,12 @@ proptest! {
     }
 
     #[test]
-    fn zero_stages_never_raise_memory(case in valid_case()) {
+    fn zero_stages_never_raise_memory(case in valid_case(), fp32_params in any::<bool>()) {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
-        let o = MemoryOptions::default();
+        // Either parameter layout: Megatron's 16-bit parameters with an fp32 master, or
+        // PyTorch's fp32 parameters (`fp32_params`, stage 1 there FSDP gathered once per step).
+        let o = MemoryOptions { fp32_params, ..MemoryOptions::default() };
         let at = |z: u8| memory(&m, &Plan { zero: Zero::stage(z), ..p }, &o).total;
         prop_assert!(at(1) <= at(0) * (1.0 + 1e-12));
         prop_assert!(at(2) <= at(1) * (1.0 + 1e-12));
@@ -656,11 +658,12 @@ proptest! {
     fn floor_is_a_lower_bound_over_the_memory_only_knobs(
         case in valid_case(), zero in 0usize..9, rc in 0usize..3, mbs_div in 0u32..3,
         sp in any::<bool>(), a2a in any::<bool>(), modules in 1u8..128,
+        fp32_params in any::<bool>(),
     ) {
         let Some((mi, p)) = case else { return Ok(()) };
         let m = resolve_model(MODELS[mi]).unwrap();
         let mm = ModelMemory::new(&m);
-        let o = MemoryOptions::default();
+        let o = MemoryOptions { fp32_params, ..MemoryOptions::default() };
         let q = Plan {
             zero: MODES[zero],
             recompute: [Recompute::None, Recompute::Selective, Recompute::Full][rc],
