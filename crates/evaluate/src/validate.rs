@@ -357,16 +357,23 @@ pub fn case_of(
     let plan = case_plan(r, era, &profile, &model)?;
     let options = case_options(r, &profile, &model);
     let (plan, options) = with_harness(r, &model, &cluster, plan, options);
-    let (plan, mbs_chosen) =
-        unstated_micro_batch(r, era, &profile, &model, &cluster, options, plan)
-            .map_or((plan, None), |(p, why)| (p, Some(why)));
-    let (plan, chosen) = nemo_recipe_interleaving(r, &model, plan)
-        .or_else(|| unstated_interleaving(r, era, &model, &cluster, options, plan))
-        .map_or((plan, None), |(p, why)| (p, Some(why)));
-    let chosen = match (mbs_chosen, chosen) {
-        (Some(m), Some(c)) => Some(format!("{m}; {c}")),
-        (m, c) => m.or(c),
+    // What the model chose where the row is silent, in the order `--explain` names it.
+    let mut chosen: Vec<String> = case::unstated_cp_note(r).into_iter().collect();
+    let mut take = |found: Option<(Plan, String)>, plan: Plan| {
+        found.map_or(plan, |(p, why)| {
+            chosen.push(why);
+            p
+        })
     };
+    let plan = take(
+        unstated_micro_batch(r, era, &profile, &model, &cluster, options, plan),
+        plan,
+    );
+    let plan = take(
+        nemo_recipe_interleaving(r, &model, plan)
+            .or_else(|| unstated_interleaving(r, era, &model, &cluster, options, plan)),
+        plan,
+    );
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     let recompute_stated =
@@ -374,16 +381,8 @@ pub fn case_of(
     let unstated = (!recompute_stated)
         .then(|| unstated_recompute(&model, &cluster, options, plan))
         .flatten();
-    let (plan, chosen) = match (unstated, chosen) {
-        // Both choices are the model's: `--explain` names each.
-        (Some((p, why)), Some(c)) => (p, Some(format!("{c}; {why}"))),
-        (Some((p, why)), None) => (p, Some(why)),
-        (None, chosen) => (plan, chosen),
-    };
-    let chosen = match (case::unstated_cp_note(r), chosen) {
-        (Some(cp), Some(c)) => Some(format!("{cp}; {c}")),
-        (cp, c) => cp.or(c),
-    };
+    let plan = take(unstated, plan);
+    let chosen = (!chosen.is_empty()).then(|| chosen.join("; "));
     let mfu_peak = mfu_peak(r, &cluster.gpu, model.training.precision);
     Ok(Case {
         id: r.id.clone(),

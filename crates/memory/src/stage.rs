@@ -95,6 +95,7 @@ impl ModelMemory {
                 0.0
             }
         };
+        // The once-per-step gather shards the parameters as stage 3 does.
         let s3 = s3 || once;
         let per_param =
             |d: f64| kb / shard(s3, d) + wb * kept(d) + gb / shard(s2, d) + ob / shard(s1, d);

@@ -86,7 +86,7 @@ pub fn fit(
     latency: &[f64],
     hbm_eff: &[f64],
 ) -> Vec<FitPoint> {
-    ArchGrid::new(cases, arch, eff_max, latency, hbm_eff).ranked(|_| true)
+    ArchGrid::new(cases, arch, eff_max, latency, hbm_eff).ranked()
 }
 
 /// One source family held out of the calibration ([`fit_leaving_sources_out`]).
@@ -118,7 +118,7 @@ pub fn fit_leaving_sources_out(
     hbm_eff: &[f64],
 ) -> (Vec<FitPoint>, Vec<HeldOutSource>) {
     let grid = ArchGrid::new(cases, arch, eff_max, latency, hbm_eff);
-    let ranked = grid.ranked(|_| true);
+    let ranked = grid.ranked();
     let mut families: Vec<&str> = Vec::new();
     for f in &grid.families {
         if !families.contains(&f.as_str()) {
@@ -214,11 +214,11 @@ impl ArchGrid {
         }
     }
 
-    /// Every point scored over the rows `keep` selects, best first (ties: the smaller worst
-    /// error, then the grid order).
-    fn ranked(&self, keep: impl Fn(usize) -> bool) -> Vec<FitPoint> {
+    /// Every point scored over all the rows, best first (ties: the smaller worst error, then
+    /// the grid order).
+    fn ranked(&self) -> Vec<FitPoint> {
         let mut out: Vec<FitPoint> = (0..self.points.len())
-            .map(|g| self.point(g, self.score_at(g, &keep)))
+            .map(|g| self.point(g, self.score_at(g, |_| true)))
             .collect();
         out.sort_by(|a, b| a.score.better(&b.score));
         out
