@@ -18,6 +18,7 @@ use crate::{EvalOptions, Evaluator, Infeasible, Metrics};
 mod domain;
 mod fit;
 mod profile;
+mod remat;
 mod summary;
 mod wording;
 
@@ -291,6 +292,10 @@ enum Era {
     Torchtitan,
     /// Every other stack whose rows give their sharding (llm-foundry).
     Fsdp,
+    /// MaxText (JAX/XLA): its `base.yml` defaults (`CostProfile::MAXTEXT`'s source) fill blank
+    /// cells: full remat, FSDP over a node's GPUs and data parallelism across nodes, the
+    /// per-device batch as one micro-batch, no sequence parallelism, bf16.
+    MaxText,
 }
 
 /// The blank-cell defaults of a row's profile ([`row_profile`]).
@@ -305,6 +310,8 @@ fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
         Era::Torchtitan
     } else if *p == P::LLM_FOUNDRY {
         Era::Fsdp
+    } else if *p == P::MAXTEXT {
+        Era::MaxText
     } else {
         Era::MegatronCore
     }

@@ -45,6 +45,7 @@ fn pytorch_frameworks_hold_fp32_parameters_and_no_master_copy() {
             CostProfile::TORCHTITAN,
             CostProfile::TORCHTITAN_EAGER,
             CostProfile::LLM_FOUNDRY,
+            CostProfile::MAXTEXT,
         ] {
             assert!(p.fp32_params, "{}", p.name);
             let torch = state(&p);

@@ -13,9 +13,10 @@ use autoplan_plan::framework::CostProfile;
 ///   `mtnlg_530b_*`; BLOOM and GPT-NeoX name it).
 /// - torchtitan: its `[activation_checkpoint] mode` default, "selective" (frameworks.md §2.3,
 ///   `job_config.py @ v0.2.2:L650-717`), read as the cell "selective" is.
+/// - MaxText: `remat_policy: 'full'` (`configs/base.yml` @ maxtext 0.2.5 L450).
 pub(super) fn era_recompute(era: Era) -> Option<Recompute> {
     match era {
-        Era::Megatron2021 | Era::MegatronDeepSpeed => Some(Recompute::Full),
+        Era::Megatron2021 | Era::MegatronDeepSpeed | Era::MaxText => Some(Recompute::Full),
         Era::Torchtitan => Some(Recompute::Selective),
         Era::MegatronCore | Era::Fsdp => None,
     }
@@ -131,8 +132,13 @@ pub(super) fn case_plan(
         // Megatron-Bridge's recipes set it). Megatron's own `sequence_parallel` defaults off
         // (`ModelParallelConfig`, mpc.py:L94, frameworks.md §1.3; `--sequence-parallel` is a
         // flag to pass), in Megatron-LM 2021–22 and the Megatron-DeepSpeed forks alike.
+        // MaxText splits activations over its own `tensor_sequence` axis, default 1
+        // (`ici_tensor_sequence_parallelism`, `configs/base.yml` @ maxtext 0.2.5 L790).
         "" | "na" | "unknown" => {
-            !matches!(era, Era::Megatron2021 | Era::MegatronDeepSpeed) && tp > 1
+            !matches!(
+                era,
+                Era::Megatron2021 | Era::MegatronDeepSpeed | Era::MaxText
+            ) && tp > 1
         }
         _ => {
             let cell = r.sp.as_deref().unwrap_or("").trim();
@@ -156,11 +162,24 @@ pub(super) fn case_plan(
         // the local batch. With pipelining the micro-batch is `pipeline_parallel_microbatch_size`,
         // default 1 (§2.1).
         (None, Era::Torchtitan) if pp == 1 => (model.training.global_batch / dp.max(1)).max(1),
+        // MaxText's `per_device_batch_size` runs whole, without gradient accumulation
+        // (`configs/base.yml` @ maxtext 0.2.5 L1098 `gradient_accumulation_steps: 1`); its
+        // pipeline splits the batch into `num_pipeline_microbatches`, by default the number
+        // of stages (L417-419).
+        (None, Era::MaxText) => {
+            let local = (model.training.global_batch / dp.max(1)).max(1);
+            if local.is_multiple_of(pp) {
+                local / pp
+            } else {
+                1
+            }
+        }
         // Megatron-Core scaling runs: micro-batch 1.
         (None, _) => 1,
     };
     let rc = r.recompute.as_deref().unwrap_or("").to_ascii_lowercase();
-    let modules = recompute_modules(&rc, r.notes.as_deref().unwrap_or(""));
+    let modules = remat::remat_modules(&rc, model)
+        .unwrap_or_else(|| recompute_modules(&rc, r.notes.as_deref().unwrap_or("")));
     let (recompute, recompute_layers) = match recompute_cell(&rc) {
         Err(why) => return Err(unreadable(&r.id, "recompute", why)),
         Ok(Some(cell)) => cell,
@@ -189,13 +208,16 @@ pub(super) fn case_plan(
     };
     let zero = match Zero::from_wording(cell, in_node).map(whole) {
         Some(z) => z,
-        None if cell.is_empty() => {
-            if matches!(era, Era::MegatronCore | Era::MegatronDeepSpeed) {
-                Zero::stage(1)
-            } else {
-                Zero::NONE
-            }
-        }
+        None if cell.is_empty() => match era {
+            Era::MegatronCore | Era::MegatronDeepSpeed => Zero::stage(1),
+            // MaxText's default mesh: FSDP over the ICI axis, data parallelism over DCN
+            // (`ici_fsdp_parallelism: -1`, `dcn_data_parallelism: -1`, `configs/base.yml` @
+            // maxtext 0.2.5 L769, L783; its A3 scripts: `ici_fsdp_parallelism=8` within a VM,
+            // `dcn_data_parallelism` across VMs): HSDP within a node, nothing sharded where
+            // the node's GPUs are all one TP group.
+            Era::MaxText if in_node >= 2 => whole(Zero::stage(3).hsdp(in_node)),
+            _ => Zero::NONE,
+        },
         None => {
             return Err(unreadable(
                 &r.id,

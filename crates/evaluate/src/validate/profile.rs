@@ -19,6 +19,8 @@ use super::PublishedRun;
 ///   names its stack names compile); otherwise, or where the notes say "no torch.compile", eager
 ///   torchtitan (`compile` is off by default, frameworks.md §2.4).
 /// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
+/// - A run whose source or notes name MaxText (its GPU configurations' README tables): MaxText
+///   (JAX/XLA).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
 ///   MT-NLG's "DeepSpeed pipeline + Megatron TP", GPT-NeoX, built on DeepSpeed): Megatron-
 ///   DeepSpeed of 2021–22, unless it names FlashAttention (`deepspeed_profile`).
@@ -60,6 +62,8 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         }
     } else if source.contains("llm-foundry") {
         CostProfile::LLM_FOUNDRY
+    } else if text.contains("maxtext") {
+        CostProfile::MAXTEXT
     } else if text.contains("deepspeed") || text.contains("gpt-neox") {
         deepspeed_profile(r, &text)
     } else if text.contains("baseline megatron-lm") {

@@ -241,6 +241,8 @@ fn only_modules(list: &str) -> Option<RecomputeModules> {
 ///   all of them;
 /// - `selective …`, or Megatron's module names alone (`core_attn`, `layernorm, moe_act`):
 ///   selective ([`recompute_modules`] reads its modules);
+/// - a MaxText remat policy (`minimal_with_context`, `save_dot_except_mlp`, …): selective, its
+///   modules read by `remat.rs`, or refused where its recompute cannot be priced;
 /// - a label before any of these (`AC: full`, `recompute: selective`): the value after it;
 /// - activation offload named beside it (`selective + CPU offload`): refused (`Err`); its
 ///   absence said (`full (no offload)`) is the recompute alone.
@@ -257,6 +259,11 @@ pub(crate) fn recompute_cell(cell: &str) -> Result<Option<(Recompute, Option<u32
         || c.starts_with("not given")
     {
         return Ok(None);
+    }
+    // A MaxText remat policy (`minimal_with_context`, …): selective, or refused with the reason
+    // (`remat.rs`).
+    if let Some(read) = super::remat::remat_recompute(&c) {
+        return read.map(|rc| Some((rc, None)));
     }
     // Activation offload beside the recompute (`selective + CPU offload`): which layers went to
     // host memory (Megatron's `--cpu-offloading-num-layers`) is not read from this cell, and

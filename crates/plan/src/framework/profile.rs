@@ -483,8 +483,51 @@ impl CostProfile {
         unpriced_compute: 0.12,
     };
 
+    /// MaxText (JAX, XLA's GPU compiler; maxtext 0.2.5, `pip download --no-deps
+    /// --python-version 3.12 --only-binary :all: maxtext==0.2.5`). What its GPU configurations
+    /// run, read in the wheel's `maxtext/configs`:
+    /// - weights stored in fp32 and cast to the 16-bit compute dtype where used
+    ///   (`base.yml` L194 `weight_dtype: "float32"`, L128 `dtype: "bfloat16"`), gradients in
+    ///   fp32 (L125 `grad_dtype: "float32"`): PyTorch's parameter layout, the reduction in fp32;
+    /// - the fused attention kernel: every GPU model configuration sets `attention:
+    ///   "cudnn_flash_te"` (`configs/gpu/models/*.yml`; Transformer Engine's cuDNN kernel);
+    /// - elementwise chains fused: XLA's instruction fusion, which no GPU script disables
+    ///   (`configs/gpu/a3/llama_2_7b/*.sh` disable only Triton GEMMs, command buffers and the
+    ///   rematerialization pass);
+    /// - the sharded collectives asynchronous beside the compute: every A3 script runs XLA's
+    ///   latency-hiding scheduler with pipelined all-gathers, reduce-scatters and all-reduces
+    ///   (`--xla_gpu_enable_latency_hiding_scheduler=true`, `--xla_gpu_pipeline_all_gather=on`,
+    ///   `..._reduce_scatter=on`, `..._all_reduce=on`);
+    /// - no TP-comm overlap (no collective-matmul flag in any GPU script);
+    /// - dropless MoE by ragged matmuls over the sorted tokens (`base.yml` L250 `sparse_matmul:
+    ///   true`): a gather by index.
+    pub const MAXTEXT: CostProfile = CostProfile {
+        name: "maxtext",
+        dp_overlap: true,
+        dp_overlap_with_pp: true,
+        tp_comm_overlap: false,
+        tp_overlap_hides: false,
+        tp_bwd_async: false,
+        zero_grad_all_reduce: false,
+        reduce_in_training_dtype: false,
+        fp32_params: true,
+        fused_attention: true,
+        moe_dense_dispatch: false,
+        activation_offload_overlap: false,
+        elementwise: Elementwise::FUSED,
+        source: "maxtext 0.2.5 configs/base.yml (weight_dtype, grad_dtype, sparse_matmul, \
+                 remat_policy, ici_fsdp/dcn_data parallelism), configs/gpu/models/*.yml \
+                 (cudnn_flash_te), configs/gpu/a3/llama_2_7b/*.sh (XLA flags)",
+        not_modelled: "the network of Google Cloud's A3 VMs, which neither MaxText's tables \
+                       nor the reference notes give, and how much of the gradient all-reduce \
+                       across VMs XLA leaves after the backward (the A3 scripts combine \
+                       all-reduces up to 128 MiB, 1 GiB at 16 VMs); a profile of one step (the \
+                       scripts' `profiler=xplane`) on 2 VMs would settle both",
+        unpriced_compute: 0.0,
+    };
+
     /// Every profile, for listings and tests.
-    pub const ALL: [CostProfile; 11] = [
+    pub const ALL: [CostProfile; 12] = [
         CostProfile::MEGATRON_CORE,
         CostProfile::MEGATRON_LM_2020,
         CostProfile::MEGATRON_LM_2021,
@@ -496,6 +539,7 @@ impl CostProfile {
         CostProfile::TORCHTITAN,
         CostProfile::TORCHTITAN_EAGER,
         CostProfile::LLM_FOUNDRY,
+        CostProfile::MAXTEXT,
     ];
 }
 
