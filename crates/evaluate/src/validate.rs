@@ -381,6 +381,7 @@ pub fn case_of(
             .or_else(|| unstated_interleaving(r, era, &model, &cluster, options, plan)),
         plan,
     );
+    let plan = take(nvidia_deepseek_v3_layout(r, &model, plan), plan);
     let (figure, measured) = case_figure(r)?;
     let rc = r.recompute.as_deref().unwrap_or("");
     let recompute_stated =

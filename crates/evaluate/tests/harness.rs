@@ -315,3 +315,57 @@ fn an_offload_in_the_sharding_cell_is_priced() {
     let nvme = with("ZeRO-3 NVMe offload").expect_err("NVMe");
     assert!(nvme.reason.contains("NVMe"), "{}", nvme.reason);
 }
+
+#[test]
+fn deepseek_v3_in_nvidias_tables_takes_its_configurations_pipeline_layout() {
+    // Megatron-Bridge's B200 row, PP 16 without interleaving: the embedding and 4 blocks on
+    // the first stage, 4 on each middle one, 1 with the MTP module and the loss on the last
+    // (nemo-toolkit 2.4.0–2.6.0 `map_pp_vp_to_layout`, megatron-bridge 0.3.1's recipe).
+    let b200 = row("bridge2511_b200_DeepSeekV3_256gpu_mxfp8");
+    let c = case(&b200);
+    assert_eq!(
+        (c.plan.first_stage_layers, c.plan.last_stage_layers),
+        (Some(4), Some(1))
+    );
+    assert!(c
+        .chosen
+        .as_deref()
+        .unwrap_or("")
+        .contains("first_stage_layers=4"));
+    // 25.04's scripts (nemo-toolkit 2.3.0): 64/pp − 1 first, 64/pp − 2 last.
+    let mut older = b200.clone();
+    older.source = b200.source.replace("25.11", "25.04");
+    let c = case(&older);
+    assert_eq!(
+        (c.plan.first_stage_layers, c.plan.last_stage_layers),
+        (Some(3), Some(2))
+    );
+    // Not where the row says its split, interleaves (a layout of chunks, not of stages), runs
+    // a PP size the scripts refuse, or is not NVIDIA's table.
+    let none = |r: &PublishedRun| {
+        let c = case(r);
+        (c.plan.first_stage_layers, c.plan.last_stage_layers) == (None, None)
+    };
+    let mut said = b200.clone();
+    said.notes = Some("custom pipeline layout".into());
+    assert!(none(&said));
+    let mut interleaved = b200.clone();
+    interleaved.vpp = Some(2);
+    interleaved.pp = Some(8);
+    interleaved.dp = Some(32);
+    assert!(none(&interleaved));
+    let mut pp2 = b200.clone();
+    pp2.pp = Some(2);
+    pp2.dp = Some(128);
+    let c = case_of(
+        &pp2,
+        &|n| autoplan_graph::resolve_model(n).ok(),
+        &cluster_for,
+    );
+    assert!(c.map_or(true, |c| c.plan.first_stage_layers.is_none()));
+    let mut other = b200.clone();
+    other.source = "a DeepSeek-V3 run of another stack".into();
+    assert!(none(&other));
+    // The zoo and guide rows of the same model are not NVIDIA's performance tables.
+    assert!(none(&row("deepseek_v3_pretrain_2048xH800")));
+}

@@ -522,6 +522,33 @@ pub(super) fn nemo_recipe_interleaving(
     Some((plan, why))
 }
 
+/// The plan of a DeepSeek-V3 row of NVIDIA's performance tables with the first and last
+/// pipeline stages its configuration gives them ([`super::harness::deepseek_v3_stage_blocks`]),
+/// and what `validate --explain` says of it; `None` for every other row.
+pub(super) fn nvidia_deepseek_v3_layout(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    plan: Plan,
+) -> Option<(Plan, String)> {
+    if plan.first_stage_layers.is_some() || plan.last_stage_layers.is_some() {
+        return None;
+    }
+    let (first, last) = super::harness::deepseek_v3_stage_blocks(r, model, plan.pp, plan.vpp)?;
+    let plan = Plan {
+        first_stage_layers: Some(first),
+        last_stage_layers: Some(last),
+        ..plan
+    };
+    let why = format!(
+        "first_stage_layers={first}, last_stage_layers={last}: the row gives no pipeline split; \
+         NVIDIA's DeepSeek-V3 configuration for PP {} puts {first} blocks on the first stage, {} \
+         on each middle one and {last} on the last",
+        plan.pp,
+        (model.layers - first - last) / (plan.pp - 2).max(1)
+    );
+    Some((plan, why))
+}
+
 /// The plan of a row whose notes name an interleaved schedule while its `vpp` cell is blank
 /// (Llama 3: "Interleaved PP with custom schedule (V stages per rank; V not given)", Dubey+24
 /// §3.3.2). The run had some depth V ≥ 2 that fit in memory, chosen by its engineers, so the

@@ -26,6 +26,10 @@
 //!   also turn the parameter all-gather's overlap off ([`NemoPerfScripts::param_gather_bytes`],
 //!   [`NemoPerfScripts::param_gather_exposed`]).
 //!
+//! - DeepSeek-V3's pipeline layout (2.3.0 on; [`deepseek_v3_stage_blocks`]), which Megatron-
+//!   Bridge's own DeepSeek-V3 recipe shares (megatron-bridge 0.3.1 wheel), so it is read for
+//!   the rows of its 25.11 section too.
+//!
 //! NeMo 24.07 and earlier ran NeMo-Framework-Launcher's YAML configurations, not these
 //! scripts, and are not read here; nor are Megatron-Bridge's own ports of the scripts. Those
 //! ran the 25.11 section of Megatron-Bridge's table, not 2.6.0's scripts: its DeepSeek-V3
@@ -190,6 +194,56 @@ impl NemoRecipe {
             [c.layers, c.hidden, c.heads, c.ffn, c.experts] == shape
                 && [c.tp, c.pp, c.cp] == [tp, pp, cp]
         })
+    }
+}
+
+/// The blocks on the first and last pipeline stages that NVIDIA's DeepSeek-V3 performance
+/// configurations give a run of row `r` at `pp` stages without interleaving (`vpp` 1), where
+/// `model` is DeepSeek-V3 (61 blocks, 256 routed experts) and the row says nothing of its
+/// split. Its 61 blocks are laid out as if they were 64, 64/pp a stage, the three short on the
+/// last stages:
+/// - from container 25.07 (nemo-toolkit 2.4.0, 2.5.0, 2.6.0 `scripts/performance/llm/
+///   pretrain_deepseek_v3.py` L89-97, L98-106, L97-105, `map_pp_vp_to_layout`; Megatron-Bridge's
+///   recipe alike, `megatron/bridge/recipes/deepseek/deepseek_v3.py` @ megatron-bridge 0.3.1
+///   L29-50, whose default is this row's PP 16): the first stage the embedding and 64/pp
+///   blocks, the last 64/pp − 3 blocks with the MTP module and the loss, for PP 4, 8 and 16
+///   (the scripts refuse other PP sizes);
+/// - container 25.04 (nemo-toolkit 2.3.0, the same file L71-75): `num_layers_in_first_
+///   pipeline_stage` 64/pp − 1 and `num_layers_in_last_pipeline_stage` 64/pp − 2.
+///
+/// The interleaved layouts (one block in the last model chunk) are not first/last counts, so
+/// `None` for `vpp` > 1; `None` too for every other source, model or PP size.
+pub(super) fn deepseek_v3_stage_blocks(
+    r: &PublishedRun,
+    model: &ModelSpec,
+    pp: u32,
+    vpp: u32,
+) -> Option<(u32, u32)> {
+    let s = r.source.to_ascii_lowercase();
+    let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
+    let names_split = [
+        "layout",
+        "pipeline-num-layers",
+        "pipeline stage",
+        "account-for",
+        "account_for",
+    ]
+    .iter()
+    .any(|w| notes.contains(w));
+    let summary = s.contains("performance_summary") || s.contains("performance-summary");
+    let deepseek_v3 = model.layers == 61
+        && model.hidden == 7168
+        && model.moe.as_ref().is_some_and(|m| m.experts == 256);
+    if !(names_nemo(&s) && summary && deepseek_v3) || names_split || vpp != 1 {
+        return None;
+    }
+    let container = release(&s)?;
+    if container >= (25, 7) {
+        [4, 8, 16].contains(&pp).then(|| (64 / pp, 64 / pp - 3))
+    } else if container >= (25, 4) {
+        (pp >= 2 && 64 % pp == 0).then(|| (64 / pp - 1, 64 / pp - 2))
+    } else {
+        None
     }
 }
 
