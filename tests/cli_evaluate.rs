@@ -240,9 +240,10 @@ fn validate_explain_prints_the_rows_report_and_fit_scores_the_current_table() {
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["current"]["rows"].as_u64(), Some(3));
+    assert_eq!(v["current"]["constant"].as_str(), Some("unpriced_compute"));
     assert_eq!(
-        v["best"][0]["unpriced_compute"].as_f64(),
-        v["current"]["unpriced_compute"].as_f64()
+        v["best"][0]["value"].as_f64(),
+        v["current"]["value"].as_f64()
     );
     assert_eq!(v["leave_one_out"].as_array().map(Vec::len), Some(3));
     let (code, _, err) = autoplan(&["validate", "--runs", runs2, "--fit-framework", "nope"]);

@@ -133,6 +133,10 @@ pub struct EvalOptions {
     /// optimizer step (NeMo's performance scripts turn the overlap off for MXFP8,
     /// `validate/harness.rs`).
     pub param_gather_overlap: bool,
+    /// Seconds of host time per local expert GEMM of a dropless MoE layer, beyond the GPU's
+    /// per-GEMM latency (the profile's `CostProfile::expert_gemm_host`; Megatron-Core's by
+    /// default): the GPU waits for each expert's launch after the dispatcher's host sync.
+    pub expert_gemm_host: f64,
 }
 
 impl Default for EvalOptions {
@@ -156,6 +160,7 @@ impl Default for EvalOptions {
             tp_bwd_async: true,
             param_gather_bytes: 2.0,
             param_gather_overlap: true,
+            expert_gemm_host: autoplan_plan::framework::CostProfile::MEGATRON_CORE.expert_gemm_host,
         }
     }
 }

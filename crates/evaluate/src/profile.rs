@@ -42,6 +42,7 @@ impl EvalOptions {
             moe_dense_dispatch: p.moe_dense_dispatch,
             activation_offload_overlap: p.activation_offload_overlap,
             unpriced_compute: p.unpriced_compute,
+            expert_gemm_host: p.expert_gemm_host,
             tp_overlap_hides: p.tp_overlap_hides,
             tp_bwd_async: p.tp_bwd_async,
             elementwise: p.elementwise,

@@ -25,7 +25,7 @@ mod wording;
 pub use domain::OUT_OF_DOMAIN;
 pub use fit::{
     fit, fit_framework, fit_leaving_sources_out, fitted_on, framework_fitted_on, FitPoint,
-    FrameworkFitPoint, GridScore, HeldOutSource,
+    FrameworkConstant, FrameworkFitPoint, GridScore, HeldOutSource,
 };
 pub use profile::{row_profile, source_family, source_year};
 pub use summary::group_mape;

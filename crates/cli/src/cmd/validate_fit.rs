@@ -11,7 +11,7 @@ use autoplan_cost::compute::arch_efficiency;
 use autoplan_evaluate::runs::{degrees_given, missing_fact};
 use autoplan_evaluate::validate::{
     case_of, fit, fit_framework as fit_profile, fit_leaving_sources_out, fitted_on, group_mape,
-    score, Case, FitPoint, FrameworkFitPoint, GridScore, HeldOutSource,
+    score, Case, FitPoint, FrameworkConstant, FrameworkFitPoint, GridScore, HeldOutSource,
 };
 use autoplan_plan::framework::CostProfile;
 
@@ -198,7 +198,8 @@ fn fit_rows(
         .collect()
 }
 
-/// `--fit-framework PROFILE`: the grid of `CostProfile::unpriced_compute` (see
+/// `--fit-framework PROFILE`: the grid of the profile's one constant (`unpriced_compute`, or
+/// for a profile naming nothing unpriced `expert_gemm_host`: `FrameworkConstant`; see
 /// `autoplan_evaluate::validate::fit_framework`), with the leave-one-out error of each row.
 pub(super) fn fit_framework(
     paths: &[PathBuf],
@@ -218,11 +219,9 @@ pub(super) fn fit_framework(
         );
     }
     let cases = own_plan_cases(paths)?;
-    // 0 to 0.60 by 0.01: beyond, the framework would run at under 63% of its kernels' speed,
-    // which is not an unpriced detail but a missing model.
-    let grid: Vec<f64> = (0..=60).map(|i| 0.01 * i as f64).collect();
-    let (points, loo) = fit_profile(&cases, name, &grid);
-    let (current, _) = fit_profile(&cases, name, &[profile.unpriced_compute]);
+    let constant = FrameworkConstant::of(&profile);
+    let (points, loo) = fit_profile(&cases, name, constant, &constant.grid());
+    let (current, _) = fit_profile(&cases, name, constant, &[constant.value(&profile)]);
     if points.first().is_none_or(|p| p.score.rows == 0) {
         bail!("--fit-framework {name}: no row of the --runs files is scored under this profile");
     }
@@ -240,16 +239,21 @@ pub(super) fn fit_framework(
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // `unpriced_compute` as a fraction, `expert_gemm_host` in µs.
+    let (head, scale) = match constant {
+        FrameworkConstant::UnpricedCompute => ("unpriced", 1.0),
+        FrameworkConstant::ExpertGemmHost => ("host µs", 1e6),
+    };
     writeln!(
         out,
         "{:>9} {:>5} {:>7} {:>8}  worst row",
-        "unpriced", "rows", "MAPE", "worst"
+        head, "rows", "MAPE", "worst"
     )?;
     let line = |out: &mut std::io::StdoutLock, p: &FrameworkFitPoint, tag: &str| {
         writeln!(
             out,
             "{:>9.2} {}{tag}",
-            p.unpriced_compute,
+            p.value * scale,
             score_columns(&p.score)
         )
     };
@@ -259,11 +263,12 @@ pub(super) fn fit_framework(
     if let Some(c) = current.first() {
         line(&mut out, c, "   <- the profile now")?;
     }
-    if profile.not_modelled.is_empty() {
+    if constant == FrameworkConstant::ExpertGemmHost {
         writeln!(
             out,
             "{name} names nothing it does not price: its rows calibrate the GPU constants \
-             (--fit ARCH) and it carries no constant of its own; this grid is a diagnostic"
+             (--fit ARCH); its own constant is the host time per expert GEMM of its dropless \
+             MoE layers (expert_gemm_host), which only its MoE rows move"
         )?;
     }
     writeln!(

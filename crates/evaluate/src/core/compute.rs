@@ -139,6 +139,11 @@ impl Evaluator {
             let head16 = kind == LayerKind::LmHead && low;
             let pricer = if head16 { &self.gemm16 } else { &self.gemm };
             let mut tg = count * pricer.time(2.0 * rows * n * k, rows, n, k);
+            if g.expert {
+                // Each local expert's launch waits on the host after a dropless dispatch
+                // (`EvalOptions::expert_gemm_host`, `moe.rs`).
+                tg += count * self.expert_host();
+            }
             let mut more = 0.0;
             if low && !head16 {
                 // FP8 (FP4) GEMMs quantize their 16-bit input (read 2 B, write 1 B (0.5 B) per

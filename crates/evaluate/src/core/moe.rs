@@ -24,7 +24,9 @@
 //! - **per-expert launches**: Transformer Engine's `GroupedLinear` (`--moe-grouped-gemm`,
 //!   Megatron-Core's `TEGroupedMLP`) issues one cuBLAS GEMM per local expert; each is priced at
 //!   its own shape with the architecture's GEMM latency (`gemm_fwd`), so `local experts × expert
-//!   GEMMs` latencies per pass. The math itself runs at the rate of one large GEMM on Hopper
+//!   GEMMs` latencies per pass, and, after a dropless dispatch, with the framework's host time
+//!   per expert GEMM (`EvalOptions::expert_gemm_host`: the dispatcher's host sync leaves the
+//!   host no lead over the launches; [`Evaluator::expert_host`]). The math itself runs at the rate of one large GEMM on Hopper
 //!   (`results/h100/grouped.csv`: 16 experts × 512 rows × 3072 × 4096 at 677 TF/s as 16 cuBLAS
 //!   calls, 729 as one grouped kernel), so expert GEMMs pay tile waves only where the
 //!   architecture's dense GEMMs do (`wave_quantization`).
@@ -224,6 +226,19 @@ impl Evaluator {
         }
     }
 
+    /// Host time each local expert GEMM waits for beyond the GPU's latency: the framework's
+    /// `EvalOptions::expert_gemm_host` under dropless dispatch, whose device-to-host copy of
+    /// the token counts keeps the host from running ahead of the experts' launches; 0 under
+    /// capacity-padded dispatch, whose splits the host knows beforehand.
+    #[inline]
+    pub(super) fn expert_host(&self) -> f64 {
+        if self.capacity.is_none() {
+            self.opts.expert_gemm_host
+        } else {
+            0.0
+        }
+    }
+
     /// The table rows of `w` for a class listed `mult` times per step (micro-batches × layers
     /// of the bottleneck stage).
     pub(super) fn moe_rows(
@@ -236,7 +251,7 @@ impl Evaluator {
         if mult <= 0.0 || w.launches == 0.0 {
             return;
         }
-        let lat = self.eff.gemm_latency;
+        let lat = self.eff.gemm_latency + self.expert_host();
         let names = if w.dense {
             [
                 "dispatch einsum sec,sm->ecm + gate masks (DeepSpeed-MoE)",

@@ -1,6 +1,7 @@
 //! `validate --fit`: the calibration grid scored over the published rows.
 
 use super::*;
+use autoplan_plan::framework::CostProfile;
 
 /// How the fitted rows score at one point of a calibration grid ([`fit`], [`fit_framework`]).
 #[derive(Debug, Clone, Serialize)]
@@ -235,11 +236,63 @@ impl ArchGrid {
     }
 }
 
-/// One point of the framework grid of [`fit_framework`]: the profile's
-/// `CostProfile::unpriced_compute` and how the profile's rows score under it.
+/// The one constant a framework profile may carry, which [`fit_framework`] fits on its rows
+/// (docs/calibration.md, "Frameworks"): `unpriced_compute` for a profile that names what it
+/// does not price (`CostProfile::not_modelled`); for one that names nothing, whose rows
+/// calibrate the GPU constants, the host time per expert GEMM of its dropless MoE layers
+/// (`expert_gemm_host`: a launch overhead per expert, issue 17 item 4), which no GPU constant
+/// stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameworkConstant {
+    UnpricedCompute,
+    ExpertGemmHost,
+}
+
+impl FrameworkConstant {
+    /// The constant profile `p` carries.
+    pub fn of(p: &CostProfile) -> FrameworkConstant {
+        if p.not_modelled.is_empty() {
+            FrameworkConstant::ExpertGemmHost
+        } else {
+            FrameworkConstant::UnpricedCompute
+        }
+    }
+
+    /// Its value in profile `p`.
+    pub fn value(self, p: &CostProfile) -> f64 {
+        match self {
+            FrameworkConstant::UnpricedCompute => p.unpriced_compute,
+            FrameworkConstant::ExpertGemmHost => p.expert_gemm_host,
+        }
+    }
+
+    /// The grid `validate --fit-framework` searches: `unpriced_compute` 0 to 0.60 by 0.01
+    /// (beyond, the framework would run at under 63% of its kernels' speed: not an unpriced
+    /// detail but a missing model); `expert_gemm_host` 0 to 50 µs by 2.5 µs (twice the 26 µs
+    /// plain PyTorch waits per expert GEMM, `results/h100/qwen235_block.csv`).
+    pub fn grid(self) -> Vec<f64> {
+        match self {
+            FrameworkConstant::UnpricedCompute => (0..=60).map(|i| 0.01 * f64::from(i)).collect(),
+            FrameworkConstant::ExpertGemmHost => (0..=20).map(|i| 2.5e-6 * f64::from(i)).collect(),
+        }
+    }
+
+    fn set(self, o: &mut EvalOptions, v: f64) {
+        match self {
+            FrameworkConstant::UnpricedCompute => o.unpriced_compute = v,
+            FrameworkConstant::ExpertGemmHost => o.expert_gemm_host = v,
+        }
+    }
+}
+
+/// One point of the framework grid of [`fit_framework`]: a value of the profile's constant
+/// and how the profile's rows score under it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FrameworkFitPoint {
-    pub unpriced_compute: f64,
+    pub constant: FrameworkConstant,
+    /// `unpriced_compute` as a fraction, `expert_gemm_host` in seconds.
+    pub value: f64,
     /// The profile's rows.
     #[serde(flatten)]
     pub score: GridScore,
@@ -251,8 +304,8 @@ pub fn framework_fitted_on(c: &Case, name: &str) -> bool {
     c.framework == name && !OUT_OF_DOMAIN.iter().any(|(id, _)| *id == c.id) && recompute_known(c)
 }
 
-/// The calibration of a framework profile's one constant (docs/calibration.md, "Frameworks"):
-/// with the GPU constants fixed (the calibrated table), score the rows
+/// The calibration of a framework profile's one constant, `constant` (docs/calibration.md,
+/// "Frameworks"): with the GPU constants fixed (the calibrated table), score the rows
 /// [`framework_fitted_on`] profile `name` at every value of `grid`, and return the points
 /// ordered by MAPE (ties: smaller worst error, then the grid order), with the leave-one-out
 /// error of each row: its error at the value fitted on the other rows alone, the figure that
@@ -260,6 +313,7 @@ pub fn framework_fitted_on(c: &Case, name: &str) -> bool {
 pub fn fit_framework(
     cases: &[Case],
     name: &str,
+    constant: FrameworkConstant,
     grid: &[f64],
 ) -> (Vec<FrameworkFitPoint>, Vec<(String, f64)>) {
     let mine: Vec<&Case> = cases
@@ -271,7 +325,7 @@ pub fn fit_framework(
         .iter()
         .map(|&u| {
             mine.iter()
-                .map(|c| error_with(c, |o| o.unpriced_compute = u))
+                .map(|c| error_with(c, |o| constant.set(o, u)))
                 .collect()
         })
         .collect();
@@ -280,7 +334,8 @@ pub fn fit_framework(
         grid.iter()
             .zip(&errors)
             .map(|(&u, errs)| FrameworkFitPoint {
-                unpriced_compute: u,
+                constant,
+                value: u,
                 score: GridScore::of(
                     errs.iter()
                         .enumerate()

@@ -174,6 +174,19 @@ pub struct CostProfile {
     /// stands for what `not_modelled` names until a trace prices it, and is replaced by the
     /// mechanism then.
     pub unpriced_compute: f64,
+    /// Seconds of host time per local expert GEMM of a dropless MoE layer beyond the GPU's own
+    /// per-GEMM latency: Transformer Engine's `GroupedLinear` (Megatron-Core's `TEGroupedMLP`)
+    /// issues one cuBLAS GEMM per local expert from the host, after the dispatcher has copied
+    /// the token counts to the host (the dropless dispatchers' device-to-host sync), so the
+    /// host cannot run ahead and the GPU waits for each expert's launch. Measured in plain
+    /// PyTorch: one Qwen3-235B MoE layer of 16 local experts waits 2.49 ms on the host forward
+    /// and backward when launched eagerly against graph-replayed (`results/h100/qwen235_block.
+    /// csv`), 26 µs for each of its 96 expert GEMMs. The profile's value is fitted
+    /// (`autoplan validate --runs data/published_runs.csv --runs data/published_runs_2.csv
+    /// --fit-framework megatron-core`, docs/calibration.md "Frameworks"); 0 where the
+    /// framework's experts run as one grouped kernel (torchtitan's grouped MM, frameworks.md
+    /// §2.5; MaxText's ragged matmuls, `sparse_matmul: true`) or no MoE run of it was fitted.
+    pub expert_gemm_host: f64,
 }
 
 impl CostProfile {
@@ -198,6 +211,11 @@ impl CostProfile {
                  overlap-param-gather with the distributed optimizer)",
         not_modelled: "",
         unpriced_compute: 0.0,
+        // `autoplan validate --runs data/published_runs.csv --runs data/published_runs_2.csv
+        // --fit-framework megatron-core`: 20 µs, MAPE 6.11% on its 44 rows against 7.32% at 0
+        // (20 or 25 µs with any one source family left out); the 15 dropless MoE rows move,
+        // the ModelZoo's 16-local-expert Qwen3-235B row +23.2% -> -1.0% (-3.4% left out).
+        expert_gemm_host: 20e-6,
     };
 
     /// Megatron-LM v1 (2020; `meg20_` rows): its `LocalDDP` all-reduces the gradients after
@@ -220,6 +238,7 @@ impl CostProfile {
                  backward; published_runs_SOURCES.md §2",
         not_modelled: "",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// Megatron-LM of 2021 (`nar21_`: Narayanan+21's runs): torch DDP buckets overlap the
@@ -245,6 +264,7 @@ impl CostProfile {
         source: "Narayanan+21 §4 (torch DDP); published_runs_SOURCES.md §2",
         not_modelled: "",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// Megatron-LM of 2022 (`kor22_`: Korthikanti+22's runs, sequence parallelism and selective
@@ -292,6 +312,7 @@ impl CostProfile {
                  them)",
         not_modelled: "",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// Megatron-DeepSpeed of 2021–22 (MT-NLG, BLOOM, GPT-NeoX): DeepSpeed reduces ZeRO-0/1
@@ -334,6 +355,7 @@ impl CostProfile {
         // gradients were reduced in BF16, `reduce_in_training_dtype`); each row at the value
         // fitted on the other two: -11.0%, -6.9%, +8.4%.
         unpriced_compute: 0.28,
+        expert_gemm_host: 0.0,
     };
 
     /// DeepSpeed 0.19.5 (`--framework deepspeed`): gradient reduction after the backward below
@@ -364,6 +386,7 @@ impl CostProfile {
                        activation (pipe_partitioned, frameworks.md §3.4) and a TP all-gather; a \
                        trace of one pipeline stage would settle it",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// DeepSpeed-MoE before v0.19.4 (seed 004's baseline, and its design built on it, §4.2.2):
@@ -419,6 +442,7 @@ impl CostProfile {
                        (cp 1) and 256K (cp 8), one with and without AsyncTP, and the GEMM rate \
                        under the 500 W cap, would settle them",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// torchtitan without `compile` (its default, `[compile] enable = false`, frameworks.md
@@ -481,6 +505,7 @@ impl CostProfile {
         // two: -13.2%, +16.5%, -15.3% (weakly determined: one source, MPT-7B 1.31x slower
         // per block than priced where the 70B runs are 1.10-1.12x).
         unpriced_compute: 0.12,
+        expert_gemm_host: 0.0,
     };
 
     /// MaxText (JAX, XLA's GPU compiler; maxtext 0.2.5, `pip download --no-deps
@@ -524,6 +549,7 @@ impl CostProfile {
                        all-reduces up to 128 MiB, 1 GiB at 16 VMs); a profile of one step (the \
                        scripts' `profiler=xplane`) on 2 VMs would settle both",
         unpriced_compute: 0.0,
+        expert_gemm_host: 0.0,
     };
 
     /// Every profile, for listings and tests.
