@@ -58,8 +58,7 @@ impl NemoPerfScripts {
     pub(super) fn of(r: &PublishedRun) -> Option<NemoPerfScripts> {
         let s = r.source.to_ascii_lowercase();
         // The table itself, not another document run in a NeMo container.
-        let summary = s.contains("performance_summary") || s.contains("performance-summary");
-        if !(s.contains("container") && names_nemo(&s) && summary) {
+        if !(s.contains("container") && names_nemo(&s) && names_summary(&s)) {
             return None;
         }
         let container = release(&s)?;
@@ -230,11 +229,10 @@ pub(super) fn deepseek_v3_stage_blocks(
     ]
     .iter()
     .any(|w| notes.contains(w));
-    let summary = s.contains("performance_summary") || s.contains("performance-summary");
     let deepseek_v3 = model.layers == 61
         && model.hidden == 7168
         && model.moe.as_ref().is_some_and(|m| m.experts == 256);
-    if !(names_nemo(&s) && summary && deepseek_v3) || names_split || vpp != 1 {
+    if !(names_nemo(&s) && names_summary(&s) && deepseek_v3) || names_split || vpp != 1 {
         return None;
     }
     let container = release(&s)?;
@@ -245,6 +243,12 @@ pub(super) fn deepseek_v3_stage_blocks(
     } else {
         None
     }
+}
+
+/// Source `s` (lower case) names a performance summary document (NeMo's
+/// `performance_summary.md`, Megatron-Bridge's `performance-summary*.md`).
+fn names_summary(s: &str) -> bool {
+    s.contains("performance_summary") || s.contains("performance-summary")
 }
 
 /// Source `s` (lower case) names NeMo itself, not only a Nemotron model.
