@@ -149,6 +149,8 @@ pub(super) fn case_plan(
             ));
         }
     };
+    // A replica's share of the global batch.
+    let local = (model.training.global_batch / dp.max(1)).max(1);
     let mbs = match (r.micro_batch, era) {
         (Some(m), _) => m,
         // Megatron v1 (2020) ran one micro-batch per replica: the local batch. The later
@@ -161,19 +163,12 @@ pub(super) fn case_plan(
         // accumulation (`job_config.py @ v0.2.2`, frameworks.md §2.2): the micro-batch is
         // the local batch. With pipelining the micro-batch is `pipeline_parallel_microbatch_size`,
         // default 1 (§2.1).
-        (None, Era::Torchtitan) if pp == 1 => (model.training.global_batch / dp.max(1)).max(1),
+        (None, Era::Torchtitan) if pp == 1 => local,
         // MaxText's `per_device_batch_size` runs whole, without gradient accumulation
         // (`configs/base.yml` @ maxtext 0.2.5 L1098 `gradient_accumulation_steps: 1`); its
         // pipeline splits the batch into `num_pipeline_microbatches`, by default the number
         // of stages (L417-419).
-        (None, Era::MaxText) => {
-            let local = (model.training.global_batch / dp.max(1)).max(1);
-            if local.is_multiple_of(pp) {
-                local / pp
-            } else {
-                1
-            }
-        }
+        (None, Era::MaxText) if local.is_multiple_of(pp) => local / pp,
         // Megatron-Core scaling runs: micro-batch 1.
         (None, _) => 1,
     };
