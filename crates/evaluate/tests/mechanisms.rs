@@ -380,11 +380,13 @@ fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
 /// flex path does not make; with one local expert there is nothing to sort.
 #[test]
 fn the_all_to_all_dispatcher_sorts_by_local_expert() {
-    // DeepSeek-V2-Lite on one node, EP 8, with its 64 experts (8 local) or 8 (1 local).
+    // DeepSeek-V2-Lite on one node, EP 8, with its 64 experts (8 local) or 8 (1 local), routed
+    // top-1 so that DeepEP's per-rank deduplication has nothing to remove.
     let calls = |experts: u32, dispatcher: &str| {
         let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
         m.training.global_batch = 64;
         m.moe.as_mut().unwrap().experts = experts;
+        m.moe.as_mut().unwrap().top_k = 1;
         let c = autoplan_cluster::resolve_cluster("h100x256")
             .unwrap()
             .with_gpus(8)
@@ -401,7 +403,7 @@ fn the_all_to_all_dispatcher_sorts_by_local_expert() {
             .map(|row| (row.bytes, row.time_per_call))
             .collect::<Vec<_>>()
     };
-    // Inside a node DeepEP moves what the all-to-all moves: the sort is the difference, the
+    // Top-1 inside a node DeepEP moves what the all-to-all moves: the sort is the difference, the
     // same copy (read and write of the rank's received rows) beside each of the four calls.
     let extra = |experts| {
         let (a2a, deepep) = (calls(experts, "all-to-all"), calls(experts, "deepep"));
@@ -425,4 +427,50 @@ fn the_all_to_all_dispatcher_sorts_by_local_expert() {
     // One local expert: nothing to sort.
     let (one, _) = extra(8);
     assert!(one.iter().all(|&x| x == 0.0), "{one:?}");
+}
+
+/// DeepEP sends a token once to each rank holding any of its experts (`is_token_in_rank`,
+/// Megatron-Core's `fused_a2a.py`), where the all-to-all dispatcher sends one row per expert:
+/// inside a node its four calls move the all-to-all's bytes times the distinct ranks a token's
+/// `k` experts reach over `k` (the hypergeometric count), and the same with top-1.
+#[test]
+fn deepep_sends_a_token_once_per_rank() {
+    // DeepSeek-V2-Lite (64 experts, no group-limited routing) on one node, EP 8: 8 experts a rank.
+    let bytes = |top_k: u32, dispatcher: &str| {
+        let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
+        m.training.global_batch = 64;
+        m.moe.as_mut().unwrap().top_k = top_k;
+        let c = autoplan_cluster::resolve_cluster("h100x256")
+            .unwrap()
+            .with_gpus(8)
+            .unwrap();
+        let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
+            .parse()
+            .unwrap();
+        let r = Evaluator::new(&m, &c, EvalOptions::default())
+            .report(&plan)
+            .expect("fits");
+        let rows: Vec<f64> = r
+            .comm
+            .iter()
+            .filter(|row| row.kind == CommKind::Ep)
+            .map(|row| row.bytes)
+            .collect();
+        assert_eq!(rows.len(), 4);
+        rows
+    };
+    for k in [1u32, 2, 6, 8] {
+        // P(a rank's 8 experts miss all k of 64): C(56, k) / C(64, k).
+        let miss: f64 = (0..k)
+            .map(|i| (56.0 - i as f64) / (64.0 - i as f64))
+            .product();
+        let want = 8.0 * (1.0 - miss) / k as f64;
+        let (a2a, deepep) = (bytes(k, "all-to-all"), bytes(k, "deepep"));
+        for (a, d) in a2a.iter().zip(&deepep) {
+            assert!(
+                (d / a - want).abs() < 1e-9,
+                "top-{k}: {d} / {a}, want {want}"
+            );
+        }
+    }
 }

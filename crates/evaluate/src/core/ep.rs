@@ -246,21 +246,21 @@ impl Evaluator {
             .unwrap_or_else(|| super::ep_overlap::paired_share(plan, x.micro));
         let w = self.ep_hide(plan, paired, windows, per_phase);
         if x.ep > 1.0 {
+            // Grouped routing nests in the nodes (and ranks) only under contiguous placement
+            // (`balanced` reorders the experts).
+            let groups = match plan.placement {
+                PlacementPolicy::Contiguous => self.route_groups,
+                PlacementPolicy::Balanced { .. } => (1, 1),
+            };
             match plan.dispatcher {
                 Dispatcher::AllToAll => self.ep_all_to_all(x, e, w),
-                Dispatcher::DeepEp if x.g_ep.nodes > 1 => {
-                    // Grouped routing nests in the nodes only under contiguous placement
-                    // (`balanced` reorders the experts).
-                    let groups = match plan.placement {
-                        PlacementPolicy::Contiguous => self.route_groups,
-                        PlacementPolicy::Balanced { .. } => (1, 1),
-                    };
-                    self.ep_deepep_internode(x, e, w, groups)
-                }
+                Dispatcher::DeepEp if x.g_ep.nodes > 1 => self.ep_deepep_internode(x, e, w, groups),
                 Dispatcher::DeepEp => {
-                    // Inside one node DeepEP's intranode kernels move what an all-to-all does
-                    // (so the plan ties with `dispatcher=all-to-all`).
+                    // Inside one NVLink domain DeepEP's intranode kernels send a token once to
+                    // each rank holding any of its experts (`rank_dedup`).
                     let (mean, max) = deepep_bytes(self.capacity, self.k_eff, x, self.hidden);
+                    let rho = self.rank_dedup(x, groups);
+                    let (mean, max) = (rho * mean, rho * max);
                     for (i, (what, pass)) in DEEPEP_CALLS.into_iter().enumerate() {
                         let f = deepep_scale(self.precision, i);
                         let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, f * mean);
@@ -335,6 +335,21 @@ impl Evaluator {
         }
     }
 
+    /// The share of a dropless dispatch's rows that DeepEP moves: it sends a token once to each
+    /// rank holding any of its experts, not once per expert (`Buffer::get_dispatch_layout`'s
+    /// `is_token_in_rank`, which Megatron-Core's flex dispatcher passes to `Buffer::dispatch`,
+    /// `transformer/moe/fused_a2a.py` @ core 0.14.0; the receiving rank expands its rows per
+    /// local expert, `_DeepepManager::get_permuted_hidden_states_by_experts`, and sums a
+    /// token's local experts before the combine sends it back), so the rows per token are
+    /// the distinct ranks its `k` experts reach: [`node_dedup`] over the EP group's ranks.
+    /// Capacity-padded dispatch (which the flex dispatcher refuses) keeps its padded rows.
+    fn rank_dedup(&self, x: &Ctx, groups: (u32, u32)) -> f64 {
+        match self.capacity {
+            Some(_) => 1.0,
+            None => node_dedup(self.experts, self.top_k, x.ep, groups),
+        }
+    }
+
     /// DeepEP normal kernels across nodes (DeepSeek-V3 report §3.2.2): a token goes over the
     /// network once per distinct destination node, rank i to rank i of that node on its own
     /// NIC, then to its experts' GPUs over NVLink; the RDMA and NVLink stages are pipelined, so
@@ -364,11 +379,16 @@ impl Evaluator {
             nodes: 1,
         };
         let rho = node_dedup(self.experts, self.top_k, g.nodes as f64, groups);
+        // The NVLink stage forwards a token once to each rank of the node holding any of its
+        // experts (`rank_dedup`).
+        let rho_rank = self.rank_dedup(x, groups);
         let price = |f: f64| {
             let ci = self
                 .cost
                 .alltoall_unequal(inter, f * rho * max, f * rho * mean, x.algo);
-            let cn = self.cost.alltoall_unequal(intra, f * max, f * mean, x.algo);
+            let cn =
+                self.cost
+                    .alltoall_unequal(intra, f * rho_rank * max, f * rho_rank * mean, x.algo);
             if ci.time >= cn.time {
                 ci
             } else {

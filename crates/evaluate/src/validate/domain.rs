@@ -18,7 +18,7 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
      with Transformer Engine's current scaling (an amax and a cast kernel per input) the 16 \
      experts' forward GEMMs took 1.30x their BF16 time on the H100 \
      (results/h100/fp8cast.csv), where the model prices the layer's GEMMs 7% faster in FP8; \
-     and host-side costs beyond the 20 us per expert GEMM Megatron-Core's profile prices \
+     and host-side costs beyond the 22.5 us per expert GEMM Megatron-Core's profile prices \
      (the 16 local experts' casts, the host sync for the dropless split sizes) at one layer \
      per virtual stage",
     ),
