@@ -117,6 +117,25 @@ fn each_row_runs_under_the_profile_of_its_source() {
         other.source = source.to_string();
         assert_eq!(row_profile(&other).name, want.name, "{source}");
     }
+    // A stack named in the notes, not the source (a paper or blog citing the run), is read
+    // the same: llm-foundry, torchtitan (eager unless the notes name compile).
+    for (notes, want) in [
+        (
+            "MPT-30B trained with MosaicML llm-foundry, FSDP FULL_SHARD",
+            CostProfile::LLM_FOUNDRY,
+        ),
+        (
+            "pytorch/torchtitan, FSDP2 eager",
+            CostProfile::TORCHTITAN_EAGER,
+        ),
+        ("torchtitan FSDP2 + torch.compile", CostProfile::TORCHTITAN),
+    ] {
+        other.id = "x_8".into();
+        other.source = "Some+25 scaling study".into();
+        other.notes = Some(notes.into());
+        assert_eq!(row_profile(&other).name, want.name, "{notes}");
+    }
+    other.notes = None;
     // A V100 runs no FlashAttention kernel (sm80 and newer), whatever the source's date.
     other.source = "a 2024 cluster report".into();
     other.gpu = "Tesla V100-SXM2-32GB".into();

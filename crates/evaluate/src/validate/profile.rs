@@ -13,12 +13,13 @@ use super::PublishedRun;
 ///   ran): Megatron-LM v1 (2020); `nar21_`, or a source citing Narayanan+21 (its runs at other
 ///   scales): Megatron-LM 2021; `kor22_`, or a source citing Korthikanti+22: Megatron-LM 2022,
 ///   its asynchronous backward TP collectives (published_runs_SOURCES.md §2, §3).
-/// - torchtitan's benchmark tables (`tt_`, or a source naming torchtitan): torchtitan with
+/// - torchtitan's benchmark tables (`tt_`, or a source or notes naming torchtitan): torchtitan with
 ///   `compile` where the row's notes name it or async TP (which needs it, frameworks.md
 ///   §2.1), or its precision Float8 linears (every Float8 row of torchtitan's tables that
 ///   names its stack names compile); otherwise, or where the notes say "no torch.compile", eager
 ///   torchtitan (`compile` is off by default, frameworks.md §2.4).
-/// - llm-foundry's benchmarking README: llm-foundry (Composer, FSDP1).
+/// - llm-foundry's benchmarking README, or a run whose source or notes name llm-foundry:
+///   llm-foundry (Composer, FSDP1).
 /// - A run whose source or notes name MaxText (its GPU configurations' README tables): MaxText
 ///   (JAX/XLA).
 /// - A run whose source or notes name DeepSpeed or GPT-NeoX (BLOOM's Megatron-DeepSpeed,
@@ -47,7 +48,7 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         CostProfile::MEGATRON_LM_2022
     } else if id.starts_with("nar21") || names(&["narayanan+21", "narayanan et al"]) {
         CostProfile::MEGATRON_LM_2021
-    } else if id.starts_with("tt_") || source.contains("torchtitan") {
+    } else if id.starts_with("tt_") || text.contains("torchtitan") {
         let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
         let float8 = r
             .precision
@@ -60,7 +61,10 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         } else {
             CostProfile::TORCHTITAN_EAGER
         }
-    } else if source.contains("llm-foundry") {
+    } else if ["llm-foundry", "llm foundry", "llmfoundry"]
+        .iter()
+        .any(|w| text.contains(w))
+    {
         CostProfile::LLM_FOUNDRY
     } else if text.contains("maxtext") {
         CostProfile::MAXTEXT
