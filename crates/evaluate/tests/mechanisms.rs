@@ -374,6 +374,31 @@ fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
     assert_eq!(rows(sync, tiled).0, rows(asy, tiled).0);
 }
 
+/// (Bytes, seconds per call) of the EP rows of DeepSeek-V2-Lite with `experts` experts routed
+/// top-`top_k`, on one H100 node at EP 8 under `dispatcher`.
+fn ep_calls_on_one_node(experts: u32, top_k: u32, dispatcher: &str) -> Vec<(f64, f64)> {
+    let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
+    m.training.global_batch = 64;
+    let moe = m.moe.as_mut().unwrap();
+    moe.experts = experts;
+    moe.top_k = top_k;
+    let c = autoplan_cluster::resolve_cluster("h100x256")
+        .unwrap()
+        .with_gpus(8)
+        .unwrap();
+    let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
+        .parse()
+        .unwrap();
+    let r = Evaluator::new(&m, &c, EvalOptions::default())
+        .report(&plan)
+        .expect("fits");
+    r.comm
+        .iter()
+        .filter(|row| row.kind == CommKind::Ep)
+        .map(|row| (row.bytes, row.time_per_call))
+        .collect()
+}
+
 /// Megatron-Core's `alltoall` dispatcher reorders the received rows by local expert after the
 /// dispatch and back before the combine (and its backward likewise: `token_dispatcher.py` @
 /// core 0.19.2 L746-781, L789-815), a memory-bound copy beside each all-to-all that DeepEP's
@@ -382,27 +407,7 @@ fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
 fn the_all_to_all_dispatcher_sorts_by_local_expert() {
     // DeepSeek-V2-Lite on one node, EP 8, with its 64 experts (8 local) or 8 (1 local), routed
     // top-1 so that DeepEP's per-rank deduplication has nothing to remove.
-    let calls = |experts: u32, dispatcher: &str| {
-        let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
-        m.training.global_batch = 64;
-        m.moe.as_mut().unwrap().experts = experts;
-        m.moe.as_mut().unwrap().top_k = 1;
-        let c = autoplan_cluster::resolve_cluster("h100x256")
-            .unwrap()
-            .with_gpus(8)
-            .unwrap();
-        let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
-            .parse()
-            .unwrap();
-        let r = Evaluator::new(&m, &c, EvalOptions::default())
-            .report(&plan)
-            .expect("fits");
-        r.comm
-            .iter()
-            .filter(|row| row.kind == CommKind::Ep)
-            .map(|row| (row.bytes, row.time_per_call))
-            .collect::<Vec<_>>()
-    };
+    let calls = |experts: u32, dispatcher: &str| ep_calls_on_one_node(experts, 1, dispatcher);
     // Top-1 inside a node DeepEP moves what the all-to-all moves: the sort is the difference, the
     // same copy (read and write of the rank's received rows) beside each of the four calls.
     let extra = |experts| {
@@ -436,28 +441,10 @@ fn the_all_to_all_dispatcher_sorts_by_local_expert() {
 #[test]
 fn deepep_sends_a_token_once_per_rank() {
     // DeepSeek-V2-Lite (64 experts, no group-limited routing) on one node, EP 8: 8 experts a rank.
-    let bytes = |top_k: u32, dispatcher: &str| {
-        let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
-        m.training.global_batch = 64;
-        m.moe.as_mut().unwrap().top_k = top_k;
-        let c = autoplan_cluster::resolve_cluster("h100x256")
-            .unwrap()
-            .with_gpus(8)
-            .unwrap();
-        let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
-            .parse()
-            .unwrap();
-        let r = Evaluator::new(&m, &c, EvalOptions::default())
-            .report(&plan)
-            .expect("fits");
-        let rows: Vec<f64> = r
-            .comm
-            .iter()
-            .filter(|row| row.kind == CommKind::Ep)
-            .map(|row| row.bytes)
-            .collect();
+    let bytes = |top_k: u32, dispatcher: &str| -> Vec<f64> {
+        let rows = ep_calls_on_one_node(64, top_k, dispatcher);
         assert_eq!(rows.len(), 4);
-        rows
+        rows.into_iter().map(|(b, _)| b).collect()
     };
     for k in [1u32, 2, 6, 8] {
         // P(a rank's 8 experts miss all k of 64): C(56, k) / C(64, k).
