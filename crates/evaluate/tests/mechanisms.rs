@@ -375,28 +375,33 @@ fn the_input_gradient_collectives_run_beside_the_weight_gradient() {
 }
 
 /// (Bytes, seconds per call) of the EP rows of DeepSeek-V2-Lite with `experts` experts routed
-/// top-`top_k`, on one H100 node at EP 8 under `dispatcher`.
-fn ep_calls_on_one_node(experts: u32, top_k: u32, dispatcher: &str) -> Vec<(f64, f64)> {
+/// top-`top_k` on `gpus` H100s of `h100x256` (NVLink `nvlink` times its own) at EP = `gpus`,
+/// under `dispatcher`.
+fn ep_calls(experts: u32, top_k: u32, gpus: u32, nvlink: f64, dispatcher: &str) -> Vec<(f64, f64)> {
     let mut m = autoplan_graph::resolve_model("deepseek-v2-lite").unwrap();
     m.training.global_batch = 64;
     let moe = m.moe.as_mut().unwrap();
     moe.experts = experts;
     moe.top_k = top_k;
-    let c = autoplan_cluster::resolve_cluster("h100x256")
+    let mut c = autoplan_cluster::resolve_cluster("h100x256")
         .unwrap()
-        .with_gpus(8)
+        .with_gpus(gpus)
         .unwrap();
-    let plan: Plan = format!("dp=8,ep=8,mbs=1,zero=1,dispatcher={dispatcher}")
+    c.node.intra_bw *= nvlink;
+    let plan: Plan = format!("dp={gpus},ep={gpus},mbs=1,zero=1,dispatcher={dispatcher}")
         .parse()
         .unwrap();
     let r = Evaluator::new(&m, &c, EvalOptions::default())
         .report(&plan)
         .expect("fits");
-    r.comm
+    let rows: Vec<(f64, f64)> = r
+        .comm
         .iter()
         .filter(|row| row.kind == CommKind::Ep)
         .map(|row| (row.bytes, row.time_per_call))
-        .collect()
+        .collect();
+    assert_eq!(rows.len(), 4);
+    rows
 }
 
 /// Megatron-Core's `alltoall` dispatcher reorders the received rows by local expert after the
@@ -407,7 +412,7 @@ fn ep_calls_on_one_node(experts: u32, top_k: u32, dispatcher: &str) -> Vec<(f64,
 fn the_all_to_all_dispatcher_sorts_by_local_expert() {
     // DeepSeek-V2-Lite on one node, EP 8, with its 64 experts (8 local) or 8 (1 local), routed
     // top-1 so that DeepEP's per-rank deduplication has nothing to remove.
-    let calls = |experts: u32, dispatcher: &str| ep_calls_on_one_node(experts, 1, dispatcher);
+    let calls = |experts: u32, dispatcher: &str| ep_calls(experts, 1, 8, 1.0, dispatcher);
     // Top-1 inside a node DeepEP moves what the all-to-all moves: the sort is the difference, the
     // same copy (read and write of the rank's received rows) beside each of the four calls.
     let extra = |experts| {
@@ -442,8 +447,7 @@ fn the_all_to_all_dispatcher_sorts_by_local_expert() {
 fn deepep_sends_a_token_once_per_rank() {
     // DeepSeek-V2-Lite (64 experts, no group-limited routing) on one node, EP 8: 8 experts a rank.
     let bytes = |top_k: u32, dispatcher: &str| -> Vec<f64> {
-        let rows = ep_calls_on_one_node(64, top_k, dispatcher);
-        assert_eq!(rows.len(), 4);
+        let rows = ep_calls(64, top_k, 8, 1.0, dispatcher);
         rows.into_iter().map(|(b, _)| b).collect()
     };
     for k in [1u32, 2, 6, 8] {
@@ -459,5 +463,28 @@ fn deepep_sends_a_token_once_per_rank() {
                 "top-{k}: {d} / {a}, want {want}"
             );
         }
+    }
+}
+
+/// Across nodes DeepEP's NVLink stage forwards a token once to each rank of the node holding
+/// any of its experts, as inside a node: with NVLink made the slower stage, a call's time
+/// grows with the distinct ranks a token's `k` experts reach, not with `k`.
+#[test]
+fn deepep_forwards_over_nvlink_once_per_rank() {
+    // DeepSeek-V2-Lite (64 experts) on two H100 nodes, EP 16 (4 experts a rank), NVLink slowed
+    // a thousandfold (0.37 GB/s, below the network's 48) so that the NVLink stage sets the time.
+    let time = |top_k: u32| ep_calls(64, top_k, 16, 1e-3, "deepep")[0].1;
+    let one = time(1);
+    for k in [2u32, 6] {
+        // Distinct ranks of 16 (4 experts each) that k of the 64 experts reach.
+        let miss: f64 = (0..k)
+            .map(|i| (60.0 - i as f64) / (64.0 - i as f64))
+            .product();
+        let ranks = 16.0 * (1.0 - miss);
+        let ratio = time(k) / one;
+        assert!(
+            (ratio / ranks - 1.0).abs() < 0.05,
+            "top-{k}: {ratio:.3}x the top-1 call, {ranks:.3} distinct ranks"
+        );
     }
 }
