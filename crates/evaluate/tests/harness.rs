@@ -5,12 +5,12 @@
 
 mod common;
 
-use autoplan_evaluate::validate::{case_of, Case, PublishedRun};
+use autoplan_evaluate::validate::{Case, PublishedRun};
 use autoplan_plan::Dispatcher;
-use common::{cluster_for, row};
+use common::row;
 
 fn case(r: &PublishedRun) -> Case {
-    case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for).expect(&r.id)
+    common::case(r).expect(&r.id)
 }
 
 #[test]
@@ -209,12 +209,7 @@ fn a_hybrid_models_row_is_refused_not_priced_as_attention() {
     use autoplan_evaluate::validate::{unmodelled_layers, SkipKind};
     let mut next = row("mzoo_h100_Qwen3-Next-80B-A3B_next80b_ep32");
     next.vocab = Some(151_936);
-    let skipped = case_of(
-        &next,
-        &|n| autoplan_graph::resolve_model(n).ok(),
-        &cluster_for,
-    )
-    .expect_err("a linear-attention hybrid");
+    let skipped = common::case(&next).expect_err("a linear-attention hybrid");
     assert_eq!(skipped.kind, SkipKind::ToolLimit);
     assert!(
         skipped.reason.contains("linear-attention"),
@@ -288,7 +283,7 @@ fn an_offload_in_the_sharding_cell_is_priced() {
     let with = |cell: &str| {
         let mut r = row("nemo2407_h100_LLAMA2-70B_64gpu");
         r.zero_stage = Some(cell.into());
-        case_of(&r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
+        common::case(&r)
     };
     for (cell, stage, optimizer, params) in [
         ("ZeRO-3", 3, 0, false),
@@ -357,11 +352,7 @@ fn deepseek_v3_in_nvidias_tables_takes_its_configurations_pipeline_layout() {
     let mut pp2 = b200.clone();
     pp2.pp = Some(2);
     pp2.dp = Some(128);
-    let c = case_of(
-        &pp2,
-        &|n| autoplan_graph::resolve_model(n).ok(),
-        &cluster_for,
-    );
+    let c = common::case(&pp2);
     assert!(c.map_or(true, |c| c.plan.first_stage_layers.is_none()));
     let mut other = b200.clone();
     other.source = "a DeepSeek-V3 run of another stack".into();

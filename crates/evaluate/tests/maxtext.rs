@@ -11,11 +11,11 @@
 
 mod common;
 
-use autoplan_evaluate::validate::{case_of, row_profile, validate, Case, PublishedRun, Skipped};
+use autoplan_evaluate::validate::{row_profile, validate, PublishedRun};
 use autoplan_evaluate::Evaluator;
 use autoplan_plan::framework::CostProfile;
 use autoplan_plan::{Recompute, RecomputeModules, Zero};
-use common::cluster_for;
+use common::{case, cluster_for};
 
 fn fixture() -> Vec<PublishedRun> {
     let path = format!(
@@ -24,10 +24,6 @@ fn fixture() -> Vec<PublishedRun> {
     );
     let mut rdr = csv::Reader::from_path(&path).expect("fixture");
     rdr.deserialize().map(|r| r.expect("a row")).collect()
-}
-
-fn case(r: &PublishedRun) -> Result<Case, Skipped> {
-    case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
 }
 
 fn one_vm() -> PublishedRun {

@@ -5,14 +5,12 @@
 
 mod common;
 
-use autoplan_evaluate::validate::{
-    case_of, row_profile, validate, Case, PublishedRun, Skipped, Validation,
-};
+use autoplan_evaluate::validate::{row_profile, validate, Validation};
 use autoplan_evaluate::{unfused_elementwise_bytes, Elementwise, EvalOptions, Evaluator};
 use autoplan_graph::LayerKind;
 use autoplan_plan::framework::CostProfile;
 use autoplan_plan::{Framework, Plan, Recompute, Schedule, Zero};
-use common::{cluster_for, rows};
+use common::{case, cluster_for, row, rows};
 
 fn run(file: &str) -> Validation {
     validate(
@@ -33,15 +31,8 @@ fn gpt3_on_selene(gpus: u32) -> (autoplan_graph::ModelSpec, autoplan_cluster::Cl
     (model, cluster)
 }
 
-/// Row `r` as `validate` expresses it (the bundled models and clusters).
-fn case(r: &PublishedRun) -> Result<Case, Skipped> {
-    case_of(r, &|n| autoplan_graph::resolve_model(n).ok(), &cluster_for)
-}
-
 fn profile_of(id: &str) -> CostProfile {
-    let mut all = rows("published_runs.csv");
-    all.extend(rows("published_runs_2.csv"));
-    row_profile(all.iter().find(|r| r.id == id).expect(id))
+    row_profile(&row(id))
 }
 
 #[test]
