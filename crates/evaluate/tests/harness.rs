@@ -34,6 +34,19 @@ fn deepseek_v3_on_h100_in_a_nemo_container_runs_deepep_and_reduces_in_bf16() {
     assert_eq!(c.options.grad_bytes, 2.0, "read as block-scaled FP8");
     older.precision = Some("bf16".into());
     assert_eq!(case(&older).options.grad_bytes, 4.0);
+    // The scripts' `--gpu` has one Hopper choice, `h100`: the same run on H200s or H800s took
+    // that branch too (and is not priced slower than on H100s for missing it).
+    let mut h200 = r.clone();
+    h200.gpu = "H200".into();
+    let c = case(&h200);
+    assert_eq!(c.cluster.gpu.arch, autoplan_cluster::GpuArch::H200);
+    assert_eq!(c.plan.dispatcher, Dispatcher::DeepEp);
+    assert!(!c.plan.tp_overlap);
+    let speed = |c: &Case| {
+        let ev = autoplan_evaluate::Evaluator::new(&c.model, &c.cluster, c.options);
+        c.predicted(&ev.evaluate(&c.plan).expect("fits"))
+    };
+    assert!(speed(&c) >= speed(&case(&r)));
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Validation against `data/published_runs.csv`: the bounds of issue 4 pinned, so a
 //! regression of the model (or of the calibration) fails CI.
 
+mod common;
+
 use autoplan_evaluate::validate::{
     bundled_cluster as cluster_for, validate, PublishedRun, Validation,
 };
@@ -121,6 +123,54 @@ fn a_row_without_recompute_recomputes_the_least_that_fits() {
         assert_eq!(c.plan.recompute, autoplan_plan::Recompute::None, "{id}");
         assert!(recompute_known(&c), "{id}");
     }
+}
+
+#[test]
+fn an_unfused_attention_row_without_recompute_recomputes_the_attention_core_first() {
+    // MegaScale's baseline Megatron-LM (2023, unfused attention) at twice its sequence: GPT-175B
+    // at tp 8 · pp 8 · vpp 6 stores each block's s×s scores (5·a·s²/t bytes, 1 GiB of its
+    // 1.4 GiB per block and micro-batch at 4096 tokens) and does not fit without recompute.
+    // Selective recompute of the attention core (Megatron's `--recompute-activations`) drops
+    // exactly those and fits, at a fraction of full recompute's cost, so it is the least that
+    // fits; under a fused attention kernel it frees nothing (the Nemotron row above stays full).
+    use autoplan_evaluate::validate::recompute_known;
+    use autoplan_evaluate::{Evaluator, Infeasible};
+    use autoplan_plan::{Plan, Recompute, RecomputeModules};
+    let mut r = common::row("megascale_175b_megatron_256gpu_bs768");
+    assert!(r.recompute.is_none());
+    r.seq_len = r.seq_len.map(|s| s * 2);
+    let c = common::case(&r).expect("the row at 4096 tokens");
+    assert!(!recompute_known(&c), "the model's choice");
+    assert_eq!(c.plan.recompute, Recompute::Selective);
+    assert_eq!(c.plan.recompute_modules, RecomputeModules::DEFAULT);
+    assert!(c
+        .chosen
+        .as_deref()
+        .is_some_and(|w| w.contains("attention core recomputed")));
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let none = Plan {
+        recompute: Recompute::None,
+        ..c.plan
+    };
+    assert!(matches!(
+        ev.evaluate(&none),
+        Err(Infeasible::OutOfMemory { .. })
+    ));
+    let full = Plan {
+        recompute: Recompute::Full,
+        recompute_layers: None,
+        ..c.plan
+    };
+    let (sel, full) = (ev.evaluate(&c.plan).unwrap(), ev.evaluate(&full).unwrap());
+    assert!(
+        sel.step_time_s < 0.9 * full.step_time_s,
+        "{} vs {}",
+        sel.step_time_s,
+        full.step_time_s
+    );
+    // At its own 2048 tokens the row fits without recompute and keeps none.
+    let c = common::case(&common::row("megascale_175b_megatron_256gpu_bs768")).unwrap();
+    assert_eq!(c.plan.recompute, Recompute::None);
 }
 
 #[test]

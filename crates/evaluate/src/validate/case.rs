@@ -401,7 +401,7 @@ pub(super) fn case_options(
 
 /// Plan and options of row `r` with what its benchmark scripts set beyond the row's cells
 /// (`harness.rs`): NeMo's performance scripts reduce gradients in BF16 and run DeepSeek-V3
-/// on H100 with DeepEP and no TP-communication overlap.
+/// on Hopper GPUs (the scripts' `h100`) with DeepEP and no TP-communication overlap.
 pub(super) fn with_harness(
     r: &PublishedRun,
     model: &ModelSpec,
@@ -430,8 +430,11 @@ pub(super) fn with_harness(
     // stands.
     let notes = r.notes.as_deref().unwrap_or("").to_ascii_lowercase();
     let names = |words: &[&str]| words.iter().any(|w| notes.contains(w));
-    let h100 = cluster.gpu.name.to_ascii_uppercase().starts_with("H100");
-    if h100 && model.name == "deepseek-v3" && nemo.deepseek_v3_h100_deepep() {
+    // The scripts' `--gpu` takes `h100`, `b200` or `gb200` (`argument_parser.py` @ nemo-toolkit
+    // 2.5.0 L43-50), so a run of them on any Hopper GPU (H100, H800, H200: compute capability
+    // 9.0) took the `h100` branch.
+    let hopper = cluster.gpu.arch.compute_capability() == Some((9, 0));
+    if hopper && model.name == "deepseek-v3" && nemo.deepseek_v3_h100_deepep() {
         if !names(&["dispatcher", "deepep", "hybridep"]) {
             plan.dispatcher = Dispatcher::DeepEp;
         }
@@ -663,11 +666,15 @@ fn divisors(n: u32) -> Vec<u32> {
 
 /// The plan of a row that gives no recompute and whose plan does not fit without one (the NeMo
 /// and Megatron-Bridge tables have no recompute column): the run recomputed something, and a
-/// tuned configuration recomputes no more than it must, so the case recomputes in full the
-/// fewest blocks of each model chunk that fit (Megatron's `--recompute-granularity full
-/// --recompute-method block --recompute-num-layers N`, frameworks.md §1.7; torchtitan's every-N-th
-/// block and llm-foundry's per-block checkpointing are the same trade), all of them where only
-/// that fits. Returns the plan and what `validate --explain` says of the choice; `None` when the
+/// tuned configuration recomputes no more than it must. First the attention core alone, where
+/// that fits: Megatron's default selective recompute (`--recompute-activations`, modules
+/// `core_attn`, frameworks.md §1.7; Korthikanti+22 §4), which frees the `s×s` scores an
+/// unfused attention kernel stores for a few percent of the block's FLOPs (under a fused
+/// kernel it frees nothing, so it never fits where no recompute does). Else the case
+/// recomputes in full the fewest blocks of each model chunk that fit (Megatron's
+/// `--recompute-granularity full --recompute-method block --recompute-num-layers N`,
+/// frameworks.md §1.7; torchtitan's every-N-th block and llm-foundry's per-block checkpointing
+/// are the same trade), all of them where only that fits. Returns the plan and what `validate --explain` says of the choice; `None` when the
 /// plan fits as given, or when not even full recompute fits (the row's skip says so).
 pub(super) fn unstated_recompute(
     model: &ModelSpec,
@@ -686,6 +693,26 @@ pub(super) fn unstated_recompute(
         }) => (peak_bytes, hbm_bytes),
         _ => return None,
     };
+    let why = |what: &str| {
+        format!(
+            "recompute: the row gives none and its plan needs {:.2} GiB of {:.2} GiB without; \
+             the least that fits, {what} (a tuned configuration recomputes no more than it must)",
+            need / crate::GIB,
+            hbm / crate::GIB,
+        )
+    };
+    let selective = Plan {
+        recompute: Recompute::Selective,
+        recompute_modules: RecomputeModules::DEFAULT,
+        recompute_layers: None,
+        ..plan
+    };
+    if ev.evaluate(&selective).is_ok() {
+        return Some((
+            selective,
+            why("the attention core recomputed (Megatron's selective recompute, its scores not stored)"),
+        ));
+    }
     let chunk = plan
         .stage_blocks(model)?
         .max_blocks()
@@ -708,11 +735,5 @@ pub(super) fn unstated_recompute(
             format!("all {chunk} blocks of each chunk recomputed in full"),
         ),
     };
-    let why = format!(
-        "recompute: the row gives none and its plan needs {:.2} GiB of {:.2} GiB without; the \
-         least that fits, {what} (a tuned configuration recomputes no more than it must)",
-        need / crate::GIB,
-        hbm / crate::GIB,
-    );
-    Some((plan, why))
+    Some((plan, why(&what)))
 }

@@ -17,7 +17,8 @@
 //!   reached); `llm/pretrain_deepseek_v3.py` (L72-80, L79-87, L78-86) runs DeepSeek-V3 on
 //!   H100 with the `flex` dispatcher and DeepEP (`moe_enable_deepep = True`, no
 //!   shared-expert overlap, router force-balanced from 2.5.0) and on every other GPU with
-//!   the all-to-all dispatcher; it builds `pretrain_recipe(performance_mode=True)`, whose
+//!   the all-to-all dispatcher (`--gpu` takes only `h100`, `b200`, `gb200`,
+//!   `argument_parser.py` L43-50 @ 2.5.0, so a run on an H800 or H200 passed `h100`); it builds `pretrain_recipe(performance_mode=True)`, whose
 //!   `pretrain_performance_optimizations` adds `MegatronCommOverlapCallback(tp_comm_overlap
 //!   = False)` (`recipes/deepseek_v3.py` L178, L186, L186), which the script does not turn
 //!   back on: its TP communication is not overlapped.
