@@ -15,6 +15,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ),
     ("a100x64", include_str!("../../../clusters/a100x64.toml")),
     ("b200x256", include_str!("../../../clusters/b200x256.toml")),
+    ("b300x256", include_str!("../../../clusters/b300x256.toml")),
     (
         "dgx-a100-40gb",
         include_str!("../../../clusters/dgx-a100-40gb.toml"),

@@ -88,7 +88,8 @@ pub enum GpuArch {
     /// Blackwell GPU of a GB200 superchip (NVL72; up to 1,200 W, higher peaks than B200:
     /// hardware.md §1.2 says to model the two as different devices).
     Gb200,
-    /// Blackwell Ultra GPU of a GB300 superchip (NVL72; hardware.md §1, §1.4).
+    /// Blackwell Ultra, the GPU of a GB300 superchip (NVL72; hardware.md §1, §1.4) and of an
+    /// HGX B300 board (`clusters/b300x256.toml`): one die, one set of compute constants.
     Gb300,
     Other,
 }

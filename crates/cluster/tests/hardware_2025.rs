@@ -29,6 +29,20 @@ fn blackwell_clusters_carry_their_datasheet_figures() {
             48.0,
         ),
         (
+            // Derived, not a datasheet row: GB300's Blackwell Ultra at B200/GB200's 0.9
+            // (clusters/b300x256.toml says which figures are assumed).
+            "b300x256",
+            GpuArch::Gb300,
+            13500.0,
+            4500.0,
+            2250.0,
+            279.0,
+            8000.0,
+            8,
+            8,
+            96.0,
+        ),
+        (
             "gb200-nvl72x4",
             GpuArch::Gb200,
             10000.0,
@@ -220,7 +234,7 @@ fn block_scaled_formats_need_blackwell() {
             "{e}"
         );
         assert!(a100.check_training_precision(p).is_err());
-        for name in ["b200x256", "gb200-nvl72x4", "gb300-nvl72x4"] {
+        for name in ["b200x256", "b300x256", "gb200-nvl72x4", "gb300-nvl72x4"] {
             let g = resolve_cluster(name).unwrap().gpu;
             assert_eq!(g.check_training_precision(p), Ok(()), "{name} {p}");
         }

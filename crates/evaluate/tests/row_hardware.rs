@@ -26,6 +26,8 @@ fn every_gpu_cell_names_a_bundled_cluster() {
         ("B200 (DGX-B200)", "b200x256"),
         ("GB200 (NVL72)", "gb200-nvl72x4"),
         ("GB300 (NVL72)", "gb300-nvl72x4"),
+        ("B300 (DGX-B300)", "b300x256"),
+        ("HGX B300", "b300x256"),
         ("H200 SXM 141GB", "h200x128"),
         ("H100-80GB HBM3 SXM (700W TDP, Grand Teton)", "dgx-h100"),
         (

@@ -299,8 +299,8 @@ pub fn bundled_cluster(name: &str, gpus: u32, _gpus_per_node: u32) -> Option<Clu
 /// The bundled cluster of a row's `gpu` cell, by the GPU it names:
 ///
 /// - `GB200 (NVL72)`, `GB300 (NVL72)`: `gb200-nvl72x4`, `gb300-nvl72x4` (72-GPU NVLink
-///   domains of 4-GPU trays); `B200 (DGX-B200)`: `b200x256`. GB200 and GB300 are tested before
-///   B200 (`gb200` contains `b200`).
+///   domains of 4-GPU trays); `B200 (DGX-B200)`: `b200x256`; `B300`: `b300x256` (8-GPU HGX
+///   nodes). GB200 and GB300 are tested before B200 and B300 (`gb200` contains `b200`).
 /// - `H800`: `h800x2048`; `H200`: `h200x128`.
 /// - H100: Meta's 96 GB HBM2e part at 500 W (`96GB`, `HBM2e`, `500W`: torchtitan's Grand Teton
 ///   rows) is `grand-teton-h100`; every other H100 (SXM5 80 GB HBM3, 700 W: DGX H100, Eos, and
@@ -332,6 +332,8 @@ pub fn cluster_name_for(gpu: &str) -> Option<&'static str> {
         Some("gb200-nvl72x4")
     } else if g.contains("b200") {
         Some("b200x256")
+    } else if g.contains("b300") {
+        Some("b300x256")
     } else if g.contains("h800") {
         Some("h800x2048")
     } else if g.contains("h200") {
