@@ -137,6 +137,15 @@ pub struct EvalOptions {
     /// per-GEMM latency (the profile's `CostProfile::expert_gemm_host`; Megatron-Core's by
     /// default): the GPU waits for each expert's launch after the dispatcher's host sync.
     pub expert_gemm_host: f64,
+    /// DeepEP's dispatch sends FP8 (an e4m3 byte and a 1×128 tile's fp32 scale per element)
+    /// under block-scaled FP8 training, as DeepSeek's own framework does (DeepSeek-V3 report
+    /// §3.3.3, "Low-Precision Storage and Communication"): the forward dispatch and the
+    /// combine's backward. `false` by default: Megatron-Core's DeepEP path hands the dispatch
+    /// its BF16 hidden states (`FusedDispatch.forward`, `transformer/moe/fused_a2a.py` @
+    /// megatron-core 0.14.0 L113-124, and 0.16.1, whose HybridEP path says "Currently, we do
+    /// not support fp8 dispatch", L355), and every plan autoplan exports runs there or in
+    /// torchtitan; `validate` sets it for the runs of DeepSeek's reports.
+    pub fp8_dispatch: bool,
 }
 
 impl Default for EvalOptions {
@@ -161,6 +170,7 @@ impl Default for EvalOptions {
             param_gather_bytes: 2.0,
             param_gather_overlap: true,
             expert_gemm_host: autoplan_plan::framework::CostProfile::MEGATRON_CORE.expert_gemm_host,
+            fp8_dispatch: false,
         }
     }
 }

@@ -195,12 +195,19 @@ fn a_dualpipe_rank_runs_at_the_mean_of_its_two_stages() {
 
 #[test]
 fn deepseek_fp8_recipe_dispatches_in_fp8_and_combines_in_bf16() {
-    // DeepSeek-V3 report §3.3.3: the dispatch and the combine's gradient travel in FP8 with
-    // 1×128 scales, the combine and the dispatch's gradient in BF16.
+    // DeepSeek-V3 report §3.3.3: in DeepSeek's framework the dispatch and the combine's
+    // gradient travel in FP8 with 1×128 scales, the combine and the dispatch's gradient in
+    // BF16. Megatron-Core's DeepEP path hands the dispatch its BF16 hidden states
+    // (`fused_a2a.py` @ megatron-core 0.14.0), so by default (the export targets) all four
+    // travel in BF16.
     let mut m = autoplan_graph::resolve_model("deepseek-v3").unwrap();
     m.training.precision = autoplan_cluster::Precision::Fp8Block;
     let cl = autoplan_cluster::resolve_cluster("h800x2048").unwrap();
-    let ev = Evaluator::new(&m, &cl, EvalOptions::default());
+    let deepseek = EvalOptions {
+        fp8_dispatch: true,
+        ..EvalOptions::default()
+    };
+    let ev = Evaluator::new(&m, &cl, deepseek);
     let p = dsv3_published();
     let rows = |ev: &Evaluator| {
         let r = ev.report(&p).unwrap();
@@ -222,11 +229,16 @@ fn deepseek_fp8_recipe_dispatches_in_fp8_and_combines_in_bf16() {
     let fp8 = (1.0 + 4.0 / 128.0) / 2.0;
     assert!((d / c - fp8).abs() < 1e-12 && (cg / dg - fp8).abs() < 1e-12);
     assert_eq!(c, dg);
-    // Other recipes send BF16 both ways.
-    // Per-tensor FP8 (the bundled model's recipe) too: DeepSeek's quantized dispatch needs the
-    // 1×128 activation scales.
+    let dual = ev.evaluate(&p).unwrap().step_time_s;
+    // Megatron-Core (the default options): BF16 both ways, and the step no faster.
+    let megatron = Evaluator::new(&m, &cl, EvalOptions::default());
+    let (d, c, cg, dg) = rows(&megatron);
+    assert_eq!((d, cg), (c, dg));
+    assert!(megatron.evaluate(&p).unwrap().step_time_s >= dual);
+    // Other recipes send BF16 both ways, in DeepSeek's framework too. Per-tensor FP8 (the
+    // bundled model's recipe): DeepSeek's quantized dispatch needs the 1×128 activation scales.
     m.training.precision = autoplan_cluster::Precision::Fp8;
-    let bf = Evaluator::new(&m, &cl, EvalOptions::default());
+    let bf = Evaluator::new(&m, &cl, deepseek);
     let (d, c, cg, dg) = rows(&bf);
     assert_eq!((d, cg), (c, dg));
 }

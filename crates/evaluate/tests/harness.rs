@@ -373,3 +373,22 @@ fn deepseek_v3_in_nvidias_tables_takes_its_configurations_pipeline_layout() {
     // The zoo and guide rows of the same model are not NVIDIA's performance tables.
     assert!(none(&row("deepseek_v3_pretrain_2048xH800")));
 }
+
+#[test]
+fn only_deepseeks_own_runs_dispatch_in_fp8() {
+    // DeepSeek's reports describe its own framework, whose DeepEP dispatch travels in FP8
+    // (DeepSeek-V3 report §3.3.3); NVIDIA's DeepSeek-V3 runs are Megatron-Core's, whose DeepEP
+    // path sends BF16 (`fused_a2a.py` @ megatron-core 0.14.0), block-scaled FP8 or not.
+    assert!(
+        case(&row("deepseek_v3_pretrain_2048xH800"))
+            .options
+            .fp8_dispatch
+    );
+    for id in [
+        "bridge2509_h100_DeepSeekV3_1024gpu_not",
+        "bridge2511_b200_DeepSeekV3_256gpu_mxfp8",
+        "mzoo_h100_Qwen3_235B_a22B_xnode_ep32",
+    ] {
+        assert!(!case(&row(id)).options.fp8_dispatch, "{id}");
+    }
+}

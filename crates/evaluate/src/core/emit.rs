@@ -46,6 +46,20 @@ pub(super) enum Hide {
 }
 
 impl Hide {
+    /// The exposed part of `t` seconds when recompute runs the transfer again, `exposed` of
+    /// them exposed in the forward: the same, except what EP overlap hid, which is exposed —
+    /// the recomputed forward runs inside its own micro-batch's backward, not paired with
+    /// another pass (Megatron-Core refuses EP overlap with full recompute and with `moe`
+    /// recomputed, frameworks.md §1.6: this prices the plans `--framework any` lets through
+    /// without crediting them a link the paired passes already fill).
+    #[inline]
+    pub(super) fn recomputed(self, t: f64, exposed: f64) -> f64 {
+        match self {
+            Hide::Shared { .. } | Hide::Partitioned { .. } => t,
+            _ => exposed,
+        }
+    }
+
     /// The exposed part of `t` seconds.
     #[inline]
     pub(super) fn exposed(self, t: f64) -> f64 {
@@ -171,14 +185,21 @@ impl Booked {
             // The part that runs beside compute (for the SM-sharing forms, less the compute's
             // slowdown, which `exposed` books: an undercount of the network's busy time).
             let beside = (t - exposed).max(0.0);
-            match c.pass {
-                Pass::Forward => self.net[0] += beside,
-                Pass::Backward => self.net[1] += beside,
-                Pass::Recompute | Pass::Step => {}
+            // EP overlap's paired hiding (`Hide::Shared`, `Hide::Partitioned`) runs a pass's
+            // transfers beside the other micro-batch's other pass (Megatron-Core's combined
+            // 1F1B runs micro-batch i+1's forward with i's backward "so that EP all-to-all
+            // hides behind compute", `combined_1f1b.py` @ core_v0.14.0 L34-63, frameworks.md
+            // §1.2; DualPipe pairs chunks alike): a forward's all-to-alls fill the link while a
+            // backward computes, and the backward's DP reduce-scatter finds it so (`dp.rs`).
+            let paired = matches!(c.hide, Hide::Shared { .. } | Hide::Partitioned { .. });
+            match (c.pass, paired) {
+                (Pass::Forward, false) | (Pass::Backward, true) => self.net[0] += beside,
+                (Pass::Backward, false) | (Pass::Forward, true) => self.net[1] += beside,
+                (Pass::Recompute | Pass::Step, _) => {}
             }
         }
         if repeat {
-            self.rc[k] += exposed;
+            self.rc[k] += c.hide.recomputed(t, exposed);
         }
     }
 }
@@ -334,18 +355,17 @@ impl<'a, S: Sink> Emitter<'a, S> {
             // The table row of `pass` done `mult` times per step.
             let layer = Some(self.layer);
             let row = |pass, mult: f64| {
+                let e = if pass == Pass::Recompute {
+                    c.hide.recomputed(t, exposed)
+                } else {
+                    exposed
+                };
                 let c = Comm {
                     pass,
                     calls: c.calls * mult,
                     ..c
                 };
-                c.row(
-                    layer,
-                    cost.algorithm,
-                    cost.protocol,
-                    cost.time,
-                    exposed * mult,
-                )
+                c.row(layer, cost.algorithm, cost.protocol, cost.time, e * mult)
             };
             if self.mult > 0.0 {
                 self.sink.push(row(c.pass, self.mult));

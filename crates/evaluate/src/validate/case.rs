@@ -391,9 +391,22 @@ pub(super) fn case_options(
         .precision
         .as_deref()
         .is_some_and(|p| p.to_ascii_lowercase().contains("pure"));
+    // DeepSeek's reports describe DeepSeek's own framework, whose DeepEP dispatch travels in
+    // FP8 under its fine-grained FP8 recipe (DeepSeek-V3 report §3.3.3); every other stack's
+    // sends BF16 (`EvalOptions::fp8_dispatch`). A rule on the source, as the Llama 3 paper's
+    // all-gather CP is.
+    let source = r.source.to_ascii_lowercase();
+    let deepseek_report = [
+        "deepseek-v3 technical report",
+        "deepseek-v2 paper",
+        "deepseek-v3 report",
+    ]
+    .iter()
+    .any(|w| source.contains(w));
     EvalOptions {
         grad_bytes: if pure { 2.0 } else { 4.0 },
         flops: row_attention_flops(r),
+        fp8_dispatch: deepseek_report,
         ..EvalOptions::default()
     }
     .with_profile(profile, model.training.precision)
