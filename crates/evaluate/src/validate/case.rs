@@ -687,8 +687,9 @@ fn divisors(n: u32) -> Vec<u32> {
 /// recomputes in full the fewest blocks of each model chunk that fit (Megatron's
 /// `--recompute-granularity full --recompute-method block --recompute-num-layers N`,
 /// frameworks.md §1.7; torchtitan's every-N-th block and llm-foundry's per-block checkpointing
-/// are the same trade), all of them where only that fits. Returns the plan and what `validate --explain` says of the choice; `None` when the
-/// plan fits as given, or when not even full recompute fits (the row's skip says so).
+/// are the same trade), all of them where only that fits. Returns the plan and what `validate
+/// --explain` says of the choice; `None` when the plan fits as given, or when not even full
+/// recompute fits (the row's skip says so).
 pub(super) fn unstated_recompute(
     model: &ModelSpec,
     cluster: &Cluster,
@@ -721,10 +722,9 @@ pub(super) fn unstated_recompute(
         ..plan
     };
     if ev.evaluate(&selective).is_ok() {
-        return Some((
-            selective,
-            why("the attention core recomputed (Megatron's selective recompute, its scores not stored)"),
-        ));
+        let what = "the attention core recomputed (Megatron's selective recompute, its scores \
+                    not stored)";
+        return Some((selective, why(what)));
     }
     let chunk = plan
         .stage_blocks(model)?
