@@ -387,7 +387,11 @@ pub fn case_of(
     let recompute_stated =
         matches!(recompute_cell(rc), Ok(Some(_))) || era_recompute(era).is_some();
     let unstated = (!recompute_stated)
-        .then(|| unstated_recompute(&model, &cluster, options, plan))
+        .then(|| {
+            let modules = profile.name == autoplan_plan::framework::CostProfile::MEGATRON_CORE.name
+                && harness::takes_recompute_modules(r);
+            unstated_recompute(&model, &cluster, options, plan, modules)
+        })
         .flatten();
     let plan = take(unstated, plan);
     let chosen = (!chosen.is_empty()).then(|| chosen.join("; "));

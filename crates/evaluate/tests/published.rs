@@ -174,6 +174,49 @@ fn an_unfused_attention_row_without_recompute_recomputes_the_attention_core_firs
 }
 
 #[test]
+fn a_moe_row_of_2025_without_recompute_recomputes_the_fastest_module_set() {
+    // Megatron-Bridge 25.09's DeepSeek-V3 on 1024 H100 at twice its sequence does not fit
+    // without recompute. NVIDIA's tuned MoE configurations recompute modules, not blocks
+    // (NeMo 2.5.0's DeepSeek-V3 recipe: `mla_up_proj` and `layernorm`): the case takes the
+    // fastest module set Megatron-Core accepts that fits, faster than the fewest blocks that
+    // fit. A run before Megatron-Core 0.12 (NeMo 24.07's container, or a source of 2024) had
+    // no `--recompute-modules`, and recomputes blocks.
+    use autoplan_evaluate::Evaluator;
+    use autoplan_plan::{Plan, Recompute};
+    let mut r = common::row("bridge2509_h100_DeepSeekV3_1024gpu_not");
+    assert!(r.recompute.is_none());
+    r.seq_len = r.seq_len.map(|s| s * 2);
+    let c = common::case(&r).expect("the row at 8192 tokens");
+    assert_eq!(c.plan.recompute, Recompute::Selective);
+    assert!(c.chosen.as_deref().is_some_and(|w| w.contains("module sets")));
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let none = Plan {
+        recompute: Recompute::None,
+        ..c.plan
+    };
+    assert!(ev.evaluate(&none).is_err());
+    let by_module = ev.evaluate(&c.plan).unwrap().step_time_s;
+    let one_block = Plan {
+        recompute: Recompute::Full,
+        recompute_layers: Some(1),
+        ..c.plan
+    };
+    let blocks = ev.evaluate(&one_block).unwrap().step_time_s;
+    assert!(by_module < blocks, "{by_module} vs {blocks}");
+    for older in [
+        r.source.replace("25.09 NeMo container", "24.07 NeMo container"),
+        format!("{} (Aug 2024)", r.source),
+    ] {
+        let o = autoplan_evaluate::validate::PublishedRun {
+            source: older.clone(),
+            ..r.clone()
+        };
+        let c = common::case(&o).expect(&older);
+        assert_eq!(c.plan.recompute, Recompute::Full, "{older}");
+    }
+}
+
+#[test]
 fn the_two_published_qwen3_235b_plans_rank_as_measured() {
     // Megatron-MoE-ModelZoo's Qwen3-235B-A22B on 256 H100: cross-node EP 32 with DeepEP ran at
     // 1663 tokens/s/GPU, intra-node TP 4 × EP 8 × PP 8 at 1130. The model must order them the

@@ -687,14 +687,21 @@ fn divisors(n: u32) -> Vec<u32> {
 /// recomputes in full the fewest blocks of each model chunk that fit (Megatron's
 /// `--recompute-granularity full --recompute-method block --recompute-num-layers N`,
 /// frameworks.md §1.7; torchtitan's every-N-th block and llm-foundry's per-block checkpointing
-/// are the same trade), all of them where only that fits. Returns the plan and what `validate
-/// --explain` says of the choice; `None` when the plan fits as given, or when not even full
-/// recompute fits (the row's skip says so).
+/// are the same trade), all of them where only that fits. A MoE model under Megatron-Core
+/// whose run could name its recompute modules (`modules`, `harness::takes_recompute_modules`)
+/// takes the faster of that and the fastest selective set of modules that fits: NVIDIA's tuned
+/// MoE configurations recompute modules, not blocks (Megatron-Bridge 0.6.2's
+/// `perf_recipes`: DeepSeek-V3 and Kimi-K2 `mla_up_proj` and `mlp`, Qwen3 MoE and GPT-OSS
+/// `layernorm` and `moe_act`, Nemotron-H `moe_act`; NeMo 2.5.0's DeepSeek-V3 recipe
+/// `mla_up_proj` and `layernorm`), where their dense Llama configurations recompute blocks.
+/// Returns the plan and what `validate --explain` says of the choice; `None` when the plan fits
+/// as given, or when not even full recompute fits (the row's skip says so).
 pub(super) fn unstated_recompute(
     model: &ModelSpec,
     cluster: &Cluster,
     options: EvalOptions,
     plan: Plan,
+    modules: bool,
 ) -> Option<(Plan, String)> {
     if plan.recompute != Recompute::None {
         return None;
@@ -738,15 +745,50 @@ pub(super) fn unstated_recompute(
         };
         ev.evaluate(&p).ok().map(|_| p)
     };
-    let (plan, what) = match (1..chunk).find_map(|k| fits(Some(k)).map(|p| (p, k))) {
-        Some((p, k)) => (
+    let blocks = match (1..chunk).find_map(|k| fits(Some(k)).map(|p| (p, k))) {
+        Some((p, k)) => Some((
             p,
             format!("the first {k} of each chunk's {chunk} blocks recomputed in full"),
-        ),
-        None => (
-            fits(None)?,
-            format!("all {chunk} blocks of each chunk recomputed in full"),
-        ),
+        )),
+        None => fits(None).map(|p| {
+            (
+                p,
+                format!("all {chunk} blocks of each chunk recomputed in full"),
+            )
+        }),
     };
+    let step = |p: &Plan| ev.evaluate(p).map_or(f64::INFINITY, |m| m.step_time_s);
+    let by_module = (modules && model.moe.is_some())
+        .then(|| fastest_module_set(&ev, model, plan))
+        .flatten()
+        .filter(|(_, t)| blocks.as_ref().is_none_or(|(b, _)| *t < step(b)))
+        .map(|(p, _)| {
+            let what = format!(
+                "selective recompute of {} (the fastest of Megatron-Core's module sets and \
+                 block counts that fits, as NVIDIA's MoE configurations recompute modules)",
+                p.recompute_modules.names().collect::<Vec<_>>().join(", ")
+            );
+            (p, what)
+        });
+    let (plan, what) = by_module.or(blocks)?;
     Some((plan, why(&what)))
+}
+
+/// The fastest selective recompute by Megatron-Core module set (`--recompute-modules`) that
+/// fits, and its step time: every set of the modules the model has that Megatron-Core 0.14
+/// (the oldest release the framework table covers, `MEGATRON_MINORS`) accepts for the plan.
+fn fastest_module_set(ev: &Evaluator, model: &ModelSpec, plan: Plan) -> Option<(Plan, f64)> {
+    let framework = autoplan_plan::Framework::MegatronCore {
+        minor: *autoplan_plan::framework::MEGATRON_MINORS.start(),
+    };
+    (1..=RecomputeModules::ALL.0)
+        .map(|bits| Plan {
+            recompute: Recompute::Selective,
+            recompute_modules: RecomputeModules(bits),
+            recompute_layers: None,
+            ..plan
+        })
+        .filter(|p| framework.check(p, model).is_ok())
+        .filter_map(|p| ev.evaluate(&p).ok().map(|m| (p, m.step_time_s)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }

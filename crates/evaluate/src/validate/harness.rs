@@ -105,6 +105,27 @@ impl NemoPerfScripts {
     }
 }
 
+/// Whether row `r`'s run could pick Megatron-Core's selective recompute by module
+/// (`--recompute-modules`: `moe_act`, `layernorm`, `mla_up_proj`, `mlp`, `moe`, ...;
+/// Megatron-Core 0.12 on, frameworks.md §1.7): not where its source names an older stack — a
+/// Megatron-Core release `r0.N` with N < 12, a NeMo container before 25.04 (nemo-toolkit
+/// 2.3.0, container 25.04, is the first whose performance scripts take `--recompute_modules`,
+/// `scripts/performance/argument_parser.py` L303; 2.0.0rc1, of NeMo 24.07, has none) — or is
+/// dated 2024 or earlier (`source_year`; Megatron-Core 0.12 is of 2025).
+pub(super) fn takes_recompute_modules(r: &PublishedRun) -> bool {
+    let s = r.source.to_ascii_lowercase();
+    let nemo_before = names_nemo(&s) && release(&s).is_some_and(|c| c < (25, 4));
+    let core_before = s.match_indices("r0.").any(|(i, _)| {
+        let digits: String = s[i + 3..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u32>().is_ok_and(|n| n < 12)
+    });
+    let dated_before = super::source_year(&r.source).is_some_and(|y| y < 2025);
+    !(nemo_before || core_before || dated_before)
+}
+
 /// A parallel layout NeMo configures for one of its models: the defaults of the model's
 /// recipe `trainer()` in `nemo/collections/llm/recipes/<name>.py` @ nemo-toolkit 2.3.0 (the
 /// wheel), with the model identified by the recipe's config class
