@@ -188,7 +188,10 @@ fn a_moe_row_of_2025_without_recompute_recomputes_the_fastest_module_set() {
     r.seq_len = r.seq_len.map(|s| s * 2);
     let c = common::case(&r).expect("the row at 8192 tokens");
     assert_eq!(c.plan.recompute, Recompute::Selective);
-    assert!(c.chosen.as_deref().is_some_and(|w| w.contains("module sets")));
+    assert!(c
+        .chosen
+        .as_deref()
+        .is_some_and(|w| w.contains("module sets")));
     let ev = Evaluator::new(&c.model, &c.cluster, c.options);
     let none = Plan {
         recompute: Recompute::None,
@@ -204,7 +207,8 @@ fn a_moe_row_of_2025_without_recompute_recomputes_the_fastest_module_set() {
     let blocks = ev.evaluate(&one_block).unwrap().step_time_s;
     assert!(by_module < blocks, "{by_module} vs {blocks}");
     for older in [
-        r.source.replace("25.09 NeMo container", "24.07 NeMo container"),
+        r.source
+            .replace("25.09 NeMo container", "24.07 NeMo container"),
         format!("{} (Aug 2024)", r.source),
     ] {
         let o = autoplan_evaluate::validate::PublishedRun {
