@@ -310,6 +310,29 @@ mod tests {
     }
 
     #[test]
+    fn recompute_modules_are_megatron_core_0_12s() {
+        // Sources of Megatron-Core 0.12 and later, or undated: the module sets.
+        for source in [
+            "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @4ab94df \
+             (25.09 NeMo container section)",
+            "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 25.04 container)",
+            "yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md @798dfb5",
+            "Megatron-Core r0.14.0 README",
+        ] {
+            assert!(takes_recompute_modules(&row(source)), "{source}");
+        }
+        // Older stacks: no `--recompute-modules`.
+        for source in [
+            "NVIDIA/NeMo docs/source/performance/performance_summary.md @9c5c5e97 \
+             (NeMo 24.07 container, DGX-H100, FP8)",
+            "NVIDIA/Megatron-LM README images/model_table.png (Megatron-Core r0.8.0)",
+            "NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md @0b981f9 (Aug 2024)",
+        ] {
+            assert!(!takes_recompute_modules(&row(source)), "{source}");
+        }
+    }
+
+    #[test]
     fn the_release_is_read_from_the_source() {
         let bridge = "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @4ab94df \
                       (25.09 NeMo container section)";
