@@ -125,6 +125,46 @@ fn a_row_without_recompute_recomputes_the_least_that_fits() {
     }
 }
 
+/// Row `id` at twice its sequence, as `validate` expresses it: the row gives no recompute, its
+/// plan does not fit without one (checked), and the case's recompute is the model's choice.
+/// With the row and the step time of the case's plan under another `recompute` and
+/// `recompute_layers`.
+fn at_twice_the_sequence(
+    id: &str,
+) -> (
+    PublishedRun,
+    autoplan_evaluate::validate::Case,
+    impl Fn(autoplan_plan::Recompute, Option<u32>) -> Option<f64>,
+) {
+    use autoplan_evaluate::validate::recompute_known;
+    use autoplan_evaluate::{Evaluator, Infeasible};
+    use autoplan_plan::{Plan, Recompute};
+    let mut r = common::row(id);
+    assert!(r.recompute.is_none(), "{id}");
+    r.seq_len = r.seq_len.map(|s| s * 2);
+    let c = common::case(&r).expect(id);
+    assert!(!recompute_known(&c), "{id}: the model's choice");
+    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
+    let plan = c.plan;
+    let none = Plan {
+        recompute: Recompute::None,
+        ..plan
+    };
+    assert!(
+        matches!(ev.evaluate(&none), Err(Infeasible::OutOfMemory { .. })),
+        "{id}"
+    );
+    let step = move |recompute, recompute_layers| {
+        let p = Plan {
+            recompute,
+            recompute_layers,
+            ..plan
+        };
+        ev.evaluate(&p).ok().map(|m| m.step_time_s)
+    };
+    (r, c, step)
+}
+
 #[test]
 fn an_unfused_attention_row_without_recompute_recomputes_the_attention_core_first() {
     // MegaScale's baseline Megatron-LM (2023, unfused attention) at twice its sequence: GPT-175B
@@ -133,41 +173,19 @@ fn an_unfused_attention_row_without_recompute_recomputes_the_attention_core_firs
     // Selective recompute of the attention core (Megatron's `--recompute-activations`) drops
     // exactly those and fits, at a fraction of full recompute's cost, so it is the least that
     // fits; under a fused attention kernel it frees nothing (the Nemotron row above stays full).
-    use autoplan_evaluate::validate::recompute_known;
-    use autoplan_evaluate::{Evaluator, Infeasible};
-    use autoplan_plan::{Plan, Recompute, RecomputeModules};
-    let mut r = common::row("megascale_175b_megatron_256gpu_bs768");
-    assert!(r.recompute.is_none());
-    r.seq_len = r.seq_len.map(|s| s * 2);
-    let c = common::case(&r).expect("the row at 4096 tokens");
-    assert!(!recompute_known(&c), "the model's choice");
+    use autoplan_plan::{Recompute, RecomputeModules};
+    let (_, c, step) = at_twice_the_sequence("megascale_175b_megatron_256gpu_bs768");
     assert_eq!(c.plan.recompute, Recompute::Selective);
     assert_eq!(c.plan.recompute_modules, RecomputeModules::DEFAULT);
     assert!(c
         .chosen
         .as_deref()
         .is_some_and(|w| w.contains("attention core recomputed")));
-    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
-    let none = Plan {
-        recompute: Recompute::None,
-        ..c.plan
-    };
-    assert!(matches!(
-        ev.evaluate(&none),
-        Err(Infeasible::OutOfMemory { .. })
-    ));
-    let full = Plan {
-        recompute: Recompute::Full,
-        recompute_layers: None,
-        ..c.plan
-    };
-    let (sel, full) = (ev.evaluate(&c.plan).unwrap(), ev.evaluate(&full).unwrap());
-    assert!(
-        sel.step_time_s < 0.9 * full.step_time_s,
-        "{} vs {}",
-        sel.step_time_s,
-        full.step_time_s
+    let (sel, full) = (
+        step(Recompute::Selective, None).unwrap(),
+        step(Recompute::Full, None).unwrap(),
     );
+    assert!(sel < 0.9 * full, "{sel} vs {full}");
     // At its own 2048 tokens the row fits without recompute and keeps none.
     let c = common::case(&common::row("megascale_175b_megatron_256gpu_bs768")).unwrap();
     assert_eq!(c.plan.recompute, Recompute::None);
@@ -181,37 +199,24 @@ fn a_moe_row_of_2025_without_recompute_recomputes_the_fastest_module_set() {
     // fastest module set Megatron-Core accepts that fits, faster than the fewest blocks that
     // fit. A run before Megatron-Core 0.12 (NeMo 24.07's container, or a source of 2024) had
     // no `--recompute-modules`, and recomputes blocks.
-    use autoplan_evaluate::Evaluator;
-    use autoplan_plan::{Plan, Recompute};
-    let mut r = common::row("bridge2509_h100_DeepSeekV3_1024gpu_not");
-    assert!(r.recompute.is_none());
-    r.seq_len = r.seq_len.map(|s| s * 2);
-    let c = common::case(&r).expect("the row at 8192 tokens");
+    use autoplan_plan::Recompute;
+    let (r, c, step) = at_twice_the_sequence("bridge2509_h100_DeepSeekV3_1024gpu_not");
     assert_eq!(c.plan.recompute, Recompute::Selective);
     assert!(c
         .chosen
         .as_deref()
         .is_some_and(|w| w.contains("module sets")));
-    let ev = Evaluator::new(&c.model, &c.cluster, c.options);
-    let none = Plan {
-        recompute: Recompute::None,
-        ..c.plan
-    };
-    assert!(ev.evaluate(&none).is_err());
-    let by_module = ev.evaluate(&c.plan).unwrap().step_time_s;
-    let one_block = Plan {
-        recompute: Recompute::Full,
-        recompute_layers: Some(1),
-        ..c.plan
-    };
-    let blocks = ev.evaluate(&one_block).unwrap().step_time_s;
+    let (by_module, blocks) = (
+        step(Recompute::Selective, None).unwrap(),
+        step(Recompute::Full, Some(1)).unwrap(),
+    );
     assert!(by_module < blocks, "{by_module} vs {blocks}");
     for older in [
         r.source
             .replace("25.09 NeMo container", "24.07 NeMo container"),
         format!("{} (Aug 2024)", r.source),
     ] {
-        let o = autoplan_evaluate::validate::PublishedRun {
+        let o = PublishedRun {
             source: older.clone(),
             ..r.clone()
         };

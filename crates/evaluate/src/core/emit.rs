@@ -54,10 +54,18 @@ impl Hide {
     /// without crediting them a link the paired passes already fill).
     #[inline]
     pub(super) fn recomputed(self, t: f64, exposed: f64) -> f64 {
-        match self {
-            Hide::Shared { .. } | Hide::Partitioned { .. } => t,
-            _ => exposed,
+        if self.paired() {
+            t
+        } else {
+            exposed
         }
+    }
+
+    /// EP overlap's hiding: behind the paired micro-batch's other pass ([`Hide::Shared`],
+    /// [`Hide::Partitioned`]), not the transfer's own.
+    #[inline]
+    pub(super) fn paired(self) -> bool {
+        matches!(self, Hide::Shared { .. } | Hide::Partitioned { .. })
     }
 
     /// The exposed part of `t` seconds.
@@ -191,8 +199,7 @@ impl Booked {
             // hides behind compute", `combined_1f1b.py` @ core_v0.14.0 L34-63, frameworks.md
             // §1.2; DualPipe pairs chunks alike): a forward's all-to-alls fill the link while a
             // backward computes, and the backward's DP reduce-scatter finds it so (`dp.rs`).
-            let paired = matches!(c.hide, Hide::Shared { .. } | Hide::Partitioned { .. });
-            match (c.pass, paired) {
+            match (c.pass, c.hide.paired()) {
                 (Pass::Forward, false) | (Pass::Backward, true) => self.net[0] += beside,
                 (Pass::Backward, false) | (Pass::Forward, true) => self.net[1] += beside,
                 (Pass::Recompute | Pass::Step, _) => {}

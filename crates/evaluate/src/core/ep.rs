@@ -58,19 +58,21 @@ fn deepep_bytes(capacity: Option<f64>, k_eff: f64, x: &Ctx, h: f64) -> (f64, f64
 /// 1×128 scales).
 const FP8_DISPATCH: f64 = (1.0 + 4.0 / 128.0) / ACT;
 
-/// The byte factor of DeepEP transfer `i` (`DEEPEP_CALLS` order) under `precision`, where the
-/// framework quantizes the dispatch (`fp8_dispatch`, `EvalOptions::fp8_dispatch`: DeepSeek's
-/// own, not Megatron-Core's): with DeepSeek's fine-grained FP8 recipe the activations entering
-/// the experts' up-projection and the activation gradients entering their down-projection are
-/// quantized before they travel — the forward dispatch and the backward of the combine — while
-/// the forward combine and the backward of the dispatch stay BF16 (DeepSeek-V3 report §3.3.3,
-/// "Low-Precision Storage and Communication"). Other recipes and frameworks send BF16.
-#[inline]
-fn deepep_scale(precision: Precision, fp8_dispatch: bool, i: usize) -> f64 {
-    if fp8_dispatch && precision == Precision::Fp8Block && (i == 0 || i == 2) {
-        FP8_DISPATCH
-    } else {
-        1.0
+impl Evaluator {
+    /// The byte factor of DeepEP transfer `i` (`DEEPEP_CALLS` order) under the training precision,
+    /// where the framework quantizes the dispatch (`EvalOptions::fp8_dispatch`: DeepSeek's own, not
+    /// Megatron-Core's): with DeepSeek's fine-grained FP8 recipe the activations entering the
+    /// experts' up-projection and the activation gradients entering their down-projection are
+    /// quantized before they travel — the forward dispatch and the backward of the combine — while
+    /// the forward combine and the backward of the dispatch stay BF16 (DeepSeek-V3 report §3.3.3,
+    /// "Low-Precision Storage and Communication"). Other recipes and frameworks send BF16.
+    #[inline]
+    fn deepep_scale(&self, i: usize) -> f64 {
+        if self.opts.fp8_dispatch && self.precision == Precision::Fp8Block && (i == 0 || i == 2) {
+            FP8_DISPATCH
+        } else {
+            1.0
+        }
     }
 }
 
@@ -263,7 +265,7 @@ impl Evaluator {
                     let rho = self.rank_dedup(x, groups);
                     let (mean, max) = (rho * mean, rho * max);
                     for (i, (what, pass)) in DEEPEP_CALLS.into_iter().enumerate() {
-                        let f = deepep_scale(self.precision, self.opts.fp8_dispatch, i);
+                        let f = self.deepep_scale(i);
                         let c = Comm::new(CommKind::Ep, what, pass, AllToAll, x.g_ep, f * mean);
                         e.emit_a2a(c.hide(w.at(i)), f * max);
                     }
@@ -397,13 +399,13 @@ impl Evaluator {
             }
         };
         let bf16 = price(1.0);
-        let fp8 = if deepep_scale(self.precision, self.opts.fp8_dispatch, 0) < 1.0 {
+        let fp8 = if self.deepep_scale(0) < 1.0 {
             price(FP8_DISPATCH)
         } else {
             bf16
         };
         for (i, (what, pass)) in DEEPEP_CALLS.into_iter().enumerate() {
-            let f = deepep_scale(self.precision, self.opts.fp8_dispatch, i);
+            let f = self.deepep_scale(i);
             let call = Comm::new(CommKind::Ep, what, pass, AllToAll, g, f * mean);
             e.emit_priced(call.hide(w.at(i)), if f < 1.0 { fp8 } else { bf16 });
         }

@@ -743,25 +743,27 @@ pub(super) fn unstated_recompute(
             recompute_layers: layers,
             ..plan
         };
-        ev.evaluate(&p).ok().map(|_| p)
+        ev.evaluate(&p).ok().map(|m| (p, m.step_time_s))
     };
-    let blocks = match (1..chunk).find_map(|k| fits(Some(k)).map(|p| (p, k))) {
-        Some((p, k)) => Some((
+    // (plan, step time, what the choice was).
+    let blocks = match (1..chunk).find_map(|k| fits(Some(k)).map(|f| (f, k))) {
+        Some(((p, t), k)) => Some((
             p,
+            t,
             format!("the first {k} of each chunk's {chunk} blocks recomputed in full"),
         )),
-        None => fits(None).map(|p| {
+        None => fits(None).map(|(p, t)| {
             (
                 p,
+                t,
                 format!("all {chunk} blocks of each chunk recomputed in full"),
             )
         }),
     };
-    let step = |p: &Plan| ev.evaluate(p).map_or(f64::INFINITY, |m| m.step_time_s);
     let by_module = (modules && model.moe.is_some())
         .then(|| fastest_module_set(&ev, model, plan))
         .flatten()
-        .filter(|(_, t)| blocks.as_ref().is_none_or(|(b, _)| *t < step(b)))
+        .filter(|(_, t)| blocks.as_ref().is_none_or(|(_, b, _)| t < b))
         .map(|(p, _)| {
             let what = format!(
                 "selective recompute of {} (the fastest of Megatron-Core's module sets and \
@@ -770,7 +772,7 @@ pub(super) fn unstated_recompute(
             );
             (p, what)
         });
-    let (plan, what) = by_module.or(blocks)?;
+    let (plan, what) = by_module.or(blocks.map(|(p, _, what)| (p, what)))?;
     Some((plan, why(&what)))
 }
 
