@@ -127,6 +127,15 @@ pub struct ArchEfficiency {
     /// Head dim `d₀` at which the softmax's per-score cost equals the matmuls' (module docs,
     /// `R(d)`); 0: the rate does not depend on the head dim (not measured).
     pub attn_head_dim_half: f64,
+    /// FlashAttention-2's forward rate as a fraction of the rate `attn_rate` prices, at the same
+    /// shape: FlashAttention-2's kernels are sm80 code (`mma.sync`, none of Hopper's `wgmma` or
+    /// TMA), what PyTorch SDPA's flash backend and the `flash-attn` 2.x package run on any GPU
+    /// (`AttentionKernel::FlashAttention2`, a framework's choice). 1 where FlashAttention-2 is
+    /// the architecture's own fused kernel (Ampere, Ada: `attn_rate` is its) or nothing was
+    /// measured.
+    pub fa2_rate: f64,
+    /// FlashAttention-2's backward math time over its forward's (as `attn_bwd`).
+    pub fa2_bwd: f64,
     /// Seconds a GEMM kernel costs beyond its math: launch, prologue, epilogue.
     pub gemm_latency: f64,
     /// Asymptotic fraction of HBM bandwidth a streaming kernel reaches.
@@ -155,6 +164,14 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
     attn_bwd: 2.78,
     attn_tile: 128,
     attn_head_dim_half: 58.0,
+    // SDPA's flash backend (FlashAttention-2) against cuDNN's kernel at the same causal shape
+    // on an H200 (`results/h200/mla.csv`, the rows with V padded to 192, the one head dim both
+    // ran: 16 and 128 heads, 4K and 16K tokens): cuDNN's forward time over FlashAttention-2's
+    // 0.478, 0.468, 0.508 (median 0.478), FlashAttention-2's backward over its forward 3.30,
+    // 2.83, 2.92 (median 2.92); `crates/cost/tests/h100_probe.rs` recomputes both. FA-3's
+    // abstract puts FlashAttention-2 at 35% of the H100's peak; these are 0.31 forward.
+    fa2_rate: 0.478,
+    fa2_bwd: 2.92,
     gemm_latency: 27.5e-6,
     hbm_eff_max: 0.50,
     hbm_bytes_half: 1.6e6,
@@ -222,6 +239,8 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         attn_bwd: 2.5,
         attn_tile: 128,
         attn_head_dim_half: 0.0,
+        fa2_rate: 1.0,
+        fa2_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.90,
         hbm_bytes_half: 1.0e6,
@@ -241,6 +260,9 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         attn_bwd: HOPPER.attn_bwd,
         attn_tile: 128,
         attn_head_dim_half: HOPPER.attn_head_dim_half,
+        // FlashAttention-2 is this architecture's own kernel (its `attn_rate`).
+        fa2_rate: 1.0,
+        fa2_bwd: HOPPER.attn_bwd,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.60,
         hbm_bytes_half: 1.0e6,
@@ -288,6 +310,9 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         attn_bwd: HOPPER.attn_bwd,
         attn_tile: 128,
         attn_head_dim_half: HOPPER.attn_head_dim_half,
+        // FlashAttention-2 is this architecture's own kernel (its `attn_rate`).
+        fa2_rate: 1.0,
+        fa2_bwd: HOPPER.attn_bwd,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 0.6e6,
@@ -306,12 +331,26 @@ pub const ARCH_TABLE: [ArchEfficiency; 10] = [
         attn_bwd: 2.5,
         attn_tile: 128,
         attn_head_dim_half: 0.0,
+        fa2_rate: 1.0,
+        fa2_bwd: 2.5,
         gemm_latency: 30e-6,
         hbm_eff_max: 0.85,
         hbm_bytes_half: 1.0e6,
         fitted_on: None,
     },
 ];
+
+impl ArchEfficiency {
+    /// These constants with the attention core run by FlashAttention-2's kernels (`fa2_rate`,
+    /// `fa2_bwd`): the same on an architecture whose own kernel it is.
+    pub fn with_flash_attention_2(&self) -> ArchEfficiency {
+        ArchEfficiency {
+            attn_rate: self.attn_rate * self.fa2_rate,
+            attn_bwd: self.fa2_bwd,
+            ..*self
+        }
+    }
+}
 
 /// The efficiency constants of `arch`.
 pub fn arch_efficiency(arch: GpuArch) -> &'static ArchEfficiency {

@@ -642,3 +642,87 @@ fn windowed_attention_against_its_tile_share() {
     }
     assert_eq!(n, 9, "three windows at three shapes");
 }
+
+/// A forward and a backward time, seconds.
+type FwdBwd = (f64, f64);
+
+/// SDPA's flash backend (FlashAttention-2) and cuDNN's kernel at the one shape both ran on the
+/// H200 (`results/h200/mla.csv`: DeepSeek-V3's causal core with V padded to 192, which
+/// FlashAttention-2 needs): ((heads, seq), FA-2's times, cuDNN's times).
+fn fa2_pairs() -> Vec<((f64, f64), FwdBwd, FwdBwd)> {
+    let rows = read_of("h200", "mla.csv");
+    let of = |backend: &str, h: &str, s: &str| {
+        rows.iter()
+            .find(|r| r["backend"] == backend && r["heads"] == h && r["seq"] == s)
+            .map(|r| (f(r, "fwd_s"), f(r, "bwd_s")))
+            .unwrap_or_else(|| panic!("mla.csv: no {backend} row at {h} heads, {s} tokens"))
+    };
+    rows.iter()
+        .filter(|r| r["backend"] == "flash-pad-v192")
+        .map(|r| {
+            let (h, s) = (r["heads"].as_str(), r["seq"].as_str());
+            (
+                (f(r, "heads"), f(r, "seq")),
+                of("flash-pad-v192", h, s),
+                of("cudnn-pad-v192", h, s),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn hopper_flash_attention_2_constants_are_the_measured_medians() {
+    // `fa2_rate`: the median of cuDNN's forward time over FlashAttention-2's; `fa2_bwd`: the
+    // median of FlashAttention-2's backward over its forward.
+    let pairs = fa2_pairs();
+    assert_eq!(pairs.len(), 3, "three shapes ran on both backends");
+    let rate = median(pairs.iter().map(|(_, fa2, cu)| cu.0 / fa2.0).collect());
+    let bwd = median(pairs.iter().map(|(_, fa2, _)| fa2.1 / fa2.0).collect());
+    let table = arch_efficiency(GpuArch::H100);
+    eprintln!(
+        "fa2_rate {rate:.3} (table {}), fa2_bwd {bwd:.2} (table {})",
+        table.fa2_rate, table.fa2_bwd
+    );
+    assert!(
+        (table.fa2_rate - rate).abs() <= 0.005,
+        "fa2_rate {} vs {rate:.3}",
+        table.fa2_rate
+    );
+    assert!(
+        (table.fa2_bwd - bwd).abs() <= 0.01,
+        "fa2_bwd {} vs {bwd:.3}",
+        table.fa2_bwd
+    );
+    // Every shape: FlashAttention-2 at about half cuDNN's forward rate, never faster either way.
+    for ((h, s), fa2, cu) in &pairs {
+        assert!(
+            cu.0 / fa2.0 < 0.55 && cu.1 < fa2.1,
+            "{h} heads, {s}: {fa2:?} vs {cu:?}"
+        );
+    }
+}
+
+#[test]
+fn hopper_flash_attention_2_form_reproduces_its_timings() {
+    // The form under `with_flash_attention_2` prices SDPA's flash backend on the H200 within
+    // the bounds the cuDNN rows are held to (`hopper_attention_form_reproduces_the_probe`):
+    // forward within 20%, backward within 25%.
+    let gpu = gpu_h200();
+    let e = isolated(arch_efficiency(GpuArch::H100)).with_flash_attention_2();
+    for ((h, s), fa2, _) in fa2_pairs() {
+        let call = AttnCall::causal(h, s, 192.0, 192.0);
+        let ef = attention_fwd_time_with(&gpu, &e, &call, 0.0, Precision::Bf16) / fa2.0 - 1.0;
+        let eb = attention_bwd_time_with(&gpu, &e, &call, 0.0, Precision::Bf16) / fa2.1 - 1.0;
+        eprintln!(
+            "FA-2 {h:3} heads {s:6}: fwd {:+5.1}%  bwd {:+5.1}%",
+            ef * 100.0,
+            eb * 100.0
+        );
+        assert!(ef.abs() <= 0.20, "{h} heads, {s}: forward {ef:+.3}");
+        assert!(eb.abs() <= 0.25, "{h} heads, {s}: backward {eb:+.3}");
+    }
+    // On an architecture whose own kernel FlashAttention-2 is, nothing changes.
+    let a100 = arch_efficiency(GpuArch::A100);
+    assert_eq!(a100.with_flash_attention_2().attn_rate, a100.attn_rate);
+    assert_eq!(a100.with_flash_attention_2().attn_bwd, a100.attn_bwd);
+}

@@ -53,15 +53,8 @@ pub use hardware::check_hardware;
 
 use serde::Serialize;
 
-/// The attention kernel: fused (FlashAttention: causal half of the scores, nothing `s×s`
-/// stored) or unfused (Megatron before 2023: the full `s×s` scores computed, masked, and
-/// stored unless recomputed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AttentionKernel {
-    Flash,
-    Unfused,
-}
+/// The attention kernel, a framework's choice (`CostProfile::attention`).
+pub use autoplan_plan::framework::AttentionKernel;
 
 /// Software settings of the run that are not parallelism knobs.
 #[derive(Debug, Clone, Copy, PartialEq)]

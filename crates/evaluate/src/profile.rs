@@ -46,11 +46,7 @@ impl EvalOptions {
             tp_overlap_hides: p.tp_overlap_hides,
             tp_bwd_async: p.tp_bwd_async,
             elementwise: p.elementwise,
-            attention: if p.fused_attention {
-                AttentionKernel::Flash
-            } else {
-                AttentionKernel::Unfused
-            },
+            attention: p.attention,
             // Where the parameters live between uses (fp32 under PyTorch's mixed precision):
             // the memory's layout, not a cost.
             memory: autoplan_memory::MemoryOptions {

@@ -25,7 +25,7 @@ mod wording;
 pub use domain::OUT_OF_DOMAIN;
 pub use fit::{
     fit, fit_framework, fit_leaving_sources_out, fitted_on, framework_fitted_on, FitPoint,
-    FrameworkConstant, FrameworkFitPoint, GridScore, HeldOutSource,
+    FrameworkConstant, FrameworkFitPoint, GridScore, HeldOutSource, MIN_FIT_ROWS,
 };
 pub use profile::{row_profile, source_family, source_year};
 pub use summary::group_mape;
@@ -301,16 +301,26 @@ enum Era {
 /// The blank-cell defaults of a row's profile ([`row_profile`]).
 fn era(p: &autoplan_plan::framework::CostProfile) -> Era {
     use autoplan_plan::framework::CostProfile as P;
-    if *p == P::MEGATRON_LM_2020 || *p == P::MEGATRON_LM_2021 || *p == P::MEGATRON_LM_2022 {
+    // By name: a row's profile may be a variant of one (`torchtitan_sdpa`'s kernel, a fitted
+    // constant under `--fit-framework`).
+    let is = |of: &[P]| of.iter().any(|q| q.name == p.name);
+    if is(&[
+        P::MEGATRON_LM_2020,
+        P::MEGATRON_LM_2021,
+        P::MEGATRON_LM_2022,
+    ]) {
         Era::Megatron2021
-    } else if *p == P::MEGATRON_DEEPSPEED_2022 || *p == P::DEEPSPEED || *p == P::DEEPSPEED_MOE_2023
-    {
+    } else if is(&[
+        P::MEGATRON_DEEPSPEED_2022,
+        P::DEEPSPEED,
+        P::DEEPSPEED_MOE_2023,
+    ]) {
         Era::MegatronDeepSpeed
-    } else if *p == P::TORCHTITAN || *p == P::TORCHTITAN_EAGER {
+    } else if is(&[P::TORCHTITAN, P::TORCHTITAN_EAGER]) {
         Era::Torchtitan
-    } else if *p == P::LLM_FOUNDRY {
+    } else if is(&[P::LLM_FOUNDRY]) {
         Era::Fsdp
-    } else if *p == P::MAXTEXT {
+    } else if is(&[P::MAXTEXT]) {
         Era::MaxText
     } else {
         Era::MegatronCore

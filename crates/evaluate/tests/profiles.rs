@@ -579,8 +579,8 @@ fn each_profile_constant_is_its_fit() {
         let value = constant.value(&p);
         let (points, loo) = fit_framework(&cases, p.name, constant, &constant.grid());
         let best = &points[0];
-        if best.score.rows == 0 {
-            // No published row runs under it: nothing to fit, nothing carried.
+        if best.score.rows < autoplan_evaluate::validate::MIN_FIT_ROWS {
+            // Too few published rows run under it to fit and test a constant: nothing carried.
             assert_eq!(value, 0.0, "{}", p.name);
             continue;
         }
@@ -932,4 +932,82 @@ fn pipelined_fsdp_reduces_once_after_the_step() {
     assert!((time_m - time).abs() <= 1e-12 * time);
     assert!(exposed_m < 0.9 * time_m, "{exposed_m} of {time_m}");
     assert!(t_titan > t_mcore);
+}
+
+#[test]
+fn torchtitan_before_0_2_ran_flash_attention_2_below_blackwell() {
+    // torchtitan's SDPA took FlashAttention-2 first until 0.2.0 (2025-10), except from compute
+    // capability 10.0 (`torchtitan_sdpa`); its Dec 2024 H100 rows ran it, a copy dated 2026
+    // or run on B200s runs cuDNN's kernel (`Flash`), as does every other stack.
+    use autoplan_evaluate::AttentionKernel;
+    let tt = row("tt_8b_cp1_seq32k");
+    assert_eq!(row_profile(&tt).attention, AttentionKernel::FlashAttention2);
+    assert_eq!(
+        case(&tt).unwrap().options.attention,
+        AttentionKernel::FlashAttention2
+    );
+    let mut later = tt.clone();
+    later.source = later.source.replace("Dec 2024", "Feb 2026");
+    assert_eq!(row_profile(&later).attention, AttentionKernel::Flash);
+    let mut blackwell = tt.clone();
+    blackwell.gpu = "B200".into();
+    assert_eq!(row_profile(&blackwell).attention, AttentionKernel::Flash);
+    // The same profile otherwise: the variant keeps its name and mechanisms.
+    assert_eq!(row_profile(&tt).name, CostProfile::TORCHTITAN.name);
+    assert_eq!(
+        CostProfile {
+            attention: AttentionKernel::Flash,
+            ..row_profile(&tt)
+        },
+        CostProfile::TORCHTITAN
+    );
+    assert_eq!(
+        profile_of("nemo2407_h100_LLAMA3-8B_8gpu").attention,
+        AttentionKernel::Flash
+    );
+    assert_eq!(CostProfile::TORCHTITAN.attention, AttentionKernel::Flash);
+}
+
+#[test]
+fn flash_attention_2_is_slower_on_hopper_and_the_same_on_ampere() {
+    // Llama 3 8B at 32K tokens, one sequence per GPU: the attention core is a third of its
+    // FLOPs. FlashAttention-2's sm80 kernels run Hopper's attention at about half cuDNN's
+    // forward rate (`ArchEfficiency::fa2_rate`); on an A100 they are its own kernel.
+    use autoplan_evaluate::AttentionKernel;
+    let mut model = autoplan_graph::resolve_model("llama3-8b").expect("bundled");
+    model.training.seq_len = 32768;
+    model.training.global_batch = 8;
+    let plan = Plan {
+        dp: 8,
+        mbs: 1,
+        recompute: Recompute::Full,
+        zero: Zero::stage(3),
+        ..Plan::default()
+    };
+    for (cluster, slower) in [("dgx-h100", true), ("selene-a100", false)] {
+        let c = autoplan_cluster::resolve_cluster(cluster)
+            .unwrap()
+            .with_gpus(8)
+            .unwrap();
+        let step = |attention| {
+            let opts = EvalOptions {
+                attention,
+                ..EvalOptions::default()
+            };
+            Evaluator::new(&model, &c, opts)
+                .evaluate(&plan)
+                .unwrap_or_else(|e| panic!("{cluster}: {e}"))
+                .step_time_s
+        };
+        let (cudnn, fa2) = (
+            step(AttentionKernel::Flash),
+            step(AttentionKernel::FlashAttention2),
+        );
+        eprintln!("{cluster}: {cudnn:.3} s vs FlashAttention-2 {fa2:.3} s");
+        if slower {
+            assert!(fa2 > 1.2 * cudnn, "{cluster}: {fa2} vs {cudnn}");
+        } else {
+            assert_eq!(fa2, cudnn, "{cluster}");
+        }
+    }
 }

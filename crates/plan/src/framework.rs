@@ -26,7 +26,7 @@ mod offload;
 mod profile;
 mod tables;
 
-pub use profile::{CostProfile, Elementwise};
+pub use profile::{AttentionKernel, CostProfile, Elementwise};
 
 use checks::*;
 pub use offload::OffloadRules;

@@ -31,8 +31,11 @@ pub struct Args {
     pub budget: super::budget::BudgetArgs,
     #[command(flatten)]
     pub target: super::target::TargetArgs,
-    /// Attention kernel: flash (fused, causal half) or unfused (full s×s scores, pre-2023
-    /// Megatron). Unfused on GPUs no fused kernel runs on (V100, Pascal), whatever this says.
+    /// Attention kernel: flash (the framework's fused kernel: cuDNN's on Hopper and Blackwell),
+    /// flash2 (FlashAttention-2's sm80 kernels on any GPU: PyTorch SDPA's flash backend, which
+    /// torch 2.5.1-2.8 picks first, or the flash-attn 2.x package; on Hopper about half cuDNN's
+    /// forward rate) or unfused (full s×s scores, pre-2023 Megatron). Unfused on GPUs no fused
+    /// kernel runs on (V100, Pascal), whatever this says.
     #[arg(long, value_enum, default_value_t = Attn::Flash)]
     pub attention: Attn,
     /// Do not overlap the DP gradient reduction with the backward pass.
@@ -51,6 +54,7 @@ pub struct Args {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attn {
     Flash,
+    Flash2,
     Unfused,
 }
 
@@ -129,8 +133,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..EvalOptions::default()
     }
     .with_profile(&target.framework.profile(), model.training.precision);
-    if args.attention == Attn::Unfused {
-        opts.attention = AttentionKernel::Unfused;
+    match args.attention {
+        Attn::Flash => {}
+        Attn::Flash2 => opts.attention = AttentionKernel::FlashAttention2,
+        Attn::Unfused => opts.attention = AttentionKernel::Unfused,
     }
     if args.no_dp_overlap {
         opts.dp_overlap = false;

@@ -12,6 +12,7 @@ use autoplan_evaluate::runs::{degrees_given, missing_fact};
 use autoplan_evaluate::validate::{
     case_of, fit, fit_framework as fit_profile, fit_leaving_sources_out, fitted_on, group_mape,
     score, Case, FitPoint, FrameworkConstant, FrameworkFitPoint, GridScore, HeldOutSource,
+    MIN_FIT_ROWS,
 };
 use autoplan_plan::framework::CostProfile;
 
@@ -262,6 +263,18 @@ pub(super) fn fit_framework(
     }
     if let Some(c) = current.first() {
         line(&mut out, c, "   <- the profile now")?;
+    }
+    if points[0].score.rows < MIN_FIT_ROWS {
+        writeln!(
+            out,
+            "{name} has {} in the domain, fewer than {MIN_FIT_ROWS}: too few to fit its \
+             constant (a value fitted on them is their own answer, which leave-one-out cannot \
+             test), so the profile carries 0",
+            match points[0].score.rows {
+                1 => "one row".to_string(),
+                n => format!("{n} rows"),
+            }
+        )?;
     }
     if constant == FrameworkConstant::ExpertGemmHost {
         writeln!(

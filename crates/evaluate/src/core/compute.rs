@@ -257,10 +257,10 @@ impl Evaluator {
                 d_v: a.d_v,
             };
             let fwd = |c: &AttnCall| {
-                attention_fwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+                attention_fwd_time_with(&self.gpu, &self.attn_eff, c, 0.0, self.attn_precision)
             };
             let bwd = |c: &AttnCall| {
-                attention_bwd_time_with(&self.gpu, &self.eff, c, 0.0, self.attn_precision)
+                attention_bwd_time_with(&self.gpu, &self.attn_eff, c, 0.0, self.attn_precision)
             };
             let (mut kf, mut kb) = (fwd(&first), bwd(&first));
             if max_keys < self.seq {
@@ -295,7 +295,7 @@ impl Evaluator {
             let causal = c.attn_core * x.m_tok / heads_div;
             let io = (2.0 * c.q_elems + c.cp_kv) * x.m_tok / heads_div * ACT;
             match self.opts.attention {
-                AttentionKernel::Flash => {
+                AttentionKernel::Flash | AttentionKernel::FlashAttention2 => {
                     let (f, b) = self.flash_core(x);
                     core_f = f.max(memory_bound_time_with(&self.gpu, &self.eff, io));
                     core_b = b.max(memory_bound_time_with(&self.gpu, &self.eff, 2.0 * io));

@@ -113,6 +113,9 @@ pub struct Evaluator {
     balanced: Vec<(u32, [OnceLock<crate::Packing>; BALANCED_R + 1])>,
     /// The GPU's efficiency constants (`EvalOptions::efficiency`, else `ARCH_TABLE`'s).
     eff: ArchEfficiency,
+    /// `eff` as the attention core's kernel runs (`EvalOptions::attention`): FlashAttention-2's
+    /// rates where the framework runs it (`ArchEfficiency::with_flash_attention_2`).
+    attn_eff: ArchEfficiency,
     /// GEMM times at the training precision under `eff`.
     gemm: GemmPricer,
     /// GEMM times at the 16-bit precision of the attention core (FP8 runs' LM head).
@@ -198,6 +201,10 @@ impl Evaluator {
             balanced: ep::balanced_table(experts as u32),
             gemm,
             gemm16: GemmPricer::new(&cluster.gpu, &eff, attn_precision),
+            attn_eff: match opts.attention {
+                AttentionKernel::FlashAttention2 => eff.with_flash_attention_2(),
+                AttentionKernel::Flash | AttentionKernel::Unfused => eff,
+            },
             eff,
             eff_max,
             mtp_reuse,
@@ -208,7 +215,7 @@ impl Evaluator {
                 .sum(),
             mem: autoplan_memory::ModelMemory::new(model),
             mem_opts: autoplan_memory::MemoryOptions {
-                flash_attention: opts.attention == AttentionKernel::Flash,
+                flash_attention: opts.attention.is_fused(),
                 fp32_main_grads: opts.grad_bytes >= 4.0,
                 ..opts.memory
             },

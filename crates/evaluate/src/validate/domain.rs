@@ -22,31 +22,30 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
      (the 16 local experts' casts, the host sync for the dropless split sizes) at one layer \
      per virtual stage",
     ),
-    ("tt_8b_cp1_seq32k", TORCHTITAN_LONG_SEQ),
     ("tt_8b_cp8_seq256k", TORCHTITAN_LONG_SEQ),
 ];
 
-/// Why torchtitan's long-sequence rows are outside the domain: they are scored (on the bundled
-/// `grand-teton-h100`, the 96 GB / 500 W H100 they ran on, whose clocks under the power cap
-/// are not measured) under the torchtitan cost profile (`CostProfile::TORCHTITAN`: FSDP2's
-/// prefetch and reduce-scatter overlap, SDPA's fused attention) and printed with their error,
-/// but the run is torchtitan's FSDP2 with `torch.compile`, Float8 linears and PyTorch's
-/// experimental context-parallel SDPA, and the profile prices compile's elementwise kernels as
-/// fused ones (`Elementwise::FUSED`) but none of Float8's scaling kernels, the CP path's attention kernel and all-gather rotation
-/// (frameworks.md §2.1), or the capped clocks: the model predicts both too fast (1.6x at 32K,
-/// 2.9x at 256K with cp 8; at 256K the step is attention-bound, about 190 TFLOP/s of hardware
-/// FLOPs per GPU measured
-/// against the SDPA rate measured on a 700 W H100, `results/h100/attention_seq.csv`). A trace
-/// of one step of each run on that hardware, and the attention and GEMM rates under the
-/// 500 W cap, would settle it. Not the BF16 kernels at full power: one Llama-3-8B block as
-/// torchtitan writes it took 123–128 ms forward and backward at 32K tokens on a 700 W H100,
-/// eager or compiled (`results/h100/llama_block.csv`), about 165 ms with full recompute's
-/// second forward, which is the model's 164 ms per block against the row's 263 ms.
+/// Why torchtitan's context-parallel row is outside the domain: it is scored (on the bundled
+/// `grand-teton-h100`, the 96 GB / 500 W H100 it ran on, whose clocks under the power cap are
+/// not measured) under the torchtitan cost profile with the FlashAttention-2 kernel its SDPA
+/// ran (`torchtitan_sdpa`), and predicted 45% too fast, where the same table's row without CP
+/// at 32K tokens is within 8%. Per rank the two do the same GEMMs on 32K tokens, and the CP
+/// row 8× the attention pairs: its step per block is 7.1× the 32K row's measured (1869 ms
+/// against 263 ms), 5.3× modelled (1289 ms against 245 ms; `validate --explain`). What PyTorch's experimental ring attention adds and the model
+/// does not price (`torch/distributed/tensor/experimental/_attention.py` @ torch 2.6.0): each
+/// of the 7 later steps merges its partial output into an FP32 accumulator with eager
+/// elementwise kernels (`_SDPAMerger`, L120-190; `convert_to_f32` on by default, L57) and
+/// copies K and V for the next step (L480); the backward accumulates dQ, dK and dV in FP32
+/// and passes dK/dV on each step (L630-760); torchtitan repeats the 8 KV heads to 32 before
+/// SDPA, so each of those tensors is 4× its GQA size. From their bytes those passes come to
+/// about a tenth of the attention's time at FlashAttention-2's rate (an estimate, not
+/// priced); the rest is not named. A trace of one step on that
+/// hardware would settle it.
 pub(crate) const TORCHTITAN_LONG_SEQ: &str =
-    "torchtitan FSDP2 + compile + Float8 + PyTorch context-parallel \
-     SDPA on 96 GB / 500 W H100s: the torchtitan profile prices FSDP2's overlap and compile's \
-     fused elementwise kernels, not Float8's scaling kernels, the CP path's attention kernel and rotation, or the \
-     power-capped clocks (at 700 W a BF16 block of the 32K run takes about 165 ms with its \
-     recompute, results/h100/llama_block.csv: the model's 164 ms, the row's 263 ms); a trace of \
-     one step of each run on that hardware, and the attention and GEMM rates under the 500 W \
-     cap, would settle it";
+    "torchtitan FSDP2 + compile + Float8 + PyTorch's experimental context-parallel SDPA (256K \
+     tokens, cp 8) on 96 GB / 500 W H100s: priced with the FlashAttention-2 kernel its SDPA ran, \
+     the row is 45% slower than predicted where the same table's 32K row without CP is within \
+     8%; PyTorch's ring attention merges each step's output in FP32 with eager kernels, copies \
+     K/V per step and accumulates dQ/dK/dV in FP32 (torch 2.6.0 _attention.py), on K/V \
+     repeated to 32 heads, about 10% of the attention, not priced; the rest is not named. A \
+     trace of one step on that hardware would settle it";

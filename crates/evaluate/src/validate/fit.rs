@@ -298,6 +298,12 @@ pub struct FrameworkFitPoint {
     pub score: GridScore,
 }
 
+/// The fewest rows a framework profile's constant is fitted on: with fewer, the fitted value is
+/// those rows' own answer, which leave-one-out cannot test (one row leaves nothing to fit on,
+/// two leave one each), so the profile carries 0 and its rows test its mechanisms alone
+/// (`validate --fit-framework` says so).
+pub const MIN_FIT_ROWS: usize = 3;
+
 /// Whether case `c` is one the constant of framework profile `name` is fitted on: a row scored
 /// under that profile, inside the domain, its recompute given or not needed.
 pub fn framework_fitted_on(c: &Case, name: &str) -> bool {

@@ -3,7 +3,9 @@
 //! the row itself. The profile's mechanisms are its evaluation options and the TP overlap of
 //! its plan (`case.rs`).
 
-use autoplan_plan::framework::CostProfile;
+use autoplan_plan::framework::{AttentionKernel, CostProfile};
+
+use super::hardware::cluster_name_for;
 
 use super::PublishedRun;
 
@@ -56,11 +58,14 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
             .is_some_and(|p| p.to_ascii_lowercase().contains("float8"));
         let compiled = (float8 || notes.contains("compile") || notes.contains("asynctp"))
             && !notes.contains("no torch.compile");
-        if compiled {
-            CostProfile::TORCHTITAN
-        } else {
-            CostProfile::TORCHTITAN_EAGER
-        }
+        torchtitan_sdpa(
+            if compiled {
+                CostProfile::TORCHTITAN
+            } else {
+                CostProfile::TORCHTITAN_EAGER
+            },
+            r,
+        )
     } else if ["llm-foundry", "llm foundry", "llmfoundry"]
         .iter()
         .any(|w| text.contains(w))
@@ -78,6 +83,28 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
         CostProfile::MEGATRON_LM_2021
     } else {
         CostProfile::MEGATRON_CORE
+    }
+}
+
+/// torchtitan profile `p` with the attention kernel its SDPA ran for row `r`. torchtitan
+/// before 0.2.0 (2025-10) ran FlashAttention-2 below compute capability 10.0: 0.1.0 orders
+/// SDPA's backends flash, memory-efficient, math, with cuDNN first only from 10.0
+/// (`models/attention.py` @ 0.1.0 L199-213); before it the model code called SDPA as it was,
+/// and PyTorch's own order put flash first from torch 2.5.1 to 2.8 (`ATen/Context.h` @ torch
+/// 2.6.0 L391-395; docs/frameworks.md, "Attention kernels"). From 0.2.0 it orders cuDNN first
+/// everywhere (`models/attention.py` @ 0.2.0 L89-93), what [`CostProfile::TORCHTITAN`] prices.
+/// The release a row ran is read from its source's year: 2025 or earlier is before 0.2.0
+/// (ten of 2025's twelve months are).
+fn torchtitan_sdpa(p: CostProfile, r: &PublishedRun) -> CostProfile {
+    let blackwell =
+        cluster_name_for(&r.gpu).is_some_and(|c| c.starts_with('b') || c.starts_with("gb"));
+    if !blackwell && source_year(&r.source).is_some_and(|y| y <= 2025) {
+        CostProfile {
+            attention: AttentionKernel::FlashAttention2,
+            ..p
+        }
+    } else {
+        p
     }
 }
 

@@ -12,6 +12,8 @@
 //! architecture (`autoplan_cost::compute::ARCH_TABLE`), fitted on the rows of profiles that
 //! name nothing missing (docs/decisions.md, "A fitted constant per framework").
 
+use serde::Serialize;
+
 use super::Framework;
 
 /// Which of a block's elementwise ops a framework runs as kernels of their own (eager
@@ -66,6 +68,34 @@ impl Elementwise {
     /// No op runs unfused: the profile prices the fused kernels only.
     pub fn is_fused(&self) -> bool {
         *self == Elementwise::FUSED
+    }
+}
+
+/// The attention core's kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionKernel {
+    /// One fused kernel, no `s×s` scores in HBM, the fastest the GPU's vendor stack runs: cuDNN's
+    /// (Transformer Engine's fused attention, SDPA's cuDNN backend; FlashAttention-3's class)
+    /// on Hopper and Blackwell, FlashAttention-2 on Ampere and Ada (`autoplan_cost::compute`'s
+    /// `attn_rate`).
+    Flash,
+    /// FlashAttention-2's kernels (Dao 2023) whatever the GPU: sm80 code, which on Hopper runs
+    /// at about half cuDNN's forward rate (`autoplan_cost::compute::ArchEfficiency::fa2_rate`).
+    /// What PyTorch's SDPA picks first where no framework orders its backends: its default
+    /// order is flash, memory-efficient, math, cuDNN (`ATen/Context.h` @ torch 2.6.0
+    /// L391-395), and only torch 2.5.0 and 2.9 onward move cuDNN ahead of it on their own
+    /// (docs/frameworks.md, "Attention kernels").
+    FlashAttention2,
+    /// The `s×s` scores computed, masked, soft-maxed and stored by separate kernels (Megatron
+    /// before 2023).
+    Unfused,
+}
+
+impl AttentionKernel {
+    /// One fused kernel, nothing `s×s` stored.
+    pub fn is_fused(self) -> bool {
+        self != AttentionKernel::Unfused
     }
 }
 
@@ -139,9 +169,8 @@ pub struct CostProfile {
     /// nothing kept in 16 bits. `false`: 16-bit parameters beside an fp32 master copy in the
     /// optimizer (Megatron's distributed optimizer, DeepSpeed's BF16 optimizer and ZeRO).
     pub fp32_params: bool,
-    /// The attention core is one fused FlashAttention-class kernel (no `s×s` scores in HBM);
-    /// `false`: the scores computed, masked, soft-maxed and stored by separate kernels.
-    pub fused_attention: bool,
+    /// The attention core's kernel ([`AttentionKernel`]).
+    pub attention: AttentionKernel,
     /// The MoE layer dispatches and combines its tokens with GShard's dense one-hot einsums
     /// (DeepSpeed-MoE's `MOELayer` up to v0.19.3: `einsum("sec,sm->ecm", dispatch_mask, x)` and
     /// `einsum("sec,ecm->sm", combine_weights, expert_out)`, `deepspeed/moe/sharded_moe.py @
@@ -203,7 +232,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: false,
-        fused_attention: true,
+        attention: AttentionKernel::Flash,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
@@ -231,7 +260,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: false,
-        fused_attention: false,
+        attention: AttentionKernel::Unfused,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
@@ -258,7 +287,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: false,
-        fused_attention: false,
+        attention: AttentionKernel::Unfused,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
@@ -303,7 +332,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: false,
-        fused_attention: false,
+        attention: AttentionKernel::Unfused,
         moe_dense_dispatch: false,
         activation_offload_overlap: true,
         elementwise: Elementwise::FUSED,
@@ -332,7 +361,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         reduce_in_training_dtype: true,
         fp32_params: false,
-        fused_attention: false,
+        attention: AttentionKernel::Unfused,
         moe_dense_dispatch: true,
         activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
@@ -374,7 +403,7 @@ impl CostProfile {
         zero_grad_all_reduce: true,
         reduce_in_training_dtype: true,
         fp32_params: false,
-        fused_attention: true,
+        attention: AttentionKernel::Flash,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
@@ -430,7 +459,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: true,
-        fused_attention: true,
+        attention: AttentionKernel::Flash,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
@@ -479,7 +508,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: true,
-        fused_attention: true,
+        attention: AttentionKernel::Flash,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
         elementwise: Elementwise {
@@ -537,7 +566,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: true,
-        fused_attention: true,
+        attention: AttentionKernel::Flash,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
         elementwise: Elementwise::FUSED,
