@@ -198,8 +198,8 @@ fn a_deepspeed_row_is_read_by_the_attention_it_names() {
     assert_eq!(c.plan.zero, autoplan_plan::Zero::stage(1));
     assert_eq!(
         c.options.attention,
-        autoplan_evaluate::AttentionKernel::Flash,
-        "a FlashAttention run ran the fused kernel"
+        autoplan_evaluate::AttentionKernel::FlashAttention2,
+        "a FlashAttention run ran the flash-attn package's fused kernel"
     );
 }
 

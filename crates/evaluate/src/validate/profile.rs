@@ -119,7 +119,11 @@ fn torchtitan_sdpa(p: CostProfile, r: &PublishedRun) -> CostProfile {
 /// DeepSpeed-MoE's einsum dispatch unless its source is dated 2026 or later
 /// (`DEEPSPEED_MOE_2023`: the gather by index came in v0.19.4, the release before v0.19.5 of
 /// 2026-08, frameworks.md's version table; `DEEPSPEED` after). For a dense model the two are
-/// the same. Every other DeepSpeed row takes the 2021–22 profile.
+/// the same. Every other DeepSpeed row takes the 2021–22 profile. The fused kernel such a row
+/// names is the `flash-attn` package's (Megatron-DeepSpeed's `--use-flash-attn-v2` calls it),
+/// whose kernels are FlashAttention-2's sm80 code on every GPU
+/// ([`AttentionKernel::FlashAttention2`]: Hopper's own kernels are FlashAttention-3's, a
+/// separate package); on Ampere that is the GPU's own kernel, the same price.
 fn deepspeed_profile(r: &PublishedRun, text: &str) -> CostProfile {
     let flash = [
         "flashattention",
@@ -129,10 +133,14 @@ fn deepspeed_profile(r: &PublishedRun, text: &str) -> CostProfile {
     ]
     .iter()
     .any(|w| text.contains(w));
-    match source_year(&r.source) {
-        _ if !flash => CostProfile::MEGATRON_DEEPSPEED_2022,
+    let p = match source_year(&r.source) {
+        _ if !flash => return CostProfile::MEGATRON_DEEPSPEED_2022,
         Some(y) if y >= 2026 => CostProfile::DEEPSPEED,
         _ => CostProfile::DEEPSPEED_MOE_2023,
+    };
+    CostProfile {
+        attention: AttentionKernel::FlashAttention2,
+        ..p
     }
 }
 
