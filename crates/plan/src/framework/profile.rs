@@ -492,7 +492,10 @@ impl CostProfile {
     };
 
     /// llm-foundry / Composer (PyTorch FSDP1, `FULL_SHARD`, `BACKWARD_PRE` prefetch, Flash
-    /// Attention): overlapped as FSDP2; no tensor parallelism. The model code runs eagerly:
+    /// Attention): overlapped as FSDP2; no tensor parallelism. Its attention is `flash-attn`'s
+    /// kernel (`attn_impl: flash`) or its own triton port (`triton`, 0.3.0's default), which of
+    /// the two the runs used not recorded: neither is Hopper's own kernel, and
+    /// FlashAttention-2's (`AttentionKernel::FlashAttention2`) is the one measured. The model code runs eagerly:
     /// `low_precision_layernorm` (its default norm, configuration_mpt.py @ 0.22.0:L47) is one
     /// bf16 `layer_norm` kernel (layers/norm.py:L34-68) and an ungated GELU one kernel, as
     /// fused; `LPRMSNorm` calls PyTorch's composite `rms_norm`, `MPTGLU` runs `act(gate) * up`
@@ -508,7 +511,7 @@ impl CostProfile {
         zero_grad_all_reduce: false,
         reduce_in_training_dtype: false,
         fp32_params: true,
-        attention: AttentionKernel::Flash,
+        attention: AttentionKernel::FlashAttention2,
         moe_dense_dispatch: false,
         activation_offload_overlap: false,
         elementwise: Elementwise {
@@ -517,7 +520,8 @@ impl CostProfile {
             gated_act: true,
             dropout: true,
         },
-        source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention); \
+        source: "llm-foundry benchmarking README (FSDP FULL_SHARD, Flash Attention: \
+                 FlashAttention-2's kernels, docs/frameworks.md \"Attention kernels\"); \
                  frameworks.md §3.6; llmfoundry/models @ 0.22.0 (layers/norm.py, ffn.py, \
                  blocks.py; mpt/configuration_mpt.py)",
         not_modelled: "MPT's block (LayerNorm, ungated GELU, ALiBi, no dropout) runs no \
@@ -531,10 +535,12 @@ impl CostProfile {
                        splits it, it is the profile's `unpriced_compute`",
         // `autoplan validate --runs data/published_runs.csv --runs data/published_runs_2.csv
         // --fit-framework llm-foundry`: MPT-70B on 512 H100 and on 64 A100, MPT-7B on 512
-        // H100, MAPE 16.8% at 0 and 6.0% at 0.12; each row at the value fitted on the other
-        // two: -13.2%, +16.5%, -15.3% (weakly determined: one source, MPT-7B 1.31x slower
-        // per block than priced where the 70B runs are 1.10-1.12x).
-        unpriced_compute: 0.12,
+        // H100, MAPE 13.6% at 0 and 4.4% at 0.09; each row at the value fitted on the other
+        // two: -10.8%, +12.6%, -10.4% (weakly determined: one source, MPT-7B 1.23x slower
+        // per block than priced where the 70B runs are 1.09x). Before the attention was
+        // priced as FlashAttention-2's kernels: 16.8% at 0, 6.0% at 0.12, -13.2%, +16.5%,
+        // -15.3%.
+        unpriced_compute: 0.09,
         expert_gemm_host: 0.0,
     };
 
