@@ -313,6 +313,39 @@ fn precision_override_reaches_the_cost_model() {
 }
 
 #[test]
+fn the_attention_flag_reaches_the_cost_model() {
+    // Llama 3 8B at 32K tokens on H100s, where the attention core is most of a block:
+    // FlashAttention-2's kernels (`--attention flash2`) run it at about half cuDNN's forward
+    // rate (the default, `flash`: the framework's fused kernel).
+    let step = |attention: &str| {
+        let (code, out, err) = autoplan(&[
+            "evaluate",
+            "--model",
+            "llama3-8b",
+            "--cluster",
+            "dgx-h100",
+            "--gpus",
+            "8",
+            "--seq-len",
+            "32768",
+            "--global-batch",
+            "8",
+            "--attention",
+            attention,
+            "--plan",
+            "tp=1,pp=1,mbs=1,recompute=full,zero=3",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, Some(0), "{attention}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+        v["step_time_s"].as_f64().unwrap()
+    };
+    let (flash, flash2) = (step("flash"), step("flash2"));
+    assert!(flash2 > 1.2 * flash, "flash {flash} flash2 {flash2}");
+}
+
+#[test]
 fn reserve_moves_the_memory_peak_and_is_checked() {
     let peak = |extra: &[&str]| -> f64 {
         let mut args = vec![
