@@ -75,7 +75,11 @@
 //! head-dim-128 rows at ≥ 4K tokens, of the rate the form needs to match each (relative to the
 //! large BF16 GEMMs' rate), `attn_head_dim_half` (d₀) the value at which head dims 64 and 128
 //! give the same median (≥ 8K tokens), `attn_bwd` the median backward ÷ forward at ≥ 8K
-//! tokens. Ampere (A100) and Ada (L40S), not measured here, take Hopper's three as a prior,
+//! tokens. FlashAttention-2's kernels (sm80 code, what PyTorch SDPA's flash backend and the
+//! `flash-attn` package run: [`ArchEfficiency::with_flash_attention_2`]) are priced on Hopper by
+//! the same form at `fa2_rate` of that rate and with their own backward ratio `fa2_bwd`, both
+//! measured against cuDNN's kernel at the one shape both ran (`results/h200/mla.csv`).
+//! Ampere (A100) and Ada (L40S), not measured here, take Hopper's three as a prior,
 //! as Blackwell does: FlashAttention-2 reports its kernels at 50–73% of the A100's peak
 //! (Dao 2023, abstract and §4.1), 0.73 ÷ 0.82 = 0.89 of the A100's fitted GEMM rate at best —
 //! Hopper's measured 0.90 (0.738 of the peak) — where `attn_rate` 1 priced them at the GEMM
@@ -169,7 +173,8 @@ const HOPPER: ArchEfficiency = ArchEfficiency {
     // ran: 16 and 128 heads, 4K and 16K tokens): cuDNN's forward time over FlashAttention-2's
     // 0.478, 0.468, 0.508 (median 0.478), FlashAttention-2's backward over its forward 3.30,
     // 2.83, 2.92 (median 2.92); `crates/cost/tests/h100_probe.rs` recomputes both. FA-3's
-    // abstract puts FlashAttention-2 at 35% of the H100's peak; these are 0.31 forward.
+    // abstract puts FlashAttention-2 at 35% of the H100's peak; these ran at 0.24-0.31 of it
+    // forward.
     fa2_rate: 0.478,
     fa2_bwd: 2.92,
     gemm_latency: 27.5e-6,

@@ -96,9 +96,11 @@ pub fn row_profile(r: &PublishedRun) -> CostProfile {
 /// The release a row ran is read from its source's year: 2025 or earlier is before 0.2.0
 /// (ten of 2025's twelve months are).
 fn torchtitan_sdpa(p: CostProfile, r: &PublishedRun) -> CostProfile {
-    let blackwell =
-        cluster_name_for(&r.gpu).is_some_and(|c| c.starts_with('b') || c.starts_with("gb"));
-    if !blackwell && source_year(&r.source).is_some_and(|y| y <= 2025) {
+    // 0.1.0's `has_cuda_capability(10, 0)`, on the row's bundled GPU.
+    let cudnn_first = cluster_name_for(&r.gpu)
+        .and_then(|c| autoplan_cluster::resolve_cluster(c).ok())
+        .is_some_and(|c| c.gpu.arch.at_least((10, 0)));
+    if !cudnn_first && source_year(&r.source).is_some_and(|y| y <= 2025) {
         CostProfile {
             attention: AttentionKernel::FlashAttention2,
             ..p
