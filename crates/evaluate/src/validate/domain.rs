@@ -44,8 +44,8 @@ pub const OUT_OF_DOMAIN: &[(&str, &str)] = &[
 pub(crate) const TORCHTITAN_LONG_SEQ: &str =
     "torchtitan FSDP2 + compile + Float8 + PyTorch's experimental context-parallel SDPA (256K \
      tokens, cp 8) on 96 GB / 500 W H100s: priced with the FlashAttention-2 kernel its SDPA ran, \
-     the row is 45% slower than predicted where the same table's 32K row without CP is within \
-     8%; PyTorch's ring attention merges each step's output in FP32 with eager kernels, copies \
-     K/V per step and accumulates dQ/dK/dV in FP32 (torch 2.6.0 _attention.py), on K/V \
-     repeated to 32 heads, about 10% of the attention, not priced; the rest is not named. A \
-     trace of one step on that hardware would settle it";
+     it is predicted 45% too fast where the same table's 32K row without CP is within 8%; \
+     PyTorch's ring attention merges each step's output in FP32 with eager kernels, copies K/V \
+     per step and accumulates dQ/dK/dV in FP32 (torch 2.6.0 _attention.py), on K/V repeated \
+     to 32 heads: about a tenth of the attention's time by their bytes, an estimate, not \
+     priced; the rest is not named. A trace of one step on that hardware would settle it";
