@@ -271,11 +271,21 @@ fn seq_len_beyond_a_learned_position_table_is_refused_not_widened() {
     );
 }
 
+/// `evaluate ARGS --format json`'s step time, seconds (the command must succeed).
+fn step_time(args: &[&str]) -> f64 {
+    let mut all = vec!["evaluate"];
+    all.extend_from_slice(args);
+    all.extend(["--format", "json"]);
+    let (code, out, err) = autoplan(&all);
+    assert_eq!(code, Some(0), "{args:?}: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    v["step_time_s"].as_f64().unwrap()
+}
+
 #[test]
 fn precision_override_reaches_the_cost_model() {
     let step = |precision: &str| {
-        let (code, out, err) = autoplan(&[
-            "evaluate",
+        step_time(&[
             "--model",
             "llama3-70b",
             "--cluster",
@@ -286,12 +296,7 @@ fn precision_override_reaches_the_cost_model() {
             precision,
             "--plan",
             "tp=4,pp=8,schedule=interleaved,vpp=5,mbs=1,sp=on,zero=1",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, Some(0), "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-        v["step_time_s"].as_f64().unwrap()
+        ])
     };
     // FP8 doubles the GEMMs' peak on H100; the attention core, head and communication do not
     // speed up, so the step is faster but not twice as fast.
@@ -318,8 +323,7 @@ fn the_attention_flag_reaches_the_cost_model() {
     // FlashAttention-2's kernels (`--attention flash2`) run it at about half cuDNN's forward
     // rate (the default, `flash`: the framework's fused kernel).
     let step = |attention: &str| {
-        let (code, out, err) = autoplan(&[
-            "evaluate",
+        step_time(&[
             "--model",
             "llama3-8b",
             "--cluster",
@@ -334,12 +338,7 @@ fn the_attention_flag_reaches_the_cost_model() {
             attention,
             "--plan",
             "tp=1,pp=1,mbs=1,recompute=full,zero=3",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, Some(0), "{attention}: {err}");
-        let v: serde_json::Value = serde_json::from_str(&out).expect("json");
-        v["step_time_s"].as_f64().unwrap()
+        ])
     };
     let (flash, flash2) = (step("flash"), step("flash2"));
     assert!(flash2 > 1.2 * flash, "flash {flash} flash2 {flash2}");
