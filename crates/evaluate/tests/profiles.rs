@@ -955,10 +955,7 @@ fn torchtitan_before_0_2_ran_flash_attention_2_below_blackwell() {
     // The same profile otherwise: the variant keeps its name and mechanisms.
     assert_eq!(row_profile(&tt).name, CostProfile::TORCHTITAN.name);
     assert_eq!(
-        CostProfile {
-            attention: AttentionKernel::Flash,
-            ..row_profile(&tt)
-        },
+        row_profile(&tt).with_attention(AttentionKernel::Flash),
         CostProfile::TORCHTITAN
     );
     assert_eq!(

@@ -101,10 +101,7 @@ fn torchtitan_sdpa(p: CostProfile, r: &PublishedRun) -> CostProfile {
         .and_then(|c| autoplan_cluster::resolve_cluster(c).ok())
         .is_some_and(|c| c.gpu.arch.at_least((10, 0)));
     if !cudnn_first && source_year(&r.source).is_some_and(|y| y <= 2025) {
-        CostProfile {
-            attention: AttentionKernel::FlashAttention2,
-            ..p
-        }
+        p.with_attention(AttentionKernel::FlashAttention2)
     } else {
         p
     }
@@ -135,14 +132,12 @@ fn deepspeed_profile(r: &PublishedRun, text: &str) -> CostProfile {
     ]
     .iter()
     .any(|w| text.contains(w));
-    let p = match source_year(&r.source) {
-        _ if !flash => return CostProfile::MEGATRON_DEEPSPEED_2022,
-        Some(y) if y >= 2026 => CostProfile::DEEPSPEED,
-        _ => CostProfile::DEEPSPEED_MOE_2023,
-    };
-    CostProfile {
-        attention: AttentionKernel::FlashAttention2,
-        ..p
+    match source_year(&r.source) {
+        _ if !flash => CostProfile::MEGATRON_DEEPSPEED_2022,
+        Some(y) if y >= 2026 => {
+            CostProfile::DEEPSPEED.with_attention(AttentionKernel::FlashAttention2)
+        }
+        _ => CostProfile::DEEPSPEED_MOE_2023.with_attention(AttentionKernel::FlashAttention2),
     }
 }
 

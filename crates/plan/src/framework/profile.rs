@@ -606,6 +606,15 @@ impl CostProfile {
 }
 
 impl CostProfile {
+    /// This profile with its attention core run by kernel `k` (a release of the framework whose
+    /// attention differs, or a run naming its kernel; the profile keeps its name).
+    pub const fn with_attention(self, k: AttentionKernel) -> CostProfile {
+        CostProfile {
+            attention: k,
+            ..self
+        }
+    }
+
     /// The profile of this name ([`CostProfile::ALL`]).
     pub fn named(name: &str) -> Option<CostProfile> {
         CostProfile::ALL.into_iter().find(|p| p.name == name)
